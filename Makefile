@@ -1,0 +1,64 @@
+# Junction — the two commands a newcomer needs are `make run` and `make test`.
+GO        ?= go
+BIN       := bin/junction
+SHARED    ?= ../shared
+GOFLAGS   ?=
+export GOFLAGS
+
+.PHONY: all build run run-example test test-race vet fmt-check fuzz bench models-lexical clean help
+
+all: build
+
+## build: compile the junction binary into bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/junction
+
+## run: serve the built-in default recipe with the in-process demo backend on 127.0.0.1:8801
+run: build
+	$(BIN) serve
+
+## run-example: serve ../shared/spec/example-config.yaml with demo backends on its ports 18001-18003
+run-example: build
+	@set -e; \
+	$(BIN) demo-backend --listen 127.0.0.1:18001 & p1=$$!; \
+	$(BIN) demo-backend --listen 127.0.0.1:18002 & p2=$$!; \
+	$(BIN) demo-backend --listen 127.0.0.1:18003 & p3=$$!; \
+	trap "kill $$p1 $$p2 $$p3 2>/dev/null" EXIT INT TERM; \
+	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
+
+## test: vet, formatting and the whole test suite (fuzz targets run their seed corpus)
+test: vet fmt-check
+	$(GO) test -count=1 ./...
+
+## test-race: the suite under the race detector
+test-race:
+	$(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run=^$$ -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./recipes/
+	$(GO) test -run=^$$ -fuzz=FuzzChatParse -fuzztime=$(FUZZTIME) ./engine/chat/
+	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./engine/gateway/
+
+## bench: routing-decision micro-benchmarks and the gateway load run (see docs/benchmarks.md)
+bench: build
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
+	$(GO) run ./cmd/junction-bench
+
+## models-lexical: retrain the lexical fallback classifiers from ../shared/data
+models-lexical:
+	$(GO) run ./cmd/junction-train-lexical -data $(SHARED)/data
+
+clean:
+	rm -rf bin
+
+help:
+	@grep -E '^## ' Makefile | sed 's/^## //'

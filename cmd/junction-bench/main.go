@@ -1,0 +1,257 @@
+// Command junction-bench measures what the gateway adds to a request: it starts
+// the demo backend and `junction serve` as separate processes on loopback, sends
+// the same chat completion at a fixed open-loop rate first straight to the
+// backend and then through the gateway, in alternating rounds, and reports the
+// medians of each round's p50 and p99 and the added latency. It then measures
+// the gateway's maximum throughput with a closed loop.
+//
+// Latency is measured from each request's scheduled send time, so a stalled
+// server cannot hide queueing (no coordinated omission).
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/junction", "junction binary to benchmark")
+	rate := flag.Int("rate", 1000, "requests per second for the latency runs")
+	dur := flag.Duration("duration", 5*time.Second, "length of one latency round")
+	rounds := flag.Int("rounds", 3, "alternating rounds per target")
+	conc := flag.Int("concurrency", 64, "closed-loop clients for the throughput run")
+	tput := flag.Duration("throughput-duration", 5*time.Second, "length of the throughput run")
+	flag.Parse()
+	if err := run(*bin, *rate, *dur, *rounds, *conc, *tput); err != nil {
+		fmt.Fprintln(os.Stderr, "junction-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config routes with the model-free signals of the example configuration.
+const config = `version: v1
+listeners:
+  - {name: bench, address: 127.0.0.1, port: %d, timeout: 30s}
+providers:
+  defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
+  models:
+    - name: small
+      reasoning_family: qwen3
+      pricing: {currency: USD, prompt_per_1m: 0.10, completion_per_1m: 0.40}
+      backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
+    - name: big
+      backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
+recipes:
+  - name: default
+    signals:
+      keywords:
+        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
+      pii:
+        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
+      context:
+        - {name: long_context, min_tokens: 4000}
+    decisions:
+      - name: urgent_support
+        priority: 130
+        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
+        modelRefs: [{model: big, use_reasoning: false}]
+      - name: private_data
+        priority: 120
+        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
+        modelRefs: [{model: small}]
+      - name: long
+        priority: 110
+        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
+        modelRefs: [{model: big}]
+      - name: general
+        priority: 10
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small, use_reasoning: false}]
+global:
+  services:
+    observability:
+      metrics: {address: 127.0.0.1, port: %d}
+`
+
+const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Duration) error {
+	upPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	gwPort, _ := freePort()
+	metricsPort, _ := freePort()
+	dir, err := os.MkdirTemp("", "junction-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfgPath := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(config, gwPort, upPort, upPort, metricsPort)), 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	up := exec.CommandContext(ctx, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
+	gw := exec.CommandContext(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error")
+	for _, c := range []*exec.Cmd{up, gw} {
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			return fmt.Errorf("start %v: %w", c.Args, err)
+		}
+	}
+	direct := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort)
+	routed := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, IdleConnTimeout: time.Minute}, Timeout: 10 * time.Second}
+	for _, u := range []string{direct, routed} {
+		if err := waitUp(client, u); err != nil {
+			return err
+		}
+	}
+	// Warm both paths (connections, lazy initialisation) before measuring.
+	openLoop(client, direct, rate, time.Second)
+	openLoop(client, routed, rate, time.Second)
+
+	var dP50, dP99, gP50, gP99, added50, added99 []float64
+	for r := 0; r < rounds; r++ {
+		d := openLoop(client, direct, rate, dur)
+		g := openLoop(client, routed, rate, dur)
+		if d.errors > 0 || g.errors > 0 {
+			return fmt.Errorf("round %d: %d direct and %d gateway requests failed", r, d.errors, g.errors)
+		}
+		dP50, dP99 = append(dP50, d.p(0.50)), append(dP99, d.p(0.99))
+		gP50, gP99 = append(gP50, g.p(0.50)), append(gP99, g.p(0.99))
+		added50 = append(added50, g.p(0.50)-d.p(0.50))
+		added99 = append(added99, g.p(0.99)-d.p(0.99))
+		fmt.Printf("round %d: direct p50 %.0fµs p99 %.0fµs | gateway p50 %.0fµs p99 %.0fµs\n", r+1, d.p(.5), d.p(.99), g.p(.5), g.p(.99))
+	}
+	gwRPS := closedLoop(client, routed, conc, tput)
+	dirRPS := closedLoop(client, direct, conc, tput)
+
+	fmt.Printf("\nresults (%d rounds of %s at %d req/s; medians of rounds; µs)\n", rounds, dur, rate)
+	fmt.Printf("| path | p50 | p99 |\n|---|---|---|\n")
+	fmt.Printf("| direct to backend | %.0f | %.0f |\n", median(dP50), median(dP99))
+	fmt.Printf("| through gateway | %.0f | %.0f |\n", median(gP50), median(gP99))
+	fmt.Printf("| added by gateway | %.0f | %.0f |\n", median(added50), median(added99))
+	fmt.Printf("\nmax throughput, %d closed-loop clients for %s: gateway %.0f req/s, backend alone %.0f req/s (ratio %.2f)\n",
+		conc, tput, gwRPS, dirRPS, gwRPS/dirRPS)
+	return nil
+}
+
+func waitUp(c *http.Client, url string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := c.Post(url, "application/json", bytes.NewReader([]byte(body)))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer 200 within 20s", url)
+}
+
+type sample struct {
+	lat    []float64 // µs, sorted
+	errors int
+}
+
+func (s sample) p(q float64) float64 {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	i := int(q * float64(len(s.lat)-1))
+	return s.lat[i]
+}
+
+func send(c *http.Client, url string) bool {
+	resp, err := c.Post(url, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+// openLoop sends at a fixed rate regardless of how fast answers come back.
+func openLoop(c *http.Client, url string, rate int, dur time.Duration) sample {
+	n := int(float64(rate) * dur.Seconds())
+	interval := time.Second / time.Duration(rate)
+	lat := make([]float64, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func(i int, due time.Time) {
+			defer wg.Done()
+			if !send(c, url) {
+				errs.Add(1)
+			}
+			lat[i] = float64(time.Since(due).Microseconds())
+		}(i, due)
+	}
+	wg.Wait()
+	sort.Float64s(lat)
+	return sample{lat: lat, errors: int(errs.Load())}
+}
+
+func closedLoop(c *http.Client, url string, conc int, dur time.Duration) float64 {
+	var done atomic.Int64
+	stop := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for i := 0; i < conc; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				if send(c, url) {
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(done.Load()) / dur.Seconds()
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

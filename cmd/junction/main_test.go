@@ -1,0 +1,197 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+const example = "../../recipes/testdata/example-config.yaml"
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigValidate(t *testing.T) {
+	code, out, _ := runCLI(t, "config", "validate", example)
+	if code != 0 || !strings.Contains(out, "valid (sha256:") {
+		t.Fatalf("example: code %d, out %q", code, out)
+	}
+	bad := writeFile(t, `version: v1
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{provider: demo}]}
+recipes:
+  - name: default
+    signals:
+      keywords: [{name: k, keywords: [x]}]
+    decisions:
+      - name: d
+        rules: {operator: OR, conditions: [{type: keyword, name: missing}]}
+        modelRefs: [{model: smal}]
+`)
+	code, out, _ = runCLI(t, "config", "validate", bad)
+	if code != 1 {
+		t.Fatalf("bad config exit %d", code)
+	}
+	for _, want := range []string{"/recipes/0/decisions/0/modelRefs/0/model", "/recipes/0/decisions/0/rules/conditions/0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	if code, _, _ := runCLI(t, "config", "validate"); code != 2 {
+		t.Errorf("missing file argument exit %d", code)
+	}
+	if code, out, _ := runCLI(t, "config", "schema"); code != 0 || !json.Valid([]byte(out)) {
+		t.Errorf("schema exit %d, valid JSON %v", code, json.Valid([]byte(out)))
+	}
+}
+
+func TestRoute(t *testing.T) {
+	code, out, errOut := runCLI(t, "route", "--config", example, "This is urgent, answer asap")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"urgent_support", "small", "keyword urgent", "MATCH", "reasoning"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("route output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "route", "--config", example, "--json", "hello")
+	var res struct {
+		Decision string `json:"decision"`
+		Model    string `json:"model"`
+		Signals  []any  `json:"signals"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Model == "" || len(res.Signals) == 0 {
+		t.Fatalf("json route: exit %d, %s", code, out)
+	}
+	if code, _, errOut := runCLI(t, "route", "--config", example, "--model", "gpt-9", "hi"); code != 1 || !strings.Contains(errOut, "unknown model") {
+		t.Fatalf("unknown model: exit %d, %s", code, errOut)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestServe runs `junction serve` as a user would and talks to it with the
+// official OpenAI client.
+func TestServe(t *testing.T) {
+	port, mport := freePort(t), freePort(t)
+	cfg := writeFile(t, fmt.Sprintf(`version: v1
+listeners: [{name: public, address: 127.0.0.1, port: %d}]
+providers:
+  defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
+  models:
+    - {name: small, reasoning_family: qwen3, pricing: {prompt_per_1m: 1, completion_per_1m: 2}, backend_refs: [{provider: demo}]}
+    - {name: big, reasoning_family: qwen3, backend_refs: [{provider: demo}]}
+recipes:
+  - name: default
+    signals:
+      keywords: [{name: hard, keywords: [prove]}]
+    decisions:
+      - name: hard
+        priority: 10
+        rules: {operator: OR, conditions: [{type: keyword, name: hard}]}
+        modelRefs: [{model: big, use_reasoning: true}]
+      - name: rest
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small}]
+global:
+  services:
+    observability:
+      metrics: {address: 127.0.0.1, port: %d}
+`, port, mport))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn"}, io.Discard, &stderr)
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d/v1", port)
+	waitFor(t, base+"/models")
+
+	client := openai.NewClient(option.WithBaseURL(base), option.WithAPIKey("unused"))
+	var hdr http.Header
+	resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model:    "MoM",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Please prove that 2+2=4")},
+	}, option.WithResponseInto(new(*http.Response)), option.WithMiddleware(func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(r)
+		if res != nil {
+			hdr = res.Header
+		}
+		return res, err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hdr.Get("x-selected-model") != "big" || !strings.Contains(resp.Choices[0].Message.Content, "big") {
+		t.Fatalf("x-selected-model %q, answer %q", hdr.Get("x-selected-model"), resp.Choices[0].Message.Content)
+	}
+	mresp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(string(body), `llm_routing_reason_codes_total{model="big",reason_code="auto_routing"} 1`) {
+		t.Errorf("metrics lack the routed request:\n%s", body)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("serve exited %d: %s", code, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+func waitFor(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not come up", url)
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/gateway"
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/plugin"
+)
+
+func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := newFlags("serve", stderr)
+	cfg := fs.String("config", "", "configuration file (YAML or JSON); the built-in demo configuration when empty")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "junction serve: unexpected argument %q (did you mean --config %s?)\n", fs.Arg(0), fs.Arg(0))
+		return errUsage
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level %q: use debug, info, warn or error", *level)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+
+	doc, hash, err := loadDocument(*cfg)
+	if err != nil {
+		return err
+	}
+	source := *cfg
+	if source == "" {
+		source = "built-in configuration (demo backends, no network needed)"
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
+	defer ups.Close()
+	ups.Health().SetModels(doc.Providers.Models)
+
+	plugins := plugin.NewNative()
+	gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins})
+	if err != nil {
+		return err
+	}
+	rt := engine.NewRuntime(gen)
+
+	var servers []*http.Server
+	errc := make(chan error, len(doc.Listeners)+1)
+	start := func(name, addr string, h http.Handler) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s listener on %s: %w (is another process using the port?)", name, addr, err)
+		}
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s listener: %w", name, err)
+			}
+		}()
+		return nil
+	}
+	for _, l := range doc.Listeners {
+		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log})
+		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
+		if err := start("gateway "+l.Name, addr, h); err != nil {
+			return err
+		}
+		recipe := l.Entrypoint
+		if recipe == "" {
+			recipe = doc.DefaultRecipe()
+		}
+		log.Info("gateway listening", "listener", l.Name, "addr", "http://"+addr, "recipe", recipe)
+	}
+	mc := doc.Global.Services.Observability.Metrics
+	if mc.Enabled == nil || *mc.Enabled {
+		addr := net.JoinHostPort(mc.Address, strconv.Itoa(mc.Port))
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(reg))
+		if err := start("metrics", addr, mux); err != nil {
+			return err
+		}
+		log.Info("metrics listening", "addr", "http://"+addr+"/metrics")
+	}
+	log.Info("junction serving", "config", source, "hash", hash, "signals", describeMethods(gen))
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight (up to 10s)")
+	case err := <-errc:
+		log.Error("listener failed", "err", err)
+		shutdown(servers)
+		return err
+	}
+	shutdown(servers)
+	return nil
+}
+
+func shutdown(servers []*http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(ctx)
+	}
+}
+
+// describeMethods says which implementation backs each model-backed signal
+// kind, so an operator sees at start-up when lexical fallbacks are in use.
+func describeMethods(gen *engine.Generation) string {
+	doc := gen.Document()
+	var parts []string
+	for _, r := range doc.Recipes {
+		res, err := gen.Route(context.Background(), r.Name, &engine.Request{Model: engine.ModelMoM})
+		if err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, s := range res.Signals {
+			k := s.Kind + "=" + s.Method
+			if !seen[k] {
+				seen[k] = true
+				parts = append(parts, r.Name+"/"+k)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
+}

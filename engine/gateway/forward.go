@@ -1,0 +1,250 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/junction-router/junction/engine/cost"
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/recipes"
+)
+
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway buffers to
+// add routing_metadata. Chat answers are far smaller; a larger one is a broken
+// backend, not something to hold in memory.
+const maxUpstreamBody = 64 << 20
+
+// errUpstreamTimeout is the cancellation cause when a backend exceeds its
+// timeout, to tell it apart from a client that went away.
+var errUpstreamTimeout = errors.New("upstream timeout")
+
+// upstreamCall is one request to a backend.
+type upstreamCall struct {
+	model     *recipes.Model
+	ref       *recipes.BackendRef
+	key       string
+	target    *url.URL
+	header    http.Header
+	body      []byte
+	stream    bool
+	dropUsage bool
+	timeout   time.Duration
+
+	ctx   context.Context
+	timer *time.Timer
+	sent  time.Time
+}
+
+// forward sends the request upstream and relays the answer. The upstream
+// request lives on the client's context, so a client that disconnects cancels
+// it. The timeout bounds the wait for the answer's headers and, for a
+// non-streamed answer, its body; a stream may run longer as long as no gap
+// between two events exceeds it (each event re-arms the timer), so long
+// generations are not cut while a stalled backend still is.
+func (x *exchange) forward(rt *routing, c *upstreamCall) {
+	ctx, cancel := context.WithCancelCause(x.r.Context())
+	defer cancel(nil)
+	c.ctx = ctx
+	c.timer = time.AfterFunc(c.timeout, func() { cancel(errUpstreamTimeout) })
+	defer c.timer.Stop()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target.String(), bytes.NewReader(c.body))
+	if err != nil {
+		x.fail(rt, metrics.ReasonUnknown, newError(http.StatusBadGateway, typeUpstream,
+			fmt.Sprintf("upstream for model %q at %s cannot be called: %v", c.model.Name, displayURL(c.target), err)))
+		return
+	}
+	req.Header = c.header
+	x.s.metrics.ModelRequest(c.model.Name)
+	c.sent = time.Now()
+	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
+	if err != nil {
+		x.upstreamFailed(rt, c, err)
+		return
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 400 {
+		x.relayError(rt, c, resp)
+		return
+	}
+	x.s.ups.health.Success(c.key)
+	if c.stream && isEventStream(resp.Header) {
+		x.relayStream(rt, c, resp)
+		return
+	}
+	x.relayJSON(rt, c, resp)
+}
+
+// upstreamFailed answers a request whose upstream call failed before an answer
+// began: the client went away (nothing to write), the backend timed out (504)
+// or could not be reached (502). The message names the model and the upstream
+// so an operator knows where to look.
+func (x *exchange) upstreamFailed(rt *routing, c *upstreamCall, err error) {
+	if x.r.Context().Err() != nil {
+		x.clientGone()
+		return
+	}
+	x.s.ups.health.Failure(c.key)
+	where := displayURL(c.target)
+	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
+		x.fail(rt, metrics.ReasonTimeout, newError(http.StatusGatewayTimeout, typeUpstreamTimeout,
+			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, c.timeout)))
+		return
+	}
+	x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+		fmt.Sprintf("upstream for model %q at %s is unreachable: %v", c.model.Name, where, unwrapURLError(err))))
+}
+
+// unwrapURLError drops url.Error's "Post \"http://…\":" prefix; the message
+// already names the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// relayError passes an upstream 4xx/5xx answer to the client as it came, with
+// the routing headers.
+func (x *exchange) relayError(rt *routing, c *upstreamCall, resp *http.Response) {
+	reason := metrics.ReasonUpstream4xx
+	if resp.StatusCode >= 500 {
+		reason = metrics.ReasonUpstream5xx
+		x.s.ups.health.Failure(c.key)
+	} else {
+		x.s.ups.health.Success(c.key)
+	}
+	x.error(reason)
+	x.writeHead(rt, resp)
+	if _, err := io.Copy(x.w, resp.Body); err != nil && x.r.Context().Err() != nil {
+		x.cancelled = true
+	}
+}
+
+// writeHead writes the upstream answer's status and headers plus the routing
+// headers.
+func (x *exchange) writeHead(rt *routing, resp *http.Response) {
+	h := x.w.Header()
+	copyUpstreamHeaders(h, resp.Header)
+	rt.set(h)
+	h.Set(headerRequestID, x.id) // the client's id, not the backend's
+	x.w.WriteHeader(resp.StatusCode)
+}
+
+// relayJSON relays a non-streamed answer, adding routing_metadata and
+// recording usage, cost and latency.
+func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	if err != nil {
+		x.upstreamFailed(rt, c, err)
+		return
+	}
+	if len(body) > maxUpstreamBody {
+		x.s.ups.health.Failure(c.key)
+		x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, displayURL(c.target), maxUpstreamBody)))
+		return
+	}
+	total := time.Since(x.start)
+	usage, fields := parseAnswer(body)
+	if fields != nil {
+		body = withRoutingMetadata(body, fields, routingMetadata(rt))
+	}
+	// A non-streamed answer has no observable first token: TTFT is the whole
+	// answer, TPOT the upstream latency per completion token.
+	x.s.metrics.TTFT(c.model.Name, total)
+	if usage != nil {
+		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *usage)
+		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), usage.CompletionTokens)
+	}
+	x.writeHead(rt, resp)
+	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
+		x.cancelled = true
+	}
+}
+
+// parseAnswer reads a chat.completion's top-level fields and usage; fields is
+// nil when the body is not a JSON object (it is then relayed untouched).
+func parseAnswer(body []byte) (*cost.Usage, map[string]json.RawMessage) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil || fields == nil {
+		return nil, nil
+	}
+	var u *cost.Usage
+	if raw, ok := fields["usage"]; ok {
+		_ = json.Unmarshal(raw, &u)
+	}
+	return u, fields
+}
+
+// metadata is the earlier-revision routing_metadata object.
+type metadata struct {
+	SelectedModel    string       `json:"selected_model"`
+	Confidence       float64      `json:"confidence"`
+	ProcessingTimeMS int64        `json:"processing_time_ms"`
+	CacheHit         bool         `json:"cache_hit"`
+	SecurityChecks   securityMeta `json:"security_checks"`
+}
+
+type securityMeta struct {
+	PIIDetected       bool `json:"pii_detected"`
+	JailbreakDetected bool `json:"jailbreak_detected"`
+}
+
+func routingMetadata(rt *routing) json.RawMessage {
+	md := metadata{
+		SelectedModel:    rt.res.Model,
+		Confidence:       rt.res.Confidence,
+		ProcessingTimeMS: rt.processing.Milliseconds(),
+		CacheHit:         rt.cacheStatus == cacheHit,
+		SecurityChecks:   securityMeta{PIIDetected: rt.res.PIIDetected, JailbreakDetected: rt.res.JailbreakDetected},
+	}
+	b, _ := json.Marshal(md)
+	return b
+}
+
+// withRoutingMetadata adds routing_metadata to a JSON object. The upstream's
+// bytes are kept as sent (field order included) by splicing the new member in
+// before the closing brace; only an answer that already has routing_metadata
+// (another Junction upstream) is re-encoded, so ours replaces it.
+func withRoutingMetadata(body []byte, fields map[string]json.RawMessage, md json.RawMessage) []byte {
+	if _, ok := fields["routing_metadata"]; ok {
+		fields["routing_metadata"] = md
+		if b, err := json.Marshal(fields); err == nil {
+			return b
+		}
+		return body
+	}
+	trimmed := bytes.TrimRight(body, " \t\r\n")
+	end := len(trimmed) - 1
+	if end < 0 || trimmed[end] != '}' {
+		return body
+	}
+	out := make([]byte, 0, len(body)+len(md)+24)
+	out = append(out, trimmed[:end]...)
+	if len(fields) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"routing_metadata":`...)
+	out = append(out, md...)
+	out = append(out, '}', '\n')
+	return out
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && equalFoldPrefix(ct, "text/event-stream")
+}
+
+func equalFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && bytes.EqualFold([]byte(s[:len(prefix)]), []byte(prefix))
+}

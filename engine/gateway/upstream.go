@@ -1,0 +1,223 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/junction-router/junction/engine/demobackend"
+	"github.com/junction-router/junction/recipes"
+)
+
+// defaultChatPath is appended to a base_url without chat_path.
+const defaultChatPath = "/chat/completions"
+
+// demoBase is the URL in-process demo requests carry; no socket is opened.
+const demoBase = "http://demo.invalid"
+
+// UpstreamOptions tune the upstream connection pools. Zero values take the
+// defaults.
+type UpstreamOptions struct {
+	// DialTimeout bounds connecting to a backend; default 10s.
+	DialTimeout time.Duration
+	// MaxIdleConnsPerHost is how many keep-alive connections a backend keeps;
+	// default 512. High because every in-flight stream holds a connection and
+	// a burst of requests should not open new ones.
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes unused connections; default 90s.
+	IdleConnTimeout time.Duration
+	// Demo serves provider "demo" backends (recipes.DemoProvider, no base_url); default
+	// demobackend.NewRoundTripper(demobackend.Options{}).
+	Demo http.RoundTripper
+	// FailureThreshold and Cooldown configure the passive health tracker.
+	FailureThreshold int
+	Cooldown         time.Duration
+}
+
+// Upstreams holds one connection pool per backend base URL. It outlives
+// configuration generations: pools are looked up by URL on each request, so a
+// reload that keeps a backend keeps its warm connections, and Retain closes
+// those of backends no longer configured.
+type Upstreams struct {
+	opts   UpstreamOptions
+	health *Health
+
+	mu    sync.RWMutex
+	pools map[string]*http.Transport
+}
+
+// NewUpstreams returns an empty set of pools; they are created on first use.
+func NewUpstreams(opts UpstreamOptions) *Upstreams {
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = 10 * time.Second
+	}
+	if opts.MaxIdleConnsPerHost <= 0 {
+		opts.MaxIdleConnsPerHost = 512
+	}
+	if opts.IdleConnTimeout <= 0 {
+		opts.IdleConnTimeout = 90 * time.Second
+	}
+	if opts.Demo == nil {
+		opts.Demo = demobackend.NewRoundTripper(demobackend.Options{})
+	}
+	return &Upstreams{
+		opts:   opts,
+		health: NewHealth(opts.FailureThreshold, opts.Cooldown),
+		pools:  map[string]*http.Transport{},
+	}
+}
+
+// Health returns the passive tracker; pass it as engine.Options.Health so
+// selection avoids backends that are failing.
+func (u *Upstreams) Health() *Health { return u.health }
+
+// Retain adopts doc after an activation: the health tracker learns its models
+// and the pools of backends doc no longer names are closed.
+func (u *Upstreams) Retain(doc *recipes.Document) {
+	u.health.SetModels(doc.Providers.Models)
+	keep := map[string]bool{}
+	for i := range doc.Providers.Models {
+		for _, k := range backendKeys(&doc.Providers.Models[i]) {
+			keep[k] = true
+		}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, t := range u.pools {
+		if !keep[k] {
+			t.CloseIdleConnections()
+			delete(u.pools, k)
+		}
+	}
+}
+
+// Close closes every idle connection.
+func (u *Upstreams) Close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, t := range u.pools {
+		t.CloseIdleConnections()
+		delete(u.pools, k)
+	}
+}
+
+// transport returns the round tripper for ref.
+func (u *Upstreams) transport(ref *recipes.BackendRef) http.RoundTripper {
+	if isDemo(ref) {
+		return u.opts.Demo
+	}
+	key := backendKey(ref)
+	u.mu.RLock()
+	t, ok := u.pools[key]
+	u.mu.RUnlock()
+	if ok {
+		return t
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if t, ok = u.pools[key]; !ok {
+		t = u.newTransport()
+		u.pools[key] = t
+	}
+	return t
+}
+
+func (u *Upstreams) newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   u.opts.DialTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        0, // no global cap: each pool is one backend
+		MaxIdleConnsPerHost: u.opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:     u.opts.IdleConnTimeout,
+		TLSHandshakeTimeout: 10 * time.Second,
+		// HTTP/2 over TLS where the backend offers it; plain-text backends
+		// (vLLM, local servers) speak HTTP/1.1 keep-alive.
+		ForceAttemptHTTP2: true,
+		// Compression would make the transport buffer SSE to inflate it and
+		// costs CPU on what is usually a local link.
+		DisableCompression: true,
+		ReadBufferSize:     32 << 10,
+		WriteBufferSize:    32 << 10,
+	}
+}
+
+// pick returns the backend_ref to send a request for m to: the first whose
+// backend is healthy, else the first (a request to a failing backend then fails
+// with a clear upstream error rather than going somewhere unexpected). ok is
+// false when m has no backend_refs.
+func (u *Upstreams) pick(m *recipes.Model) (ref *recipes.BackendRef, ok bool) {
+	if len(m.BackendRefs) == 0 {
+		return nil, false
+	}
+	u.health.learn(m)
+	for i := range m.BackendRefs {
+		if u.health.BackendHealthy(backendKey(&m.BackendRefs[i])) {
+			return &m.BackendRefs[i], true
+		}
+	}
+	return &m.BackendRefs[0], true
+}
+
+func isDemo(ref *recipes.BackendRef) bool {
+	return ref.BaseURL == "" && ref.Provider == recipes.DemoProvider
+}
+
+// backendKey identifies a backend: its base URL without a trailing slash. All
+// in-process demo backends share one key.
+func backendKey(ref *recipes.BackendRef) string {
+	if isDemo(ref) {
+		return "demo:"
+	}
+	return strings.TrimRight(ref.BaseURL, "/")
+}
+
+func backendKeys(m *recipes.Model) []string {
+	keys := make([]string, len(m.BackendRefs))
+	for i := range m.BackendRefs {
+		keys[i] = backendKey(&m.BackendRefs[i])
+	}
+	return keys
+}
+
+// chatURL is where a chat request for ref goes: base_url + (chat_path or
+// /chat/completions).
+func chatURL(ref *recipes.BackendRef) (*url.URL, error) {
+	base := ref.BaseURL
+	if isDemo(ref) {
+		base = demoBase
+	}
+	if base == "" {
+		return nil, errors.New("the backend_ref has no base_url")
+	}
+	path := ref.ChatPath
+	if path == "" {
+		path = defaultChatPath
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u, err := url.Parse(strings.TrimRight(base, "/") + path)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, errors.New("the backend base_url must be http:// or https://")
+	}
+	return u, nil
+}
+
+// displayURL is the URL as error messages show it: without credentials, query
+// or fragment, which may carry secrets.
+func displayURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery, c.Fragment = "", ""
+	return c.String()
+}

@@ -1,0 +1,190 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/junction-router/junction/recipes"
+)
+
+// Native runs the built-in plugins natively. It is safe for concurrent use.
+//
+// Configurations are compiled once: Request keeps the compiled form of each
+// (type, configuration bytes) pair it has seen, so a request decodes no plugin
+// configuration. Prepare compiles a decision's plugins ahead of time instead.
+type Native struct {
+	mu    sync.RWMutex
+	cache map[string]map[string]compiled // type → configuration bytes → compiled
+	size  int
+}
+
+// maxCached bounds the compile cache; reaching it starts the cache afresh
+// (configurations come from a document, so this is only reached across many
+// reloads).
+const maxCached = 1024
+
+// compiled is a plugin configuration made ready to run.
+type compiled struct {
+	inst instance
+	// unavailable: the type is not built natively (err says why when the type is
+	// not even known).
+	unavailable bool
+	err         error
+}
+
+// NewNative returns a runner for the native built-in plugins.
+func NewNative() *Native {
+	return &Native{cache: make(map[string]map[string]compiled)}
+}
+
+var _ Runner = (*Native)(nil)
+
+// Validate checks one plugin reference: its type is known, on_error is skip or
+// fail, and the configuration of a native type decodes strictly and makes
+// sense. Errors are *ConfigError. A type that needs the WebAssembly runtime is
+// accepted (its configuration cannot be checked until that runtime exists).
+func (n *Native) Validate(ref recipes.PluginRef) error {
+	if err := checkOnError(ref); err != nil {
+		return err
+	}
+	c := compile(ref.Type, ref.Configuration)
+	if c.unavailable && c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+// Prepared is a decision's plugins compiled once, ready to run on many
+// requests. The zero value runs nothing. It is safe for concurrent use.
+type Prepared struct {
+	steps []step
+}
+
+// Prepare compiles refs. Any invalid reference is an error (each error names
+// the plugin's index); a type needing the WebAssembly runtime is not an error,
+// it reports unavailable when run.
+func (n *Native) Prepare(refs []recipes.PluginRef) (Prepared, error) {
+	p := Prepared{steps: make([]step, len(refs))}
+	var errs []error
+	for i, ref := range refs {
+		if err := n.Validate(ref); err != nil {
+			errs = append(errs, fmt.Errorf("plugins[%d]: %w", i, err))
+			continue
+		}
+		p.steps[i] = n.step(ref)
+	}
+	if len(errs) > 0 {
+		return Prepared{}, errors.Join(errs...)
+	}
+	return p, nil
+}
+
+// Request runs the prepared plugins on req (see Native.Request).
+func (p Prepared) Request(ctx context.Context, req *Request) (Outcome, error) {
+	return run(ctx, len(p.steps), func(i int) step { return p.steps[i] }, req)
+}
+
+// Len is the number of plugins prepared.
+func (p Prepared) Len() int { return len(p.steps) }
+
+// Request runs refs in order on req, applying each plugin's mutations before
+// the next runs. After a plugin answers immediately, the rest are reported
+// skipped and do not run. A plugin that fails (bad configuration, a request it
+// cannot handle) or is unavailable is reported; with on_error skip (the
+// default) the stage goes on, with on_error fail it stops and returns an error
+// naming the plugin and the decision, along with the reports so far. A failed
+// plugin leaves the request unchanged.
+func (n *Native) Request(ctx context.Context, refs []recipes.PluginRef, req *Request) (Outcome, error) {
+	return run(ctx, len(refs), func(i int) step { return n.step(refs[i]) }, req)
+}
+
+func (n *Native) step(ref recipes.PluginRef) step {
+	s := step{typ: ref.Type, onError: ref.OnError}
+	if s.onError == "" {
+		s.onError = recipes.OnErrorSkip
+	}
+	if err := checkOnError(ref); err != nil {
+		s.err = err
+		return s
+	}
+	c := n.compiled(ref)
+	s.inst, s.unavailable = c.inst, c.unavailable
+	if !c.unavailable {
+		s.err = c.err
+	}
+	return s
+}
+
+func (n *Native) compiled(ref recipes.PluginRef) compiled {
+	n.mu.RLock()
+	c, ok := n.cache[ref.Type][string(ref.Configuration)]
+	n.mu.RUnlock()
+	if ok {
+		return c
+	}
+	c = compile(ref.Type, ref.Configuration)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cache == nil || n.size >= maxCached {
+		n.cache = make(map[string]map[string]compiled)
+		n.size = 0
+	}
+	byConfig := n.cache[ref.Type]
+	if byConfig == nil {
+		byConfig = make(map[string]compiled)
+		n.cache[ref.Type] = byConfig
+	}
+	if _, ok := byConfig[string(ref.Configuration)]; !ok {
+		byConfig[string(ref.Configuration)] = c
+		n.size++
+	}
+	return c
+}
+
+func checkOnError(ref recipes.PluginRef) error {
+	switch ref.OnError {
+	case "", recipes.OnErrorSkip, recipes.OnErrorFail:
+		return nil
+	}
+	return &ConfigError{Type: ref.Type, Field: "on_error", Message: fmt.Sprintf("must be skip or fail, not %q", ref.OnError)}
+}
+
+// compile decodes and checks one configuration.
+func compile(typ string, raw json.RawMessage) compiled {
+	var inst instance
+	var err error
+	switch typ {
+	case TypeSystemPrompt:
+		inst, err = compileSystemPrompt(raw)
+	case TypeHeaderMutation:
+		inst, err = compileHeaderMutation(raw)
+	case TypeRequestParams:
+		inst, err = compileRequestParams(raw)
+	case TypeFastResponse:
+		inst, err = compileFastResponse(raw)
+	case "":
+		return compiled{err: &ConfigError{Field: "type", Message: "is required; known types: " + knownTypes()}}
+	default:
+		if slices.Contains(PlannedTypes, typ) {
+			return compiled{unavailable: true}
+		}
+		// An unknown type might one day be a third-party wasm module; for now it
+		// is a configuration error, and at run time it is unavailable.
+		return compiled{unavailable: true, err: &ConfigError{Type: typ, Field: "type",
+			Message: fmt.Sprintf("%q is not a known plugin type; known types: %s", typ, knownTypes())}}
+	}
+	if err != nil {
+		return compiled{err: err}
+	}
+	return compiled{inst: inst}
+}
+
+func knownTypes() string {
+	return strings.Join(NativeTypes, ", ") + " (built in), and " + strings.Join(PlannedTypes, ", ") +
+		" (need the WebAssembly plugin runtime)"
+}

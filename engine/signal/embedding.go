@@ -1,0 +1,265 @@
+package signal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/junction-router/junction/engine/signal/lexical"
+	"github.com/junction-router/junction/recipes"
+)
+
+// sharedEmbedder gives the embedding and complexity Sets of one recipe a
+// single Embed call per request text: the first Set to ask starts the call,
+// the other waits for it. Finished vectors are kept for the last few texts,
+// keyed by a seeded hash so that request texts are not retained.
+type sharedEmbedder struct {
+	e    Embedder
+	seed maphash.Seed
+
+	mu     sync.Mutex
+	calls  map[uint64]*embedCall
+	recent []uint64 // finished keys, oldest first
+}
+
+type embedCall struct {
+	done chan struct{}
+	vec  []float32
+	err  error
+}
+
+// sharedRecent is how many finished vectors are kept: enough for the Sets of
+// concurrent requests to find each other's work, small enough not to matter.
+const sharedRecent = 64
+
+// maxEmbedInputBytes bounds the text sent to an embedder: models read a few
+// hundred tokens, and the lexical embedder reads 8 KiB.
+const maxEmbedInputBytes = 32 << 10
+
+func newSharedEmbedder(e Embedder) *sharedEmbedder {
+	return &sharedEmbedder{e: e, seed: maphash.MakeSeed(), calls: map[uint64]*embedCall{}}
+}
+
+func (s *sharedEmbedder) method() string { return s.e.Method() }
+
+func (s *sharedEmbedder) lexical() bool {
+	_, ok := s.e.(*lexical.HashedEmbedder)
+	return ok
+}
+
+// embedAll embeds texts in one call (compile time: candidates).
+func (s *sharedEmbedder) embedAll(ctx context.Context, texts []string) ([][]float32, error) {
+	vecs, err := s.e.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
+	}
+	if len(vecs) != len(texts) {
+		return nil, fmt.Errorf("embedder returned %d vectors for %d texts", len(vecs), len(texts))
+	}
+	for i := range vecs {
+		vecs[i] = normalized(vecs[i])
+	}
+	return vecs, nil
+}
+
+// embed returns text's unit vector, sharing the call with concurrent askers.
+func (s *sharedEmbedder) embed(ctx context.Context, text string) ([]float32, error) {
+	text = truncateUTF8(text, maxEmbedInputBytes)
+	if s.lexical() {
+		// Microseconds, no model: sharing would cost more than it saves.
+		v, err := s.embedAll(ctx, []string{text})
+		if err != nil {
+			return nil, err
+		}
+		return v[0], nil
+	}
+	key := maphash.String(s.seed, text)
+	for {
+		s.mu.Lock()
+		c, ok := s.calls[key]
+		if !ok {
+			c = &embedCall{done: make(chan struct{})}
+			s.calls[key] = c
+			go s.run(ctx, key, text, c)
+		}
+		s.mu.Unlock()
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// A call started by another request may have failed on that
+		// request's deadline; this one still has time, so it tries itself.
+		if c.err != nil && (errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+			continue
+		}
+		return c.vec, c.err
+	}
+}
+
+// run makes the call in its own goroutine, so that a caller whose deadline
+// passes stops waiting while the call finishes for the others.
+func (s *sharedEmbedder) run(ctx context.Context, key uint64, text string, c *embedCall) {
+	v, err := s.embedAll(ctx, []string{text})
+	s.mu.Lock()
+	if err != nil {
+		c.err = err
+		delete(s.calls, key) // failures are not remembered
+	} else {
+		c.vec = v[0]
+		s.recent = append(s.recent, key)
+		if len(s.recent) > sharedRecent {
+			delete(s.calls, s.recent[0])
+			s.recent = s.recent[1:]
+		}
+	}
+	s.mu.Unlock()
+	close(c.done)
+}
+
+func normalized(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 || math.Abs(n-1) < 1e-6 {
+		return v
+	}
+	inv := float32(1 / math.Sqrt(n))
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = x * inv
+	}
+	return out
+}
+
+// dot is the cosine similarity of unit vectors, rounded to six decimals:
+// float32 vectors carry about seven significant digits, and without rounding
+// a similarity meant to be 0.2 (0.8-0.6) lands at 0.19999999 and misses a
+// threshold of "0.2".
+func dot(a, b []float32) (float64, error) {
+	if len(a) != len(b) {
+		return 0, fmt.Errorf("vector sizes differ: %d and %d", len(a), len(b))
+	}
+	var d float64
+	for i := range a {
+		d += float64(a[i]) * float64(b[i])
+	}
+	return roundScore(d), nil
+}
+
+func roundScore(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// bestMatch returns the highest similarity of v to any of cands, with its
+// index, and the mean similarity.
+func bestMatch(v []float32, cands [][]float32) (best float64, at int, mean float64, err error) {
+	best, at = math.Inf(-1), -1
+	for i, c := range cands {
+		d, err := dot(v, c)
+		if err != nil {
+			return 0, -1, 0, err
+		}
+		mean += d
+		if d > best {
+			best, at = d, i
+		}
+	}
+	if len(cands) > 0 {
+		mean /= float64(len(cands))
+	} else {
+		best = 0
+	}
+	return best, at, mean, nil
+}
+
+type embeddingSet struct {
+	signals []embeddingSignal
+	emb     *sharedEmbedder
+}
+
+type embeddingSignal struct {
+	name       string
+	candidates []string
+	vecs       [][]float32
+	threshold  float64
+	mean       bool
+}
+
+func newEmbeddingSet(ctx context.Context, cfg []recipes.EmbeddingSignal, emb *sharedEmbedder) (Set, error) {
+	set := &embeddingSet{emb: emb}
+	var all []string
+	for _, c := range cfg {
+		es := embeddingSignal{name: c.Name, candidates: c.Candidates, threshold: c.Threshold}
+		switch strings.ToLower(strings.TrimSpace(c.Aggregation)) {
+		case "", "max":
+		case "mean":
+			es.mean = true
+		default:
+			return nil, fmt.Errorf("signals: embedding signal %q: aggregation %q is neither max nor mean", c.Name, c.Aggregation)
+		}
+		if len(c.Candidates) == 0 {
+			return nil, fmt.Errorf("signals: embedding signal %q has no candidates", c.Name)
+		}
+		if c.Threshold < 0 || c.Threshold > 1 {
+			return nil, fmt.Errorf("signals: embedding signal %q: threshold %v is outside [0,1]", c.Name, c.Threshold)
+		}
+		all = append(all, c.Candidates...)
+		set.signals = append(set.signals, es)
+	}
+	// Every candidate of the recipe in one call, once per generation.
+	vecs, err := emb.embedAll(ctx, all)
+	if err != nil {
+		return nil, fmt.Errorf("signals: embedding candidates: %w", err)
+	}
+	for i := range set.signals {
+		n := len(set.signals[i].candidates)
+		set.signals[i].vecs, vecs = vecs[:n], vecs[n:]
+	}
+	return set, nil
+}
+
+func (s *embeddingSet) Kind() string { return recipes.KindEmbedding }
+func (s *embeddingSet) Cheap() bool  { return false }
+
+func (s *embeddingSet) Missing(code string) []Result {
+	out := make([]Result, len(s.signals))
+	for i, es := range s.signals {
+		out[i] = Result{Kind: recipes.KindEmbedding, Name: es.name, Method: s.emb.method(), Error: code}
+	}
+	return out
+}
+
+func (s *embeddingSet) Evaluate(ctx context.Context, in *Input) []Result {
+	start := time.Now()
+	text := inputOrEmpty(in).Text
+	out := make([]Result, len(s.signals))
+	for i, es := range s.signals {
+		out[i] = Result{Kind: recipes.KindEmbedding, Name: es.name, Method: s.emb.method()}
+	}
+	if strings.TrimSpace(text) == "" {
+		return stamp(out, start)
+	}
+	v, err := s.emb.embed(ctx, text)
+	if err != nil {
+		return stamp(s.Missing(errorCode(ctx, err)), start)
+	}
+	for i, es := range s.signals {
+		best, at, mean, err := bestMatch(v, es.vecs)
+		if err != nil {
+			return stamp(s.Missing(CodeModelError), start)
+		}
+		score := best
+		if es.mean {
+			score = mean
+		}
+		out[i].Score = max(0, score)
+		out[i].Value = es.candidates[at]
+		out[i].Matched = score >= es.threshold
+	}
+	return stamp(out, start)
+}

@@ -1,0 +1,114 @@
+// Package signal computes a recipe's signals for one request: keywords, context
+// length, language, personal data, jailbreak, domain, similarity to examples and
+// complexity. Each kind compiles into a Set that evaluates all of the recipe's
+// signals of that kind with one pass (one model call per kind), so that the
+// engine can run kinds concurrently under the signal deadline.
+//
+// Model-backed kinds (domain, jailbreak, embedding, complexity) reach models only
+// through the Classifier and Embedder interfaces below; when none is supplied they
+// use the lexical fallbacks of this package and say so in Result.Method.
+//
+// This package must not decide routes: it reports scores, the decision package
+// matches them.
+package signal
+
+import (
+	"context"
+	"time"
+)
+
+// Input is the part of a request that signals read. It is built once per request
+// and shared read-only by every Set.
+type Input struct {
+	// Text is the text routing is about: the content of the last user message.
+	Text string
+	// UserTexts holds the content of every user message, oldest first; safety
+	// scans (pii, jailbreak) read all of them.
+	UserTexts []string
+	// AllTexts holds the content of every message of any role, for token counts.
+	AllTexts []string
+}
+
+// Result is one signal's outcome for one request.
+type Result struct {
+	Kind    string `json:"type"`
+	Name    string `json:"name"`
+	Matched bool   `json:"matched"`
+	// Score is the signal's confidence in [0,1] (similarity, probability, 1 for an
+	// exact keyword hit). For complexity it is the raw hard-minus-easy score.
+	Score float64 `json:"score"`
+	// Level is the complexity grade (hard, medium, easy); empty for other kinds.
+	Level string `json:"level,omitempty"`
+	// Value is what was detected: a language code, a domain category, a keyword,
+	// a token count, the best-matching candidate.
+	Value string `json:"value,omitempty"`
+	// Entities lists personal-data types found (pii only).
+	Entities []string `json:"entities,omitempty"`
+	// Unscanned is true when the input could not be fully scanned (over budget,
+	// deadline, model failure); the recipe's on_unscanned policy decided Matched.
+	Unscanned bool `json:"unscanned,omitempty"`
+	// Method says what produced the score: "keyword", "pattern" or
+	// "pattern+heuristic" (pii), "lingua", "lexical-bayes", "hashed-ngrams",
+	// "tokens-estimate", or the model binding's name.
+	Method string `json:"method"`
+	// Error carries a bounded code when evaluation failed: "deadline",
+	// "input_limit", "model_error".
+	Error   string        `json:"error,omitempty"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Set evaluates every compiled signal of one kind.
+type Set interface {
+	// Kind is the condition type these signals answer ("keyword", "domain", ...).
+	Kind() string
+	// Evaluate returns one Result per compiled signal, in configuration order.
+	// It never returns fewer results than signals: failures are Results with
+	// Error set. It must return promptly when ctx is done.
+	Evaluate(ctx context.Context, in *Input) []Result
+	// Cheap reports whether evaluation is fast enough (well under 10µs for short
+	// text, no model call) to run inline rather than in its own goroutine.
+	Cheap() bool
+	// Missing returns the results to use when the Set did not finish: one per
+	// compiled signal, in configuration order, with Error set to code
+	// ("deadline" when the signal deadline passed). Safety kinds (pii,
+	// jailbreak) mark them Unscanned and decide Matched by on_unscanned; other
+	// kinds do not match.
+	Missing(code string) []Result
+}
+
+// Codes of Result.Error.
+const (
+	CodeDeadline   = "deadline"
+	CodeInputLimit = "input_limit"
+	CodeModelError = "model_error"
+)
+
+// LabelScore is a label with its probability.
+type LabelScore struct {
+	Label string
+	Score float64
+}
+
+// Classifier is a sequence-classification model: one probability distribution
+// over labels per text. The inference package implements it with ONNX Runtime.
+type Classifier interface {
+	Classify(ctx context.Context, texts []string) ([][]LabelScore, error)
+	// Method names the model for routing output ("onnx:domain-glove", ...).
+	Method() string
+}
+
+// Embedder turns texts into unit-length vectors of one space.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Method() string
+}
+
+// Models supplies the model-backed signals. A nil field selects the lexical
+// fallback of this package (LexicalDomain, LexicalJailbreak, HashedEmbedder),
+// built anew by each Compile; a caller compiling several recipes may build the
+// fallbacks once and pass them here to share them.
+type Models struct {
+	Domain    Classifier
+	Jailbreak Classifier
+	Embedder  Embedder
+}
