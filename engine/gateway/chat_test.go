@@ -401,3 +401,27 @@ func TestReloadRotatesListenerKeys(t *testing.T) {
 		t.Fatalf("with rotated key: %d", resp.StatusCode)
 	}
 }
+
+// TestReasoningSurvivesStripUnknown: routing writes the reasoning fields after
+// the plugins run, so request_params strip_unknown cannot erase them.
+func TestReasoningSurvivesStripUnknown(t *testing.T) {
+	e := newEnv(t, withYAML(func(y string) string {
+		return strings.Replace(y, `            configuration: {system_prompt: "Be careful."}
+`, `            configuration: {system_prompt: "Be careful."}
+          - type: request_params
+            configuration: {strip_unknown: true}
+`, 1)
+	}))
+	params := userMsg("prove it")
+	if _, err := e.client.Chat.Completions.New(context.Background(), params, option.WithJSONSet("vendor_junk", 1)); err != nil {
+		t.Fatal(err)
+	}
+	got := e.ups["big"].last(t)
+	kw, _ := got.Body["chat_template_kwargs"].(map[string]any)
+	if kw["thinking"] != true {
+		t.Errorf("chat_template_kwargs = %v, want thinking=true", got.Body["chat_template_kwargs"])
+	}
+	if _, ok := got.Body["vendor_junk"]; ok {
+		t.Errorf("strip_unknown left vendor_junk in the upstream body")
+	}
+}

@@ -365,9 +365,12 @@ type requestParams struct {
 }
 
 // openAIParams are the request parameters of the OpenAI chat-completions API
-// (as of openai-go v3.96, plus stream).
+// (as of openai-go v3.96, plus stream), and chat_template_kwargs: the vLLM and
+// SGLang extension that reasoning families are switched with, which routing
+// itself writes.
 var openAIParams = map[string]bool{
-	"model": true, "messages": true, "audio": true, "frequency_penalty": true, "function_call": true,
+	"chat_template_kwargs": true,
+	"model":                true, "messages": true, "audio": true, "frequency_penalty": true, "function_call": true,
 	"functions": true, "logit_bias": true, "logprobs": true, "max_completion_tokens": true,
 	"max_tokens": true, "metadata": true, "modalities": true, "moderation": true, "n": true,
 	"parallel_tool_calls": true, "prediction": true, "presence_penalty": true,

@@ -376,10 +376,10 @@ func TestRequestParams(t *testing.T) {
 			detail: "lowered n from 4 to 1",
 		},
 		{
-			name: "strip_unknown keeps OpenAI parameters", config: `{"strip_unknown":true}`,
+			name: "strip_unknown keeps OpenAI parameters and chat_template_kwargs", config: `{"strip_unknown":true}`,
 			body:   `{"model":"m","messages":[],"temperature":1,"stream":false,"tools":[],"x_vendor":1,"chat_template_kwargs":{"a":true}}`,
-			want:   `{"model":"m","messages":[],"temperature":1,"stream":false,"tools":[]}`,
-			detail: "stripped chat_template_kwargs, x_vendor",
+			want:   `{"model":"m","messages":[],"temperature":1,"stream":false,"tools":[],"chat_template_kwargs":{"a":true}}`,
+			detail: "stripped x_vendor",
 		},
 		{
 			name: "strip_unknown false keeps everything", config: `{"strip_unknown":false}`,

@@ -20,6 +20,11 @@ func TestLanguageDetect(t *testing.T) {
 		{"", LanguageUndetermined},
 		{"12345 !!!", LanguageUndetermined},
 		{"ok", LanguageUndetermined},
+		{"hello", LanguageUndetermined},
+		{"What is the capital of France?", "en"},
+		{"How do I reset my password?", "en"},
+		{"Kannst du mir helfen?", "de"},
+		{"你好吗今天", "zh"},
 	} {
 		code, conf := d.Detect(tc.text)
 		if code != tc.want {
