@@ -94,6 +94,15 @@ type compiledRecipe struct {
 	decisions *decision.Set
 	selectors map[string]selection.Selector
 	blockers  []blocker
+	composers []composer
+}
+
+// composer gates a complexity signal on other conditions: the signal grades
+// only when every one of them holds.
+type composer struct {
+	slot   int
+	leaves []int
+	labels []string
 }
 
 type compiledSet struct {
@@ -216,6 +225,14 @@ func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, err
 			used[key(recipes.KindJailbreak, s.Name)] = true
 		}
 	}
+	// A used complexity signal's composer conditions must be computed too.
+	for _, c := range r.Signals.Complexity {
+		if used[key(recipes.KindComplexity, c.Name)] {
+			for _, n := range c.Composer {
+				used[key(n.Type, n.Name)] = true
+			}
+		}
+	}
 	isUsed := func(kind, name string) bool { return used[key(kind, name)] }
 	sets, err := signal.Compile(r.Signals, isUsed, models)
 	if err != nil {
@@ -255,6 +272,22 @@ func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, err
 			return nil, fmt.Errorf("decision %q: unknown selection algorithm %q (known: first_healthy)", d.Name, algo)
 		}
 		cr.selectors[d.Name] = sel
+	}
+	for _, c := range r.Signals.Complexity {
+		slot, ok := slots[key(recipes.KindComplexity, c.Name)]
+		if !ok || len(c.Composer) == 0 {
+			continue
+		}
+		comp := composer{slot: slot}
+		for _, n := range c.Composer {
+			leaf, ok := slots[key(n.Type, n.Name)]
+			if !ok {
+				return nil, fmt.Errorf("complexity signal %q: composer names %s signal %q, which the recipe does not define", c.Name, n.Type, n.Name)
+			}
+			comp.leaves = append(comp.leaves, leaf)
+			comp.labels = append(comp.labels, n.Type+":"+n.Name)
+		}
+		cr.composers = append(cr.composers, comp)
 	}
 	for _, s := range r.Signals.PII {
 		if s.Action == recipes.ActionBlock {
@@ -376,6 +409,7 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	start := time.Now()
 	res := &Result{Recipe: cr.name, RequestedModel: req.Model}
 	res.Signals = g.evaluate(ctx, cr, &req.Input)
+	applyComposers(cr.composers, res.Signals)
 	res.ClassificationTime = time.Since(start)
 	for i := range res.Signals {
 		s := &res.Signals[i]
@@ -468,6 +502,21 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	res.Reasoning = reasoning.Resolve(ref, g.doc.Providers.Defaults, m.ReasoningFamily, fam)
 	return res, nil
+}
+
+// applyComposers withdraws the grade of a complexity signal whose composer
+// conditions do not all hold.
+func applyComposers(composers []composer, results []signal.Result) {
+	for _, c := range composers {
+		for i, leaf := range c.leaves {
+			if !results[leaf].Matched {
+				r := &results[c.slot]
+				r.Matched = false
+				r.Value = "composer condition " + c.labels[i] + " does not hold"
+				break
+			}
+		}
+	}
 }
 
 func (g *Generation) modelAccepts(model string, entities []string) bool {

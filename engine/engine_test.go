@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -321,5 +322,71 @@ func BenchmarkRouteExampleLexical(b *testing.B) {
 		if _, err := g.Route(ctx, "", req); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRouteModelFreeNoLanguage is BenchmarkRouteModelFree without the
+// language signal, to separate lingua's cost from the rest of routing.
+func BenchmarkRouteModelFreeNoLanguage(b *testing.B) {
+	y := strings.Replace(modelFree, `      language:
+        - {name: german, languages: [de]}
+`, "", 1)
+	y = strings.Replace(y, `            - operator: AND
+              conditions:
+                - {type: language, name: german}
+                - operator: NOT
+                  conditions: [{type: context, name: long_context}]
+`, `            - operator: NOT
+              conditions: [{type: context, name: long_context}]
+`, 1)
+	g := compileYAML(b, y, engine.Options{})
+	req := ask("MoM", benchPrompt)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := g.Route(ctx, "", req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestComplexityComposer(t *testing.T) {
+	const y = `version: v1
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{provider: demo}]}
+    - {name: big, backend_refs: [{provider: demo}]}
+recipes:
+  - name: default
+    signals:
+      keywords:
+        - {name: mathy, keywords: [integral, prove]}
+      complexity:
+        - name: load
+          threshold: "0.05"
+          hard: {candidates: ["prove that the theorem holds", "derive the closed form"]}
+          easy: {candidates: ["say hello", "what time is it"]}
+          composer: [{type: keyword, name: mathy}]
+    decisions:
+      - name: hard
+        priority: 10
+        rules: {operator: AND, conditions: [{type: complexity, name: "load:hard"}]}
+        modelRefs: [{model: big}]
+      - name: rest
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small}]
+`
+	g := compileYAML(t, y, engine.Options{})
+	res, err := g.Route(context.Background(), "", ask("MoM", "prove that the theorem holds for every n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Decision != "hard" {
+		t.Fatalf("composer holds: decision %q, complexity %+v", res.Decision, findSignal(res, "complexity"))
+	}
+	res, _ = g.Route(context.Background(), "", ask("MoM", "derive the closed form of this recurrence"))
+	if c := findSignal(res, "complexity"); res.Decision != "rest" || c.Matched || !strings.Contains(c.Value, "keyword:mathy") {
+		t.Fatalf("composer fails: decision %q, complexity %+v", res.Decision, c)
 	}
 }
