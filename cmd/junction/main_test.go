@@ -235,3 +235,60 @@ func TestBuiltinRecipeAsREADMEShows(t *testing.T) {
 		}
 	}
 }
+
+// TestServeListenersPickRecipes: each listener routes with its entrypoint
+// recipe, and api_keys guard only the listener that sets them.
+func TestServeListenersPickRecipes(t *testing.T) {
+	p1, p2, mport := freePort(t), freePort(t), freePort(t)
+	cfg := writeFile(t, fmt.Sprintf(`version: v1
+listeners:
+  - {name: cheap, address: 127.0.0.1, port: %d, entrypoint: thrifty}
+  - {name: premium, address: 127.0.0.1, port: %d, entrypoint: lavish, api_keys: ["sk-team"]}
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{provider: demo}]}
+    - {name: big, backend_refs: [{provider: demo}]}
+recipes:
+  - name: thrifty
+    decisions:
+      - {name: all, rules: {operator: AND, conditions: []}, modelRefs: [{model: small}]}
+  - name: lavish
+    decisions:
+      - {name: all, rules: {operator: AND, conditions: []}, modelRefs: [{model: big}]}
+global:
+  services:
+    observability:
+      metrics: {address: 127.0.0.1, port: %d}
+`, p1, p2, mport))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn"}, io.Discard, io.Discard) }()
+	post := func(port int, key string) (int, string) {
+		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port),
+			strings.NewReader(`{"model":"MoM","messages":[{"role":"user","content":"hi"}]}`))
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("x-selected-model")
+	}
+	waitFor(t, fmt.Sprintf("http://127.0.0.1:%d/v1/models", p1))
+	waitFor(t, fmt.Sprintf("http://127.0.0.1:%d/v1/models", p2))
+	if code, model := post(p1, ""); code != 200 || model != "small" {
+		t.Errorf("cheap listener: %d %q, want 200 small", code, model)
+	}
+	if code, _ := post(p2, ""); code != http.StatusUnauthorized {
+		t.Errorf("premium listener without key: %d, want 401", code)
+	}
+	if code, model := post(p2, "sk-team"); code != 200 || model != "big" {
+		t.Errorf("premium listener: %d %q, want 200 big", code, model)
+	}
+	cancel()
+	<-done
+}
