@@ -5,8 +5,14 @@
 // medians of each round's p50 and p99 and the added latency. It then measures
 // the gateway's maximum throughput with a closed loop.
 //
-// Latency is measured from each request's scheduled send time, so a stalled
-// server cannot hide queueing (no coordinated omission).
+// The open loop never waits for answers: each request is sent on its own
+// goroutine at its scheduled time whether or not earlier ones were answered, so
+// a stalled server cannot slow the sender or hide queueing (no coordinated
+// omission). Latency is measured from when the request was actually sent: Go's
+// timers wake up to a millisecond late (the runtime sleeps in epoll_wait with
+// millisecond resolution), and counting that pacing delay would add about half
+// a millisecond of the tool's own lateness to every sample of both paths. Each
+// round reports that lateness so a sender that fell behind is visible.
 package main
 
 import (
@@ -126,7 +132,12 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	}
 	direct := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort)
 	routed := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, IdleConnTimeout: time.Minute}, Timeout: 10 * time.Second}
+	// Both paths share this client. Compression is off: the backend does not
+	// compress, and asking for gzip only adds a header and a wrapper per request.
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024, IdleConnTimeout: time.Minute,
+		DisableCompression: true,
+	}, Timeout: 10 * time.Second}
 	for _, u := range []string{direct, routed} {
 		if err := waitUp(client, u); err != nil {
 			return err
@@ -147,7 +158,8 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 		gP50, gP99 = append(gP50, g.p(0.50)), append(gP99, g.p(0.99))
 		added50 = append(added50, g.p(0.50)-d.p(0.50))
 		added99 = append(added99, g.p(0.99)-d.p(0.99))
-		fmt.Printf("round %d: direct p50 %.0fµs p99 %.0fµs | gateway p50 %.0fµs p99 %.0fµs\n", r+1, d.p(.5), d.p(.99), g.p(.5), g.p(.99))
+		fmt.Printf("round %d: direct p50 %.0fµs p99 %.0fµs | gateway p50 %.0fµs p99 %.0fµs | sender lateness p99 %.0fµs / %.0fµs\n",
+			r+1, d.p(.5), d.p(.99), g.p(.5), g.p(.99), d.lateP99, g.lateP99)
 	}
 	gwRPS := closedLoop(client, routed, conc, tput)
 	dirRPS := closedLoop(client, direct, conc, tput)
@@ -181,6 +193,9 @@ func waitUp(c *http.Client, url string) error {
 type sample struct {
 	lat    []float64 // µs, sorted
 	errors int
+	// lateP99 is the 99th percentile of how late requests were sent after
+	// their scheduled time (µs): the sender's own pacing error.
+	lateP99 float64
 }
 
 func (s sample) p(q float64) float64 {
@@ -206,6 +221,7 @@ func openLoop(c *http.Client, url string, rate int, dur time.Duration) sample {
 	n := int(float64(rate) * dur.Seconds())
 	interval := time.Second / time.Duration(rate)
 	lat := make([]float64, n)
+	late := make([]float64, n)
 	var errs atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -217,15 +233,20 @@ func openLoop(c *http.Client, url string, rate int, dur time.Duration) sample {
 		wg.Add(1)
 		go func(i int, due time.Time) {
 			defer wg.Done()
+			sent := time.Now()
 			if !send(c, url) {
 				errs.Add(1)
 			}
-			lat[i] = float64(time.Since(due).Microseconds())
+			lat[i] = float64(time.Since(sent).Microseconds())
+			late[i] = float64(sent.Sub(due).Microseconds())
 		}(i, due)
 	}
 	wg.Wait()
 	sort.Float64s(lat)
-	return sample{lat: lat, errors: int(errs.Load())}
+	sort.Float64s(late)
+	s := sample{lat: lat, errors: int(errs.Load())}
+	s.lateP99 = sample{lat: late}.p(0.99)
+	return s
 }
 
 func closedLoop(c *http.Client, url string, conc int, dur time.Duration) float64 {
