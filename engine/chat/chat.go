@@ -10,6 +10,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,6 +52,13 @@ func badf(param, format string, args ...any) *Error {
 var validRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // Parse reads a chat-completion body. Errors are *Error.
+//
+// The body is validated once and then split without decoding it again: the
+// values in Fields are sub-slices of body (so the caller must not modify body
+// afterwards), and the common shapes of model, messages and the scalar
+// parameters are read directly. Anything less common goes through
+// encoding/json exactly as before, so every body is accepted or refused, with
+// the same message, as the plain encoding/json reading would.
 func Parse(body []byte) (*Request, error) {
 	if !utf8.Valid(body) {
 		return nil, badf("", "the request body is not valid UTF-8")
@@ -61,16 +70,33 @@ func Parse(body []byte) (*Request, error) {
 	if body[0] != '{' {
 		return nil, badf("", "the request body must be a JSON object")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
+	if !json.Valid(body) {
+		// Decode only to report the syntax error the way encoding/json does.
+		var fields map[string]json.RawMessage
+		err := json.Unmarshal(body, &fields)
+		if err == nil {
+			err = errStructure
+		}
 		return nil, badf("", "the request body is not valid JSON: %s", jsonErrText(err))
+	}
+	var buf [16]Member
+	members, err := Members(buf[:0], body)
+	if err != nil {
+		return nil, badf("", "the request body is not valid JSON: %s", err)
+	}
+	fields := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		// A repeated key keeps its last value, as with encoding/json.
+		fields[m.Name()] = m.Value
 	}
 	r := &Request{Fields: fields}
 	raw, ok := fields["model"]
 	if !ok || isNull(raw) {
 		return nil, badf("model", "you must provide a model parameter")
 	}
-	if err := json.Unmarshal(raw, &r.Model); err != nil {
+	if s, ok := plainString(raw); ok {
+		r.Model = s
+	} else if err := json.Unmarshal(raw, &r.Model); err != nil {
 		return nil, badf("model", "model must be a string")
 	}
 	if strings.TrimSpace(r.Model) == "" {
@@ -80,9 +106,12 @@ func Parse(body []byte) (*Request, error) {
 	if !ok || isNull(raw) {
 		return nil, badf("messages", "missing required parameter: messages")
 	}
-	var msgs []rawMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil {
-		return nil, badf("messages", "messages must be an array of message objects")
+	msgs, ok := scanMessages(raw)
+	if !ok {
+		msgs = nil
+		if err := json.Unmarshal(raw, &msgs); err != nil {
+			return nil, badf("messages", "messages must be an array of message objects")
+		}
 	}
 	if len(msgs) == 0 {
 		return nil, badf("messages", "messages must contain at least one message")
@@ -102,8 +131,14 @@ func Parse(body []byte) (*Request, error) {
 		r.Messages[i] = Message{Role: m.Role, Content: text}
 	}
 	if raw, ok := fields["stream"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &r.Stream); err != nil {
-			return nil, badf("stream", "stream must be a boolean")
+		switch string(raw) {
+		case "true":
+			r.Stream = true
+		case "false":
+		default:
+			if err := json.Unmarshal(raw, &r.Stream); err != nil {
+				return nil, badf("stream", "stream must be a boolean")
+			}
 		}
 	}
 	if raw, ok := fields["stream_options"]; ok && !isNull(raw) {
@@ -122,21 +157,123 @@ func Parse(body []byte) (*Request, error) {
 		}
 		r.Tools = len(tools)
 	}
-	for _, name := range []string{"max_tokens", "max_completion_tokens", "n"} {
-		if raw, ok := fields[name]; ok && !isNull(raw) {
+	for _, name := range [...]string{"max_tokens", "max_completion_tokens", "n"} {
+		if raw, ok := fields[name]; ok && !isNull(raw) && !smallInteger(raw) {
 			var n int64
 			if err := json.Unmarshal(raw, &n); err != nil {
 				return nil, badf(name, "%s must be an integer", name)
 			}
 		}
 	}
-	if raw, ok := fields["temperature"]; ok && !isNull(raw) {
+	if raw, ok := fields["temperature"]; ok && !isNull(raw) && !smallInteger(raw) {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return nil, badf("temperature", "temperature must be a number")
 		}
 	}
 	return r, nil
+}
+
+// smallInteger reports whether raw is a JSON integer literal that fits an
+// int64 for certain (at most 18 digits), which encoding/json would decode
+// into an int64 or a float64 without error.
+func smallInteger(raw []byte) bool {
+	d := raw
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// scanMessages reads the usual messages array (objects whose role is a plain
+// string) without encoding/json. ok is false for anything else, which the
+// caller then decodes with encoding/json: non-object elements, a role that is
+// not a plain string, or a key that only differs from role or content in case
+// or needs unescaping (encoding/json matches those to the fields too).
+func scanMessages(raw []byte) (msgs []rawMessage, ok bool) {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return nil, true
+	}
+	var buf [8]Member
+	for {
+		e, err := valueEnd(raw, i)
+		if err != nil || raw[i] != '{' {
+			return nil, false
+		}
+		members, err := Members(buf[:0], raw[i:e])
+		if err != nil {
+			return nil, false
+		}
+		var m rawMessage
+		for _, mb := range members {
+			switch string(mb.Key) {
+			case "role":
+				s, ok := plainString(mb.Value)
+				if !ok {
+					return nil, false
+				}
+				m.Role = s
+			case "content":
+				m.Content = mb.Value
+			default:
+				if !asciiKey(mb.Key) || equalFoldASCII(mb.Key, "role") || equalFoldASCII(mb.Key, "content") {
+					return nil, false
+				}
+			}
+		}
+		msgs = append(msgs, m)
+		i = skipWS(raw, e)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case ']':
+			return msgs, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// asciiKey reports whether a key literal is printable ASCII with no escapes.
+func asciiKey(k []byte) bool {
+	for _, c := range k {
+		if c < 0x20 || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFoldASCII(k []byte, s string) bool {
+	if len(k) != len(s) {
+		return false
+	}
+	for i := range k {
+		c := k[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 type rawMessage struct {
@@ -151,6 +288,9 @@ func flatten(raw json.RawMessage) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
+		if s, ok := plainString(raw); ok {
+			return s, nil
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return "", fmt.Errorf("is not a valid string")
@@ -216,5 +356,76 @@ func (r *Request) Set(key string, v any) error {
 // Delete removes a top-level field.
 func (r *Request) Delete(key string) { delete(r.Fields, key) }
 
-// Encode writes the request with its current fields.
-func (r *Request) Encode() ([]byte, error) { return json.Marshal(r.Fields) }
+// Encode writes the request with its current fields. The output is what
+// json.Marshal(r.Fields) writes (keys sorted, values compacted, <, > and &
+// escaped), without reflection: each value is checked and compacted with
+// json.Compact, and an invalid one is the same *json.MarshalerError.
+func (r *Request) Encode() ([]byte, error) {
+	keys := make([]string, 0, len(r.Fields))
+	n := 2
+	for k, v := range r.Fields {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	slices.Sort(keys)
+	out := bytes.NewBuffer(make([]byte, 0, n))
+	out.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		if plainKey(k) {
+			out.WriteByte('"')
+			out.WriteString(k)
+			out.WriteByte('"')
+		} else {
+			q, err := json.Marshal(k)
+			if err != nil {
+				return nil, err
+			}
+			out.Write(q)
+		}
+		out.WriteByte(':')
+		v := r.Fields[k]
+		if v == nil {
+			out.WriteString("null")
+			continue
+		}
+		if err := json.Compact(out, v); err != nil {
+			return nil, &json.MarshalerError{Type: rawMessageType, Err: err}
+		}
+	}
+	out.WriteByte('}')
+	b := out.Bytes()
+	if needsHTMLEscape(b) {
+		var esc bytes.Buffer
+		esc.Grow(len(b) + 16)
+		json.HTMLEscape(&esc, b)
+		b = esc.Bytes()
+	}
+	return b, nil
+}
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// plainKey reports whether json.Marshal writes k as itself between quotes.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// needsHTMLEscape reports whether b holds a byte json.HTMLEscape rewrites:
+// <, > and &, or the first byte of U+2028 and U+2029.
+func needsHTMLEscape(b []byte) bool {
+	for _, c := range b {
+		if c == '<' || c == '>' || c == '&' || c == 0xe2 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,186 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+)
+
+// This file holds byte-level helpers that split JSON that is already known to
+// be valid (json.Valid, or a value cut out of a valid document) without
+// decoding it: a request or answer is walked once, and values are handed out
+// as sub-slices of the input instead of copies.
+
+var errStructure = errors.New("malformed JSON")
+
+// Member is one member of a JSON object.
+type Member struct {
+	// Key is the member name as written between its quotes, escapes included.
+	Key []byte
+	// Value is the member's value without surrounding whitespace; it shares
+	// memory with the scanned object.
+	Value []byte
+}
+
+// Name returns the member name decoded, as encoding/json decodes object keys.
+func (m Member) Name() string {
+	if bytes.IndexByte(m.Key, '\\') < 0 {
+		return string(m.Key)
+	}
+	var s string
+	if json.Unmarshal(quoted(m.Key), &s) != nil {
+		return string(m.Key)
+	}
+	return s
+}
+
+// Is reports whether the decoded member name is name.
+func (m Member) Is(name string) bool {
+	if bytes.IndexByte(m.Key, '\\') < 0 {
+		return string(m.Key) == name
+	}
+	return m.Name() == name
+}
+
+func quoted(key []byte) []byte {
+	q := make([]byte, 0, len(key)+2)
+	q = append(q, '"')
+	q = append(q, key...)
+	return append(q, '"')
+}
+
+// Members appends the members of the JSON object obj to dst, in document order
+// (duplicates included). obj must be valid JSON: Members checks its structure
+// (nesting, string ends, separators), not every lexical rule, and reports an
+// error for anything that is not an object.
+func Members(dst []Member, obj []byte) ([]Member, error) {
+	i := skipWS(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return dst, errStructure
+	}
+	i = skipWS(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		if skipWS(obj, i+1) != len(obj) {
+			return dst, errStructure
+		}
+		return dst, nil
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return dst, errStructure
+		}
+		ke, err := stringEnd(obj, i)
+		if err != nil {
+			return dst, err
+		}
+		key := obj[i+1 : ke-1]
+		i = skipWS(obj, ke)
+		if i >= len(obj) || obj[i] != ':' {
+			return dst, errStructure
+		}
+		i = skipWS(obj, i+1)
+		ve, err := valueEnd(obj, i)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, Member{Key: key, Value: obj[i:ve]})
+		i = skipWS(obj, ve)
+		if i >= len(obj) {
+			return dst, errStructure
+		}
+		switch obj[i] {
+		case ',':
+			i = skipWS(obj, i+1)
+		case '}':
+			if skipWS(obj, i+1) != len(obj) {
+				return dst, errStructure
+			}
+			return dst, nil
+		default:
+			return dst, errStructure
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the JSON value starting at b[i].
+func valueEnd(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errStructure
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				e, err := stringEnd(b, i)
+				if err != nil {
+					return 0, err
+				}
+				i = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, errStructure
+	default:
+		start := i
+		for i < len(b) {
+			switch b[i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				if i == start {
+					return 0, errStructure
+				}
+				return i, nil
+			}
+			i++
+		}
+		if i == start {
+			return 0, errStructure
+		}
+		return i, nil
+	}
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i].
+func stringEnd(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, nil
+		}
+	}
+	return 0, errStructure
+}
+
+// plainString returns the contents of the JSON string literal raw when it
+// needs no unescaping (no backslash), which for valid JSON in valid UTF-8 is
+// exactly what encoding/json would decode.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return "", false
+	}
+	return string(s), true
+}
