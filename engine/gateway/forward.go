@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/engine/cost"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/recipes"
@@ -155,16 +156,16 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 		return
 	}
 	total := time.Since(x.start)
-	usage, fields := parseAnswer(body)
-	if fields != nil {
-		body = withRoutingMetadata(body, fields, routingMetadata(rt))
+	ans := parseAnswer(body)
+	if ans.object {
+		body = withRoutingMetadata(body, ans, routingMetadata(rt))
 	}
 	// A non-streamed answer has no observable first token: TTFT is the whole
 	// answer, TPOT the upstream latency per completion token.
 	x.s.metrics.TTFT(c.model.Name, total)
-	if usage != nil {
-		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *usage)
-		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), usage.CompletionTokens)
+	if ans.usage != nil {
+		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *ans.usage)
+		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), ans.usage.CompletionTokens)
 	}
 	x.writeHead(rt, resp)
 	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
@@ -172,18 +173,46 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	}
 }
 
-// parseAnswer reads a chat.completion's top-level fields and usage; fields is
-// nil when the body is not a JSON object (it is then relayed untouched).
-func parseAnswer(body []byte) (*cost.Usage, map[string]json.RawMessage) {
-	var fields map[string]json.RawMessage
-	if json.Unmarshal(body, &fields) != nil || fields == nil {
-		return nil, nil
+// answer is what the gateway reads of a non-streamed upstream answer.
+type answer struct {
+	// object: the body is a valid JSON object; anything else is relayed
+	// untouched.
+	object bool
+	// empty: the object has no members.
+	empty bool
+	// hasMetadata: the object already has routing_metadata (another Junction
+	// upstream).
+	hasMetadata bool
+	usage       *cost.Usage
+}
+
+// parseAnswer reads a chat.completion's usage without decoding the rest: the
+// body is validated, its top-level members are split, and only usage is
+// decoded (the last one when repeated, as encoding/json keeps it).
+func parseAnswer(body []byte) answer {
+	var a answer
+	if !json.Valid(body) {
+		return a
 	}
-	var u *cost.Usage
-	if raw, ok := fields["usage"]; ok {
-		_ = json.Unmarshal(raw, &u)
+	var buf [16]chat.Member
+	members, err := chat.Members(buf[:0], body)
+	if err != nil {
+		return a // valid JSON that is not an object
 	}
-	return u, fields
+	a.object, a.empty = true, len(members) == 0
+	var usage []byte
+	for _, m := range members {
+		switch {
+		case m.Is("usage"):
+			usage = m.Value
+		case m.Is("routing_metadata"):
+			a.hasMetadata = true
+		}
+	}
+	if usage != nil {
+		_ = json.Unmarshal(usage, &a.usage)
+	}
+	return a
 }
 
 // metadata is the earlier-revision routing_metadata object.
@@ -200,6 +229,8 @@ type securityMeta struct {
 	JailbreakDetected bool `json:"jailbreak_detected"`
 }
 
+// routingMetadata encodes the routing_metadata object; nil when it cannot
+// be encoded (a confidence that is not a finite number).
 func routingMetadata(rt *routing) json.RawMessage {
 	md := metadata{
 		SelectedModel:    rt.res.Model,
@@ -208,16 +239,27 @@ func routingMetadata(rt *routing) json.RawMessage {
 		CacheHit:         rt.cacheStatus == cacheHit,
 		SecurityChecks:   securityMeta{PIIDetected: rt.res.PIIDetected, JailbreakDetected: rt.res.JailbreakDetected},
 	}
-	b, _ := json.Marshal(md)
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil
+	}
 	return b
 }
 
-// withRoutingMetadata adds routing_metadata to a JSON object. The upstream's
-// bytes are kept as sent (field order included) by splicing the new member in
-// before the closing brace; only an answer that already has routing_metadata
-// (another Junction upstream) is re-encoded, so ours replaces it.
-func withRoutingMetadata(body []byte, fields map[string]json.RawMessage, md json.RawMessage) []byte {
-	if _, ok := fields["routing_metadata"]; ok {
+// withRoutingMetadata adds routing_metadata to the JSON object body. The
+// upstream's bytes are kept as sent (field order included) by splicing the
+// new member in before the closing brace; only an answer that already has
+// routing_metadata (another Junction upstream) is re-encoded, so ours
+// replaces it. Without metadata the body is returned as it is.
+func withRoutingMetadata(body []byte, a answer, md json.RawMessage) []byte {
+	if len(md) == 0 {
+		return body
+	}
+	if a.hasMetadata {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(body, &fields) != nil || fields == nil {
+			return body
+		}
 		fields["routing_metadata"] = md
 		if b, err := json.Marshal(fields); err == nil {
 			return b
@@ -231,7 +273,7 @@ func withRoutingMetadata(body []byte, fields map[string]json.RawMessage, md json
 	}
 	out := make([]byte, 0, len(body)+len(md)+24)
 	out = append(out, trimmed[:end]...)
-	if len(fields) > 0 {
+	if !a.empty {
 		out = append(out, ',')
 	}
 	out = append(out, `"routing_metadata":`...)
