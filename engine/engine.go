@@ -577,17 +577,49 @@ func (g *Generation) SignalBudget(ctx context.Context) time.Duration {
 // evaluate runs every compiled Set: cheap ones inline, the rest concurrently,
 // all under the signal budget. A Set that has not finished by then contributes
 // its Missing results (the on_unscanned policy for safety signals).
+//
+// A Set that is cheap for this input (signal.InlineSet: a short text for a
+// CPU-only scan) runs inline too. When every Set runs inline nothing waits,
+// so no budget timer is armed unless the budget is already spent: inline
+// evaluation is bounded by being cheap, and the request's own context still
+// cancels it.
 func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signal.Input) []signal.Result {
 	results := make([]signal.Result, cr.nSlots)
 	if cr.nSlots == 0 {
 		return results
 	}
-	sctx, cancel := context.WithTimeout(ctx, g.SignalBudget(ctx))
-	defer cancel()
-
-	var pending []compiledSet
+	var inlineBuf [8]bool
+	inline := inlineBuf[:0]
+	npending := 0
 	for _, cs := range cr.sets {
-		if !cs.set.Cheap() {
+		ok := cs.set.Cheap()
+		if !ok {
+			if is, can := cs.set.(signal.InlineSet); can {
+				ok = is.CheapFor(in)
+			}
+		}
+		inline = append(inline, ok)
+		if !ok {
+			npending++
+		}
+	}
+	budget := g.SignalBudget(ctx)
+	sctx := ctx
+	if npending > 0 || budget <= 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	if npending == 0 {
+		for _, cs := range cr.sets {
+			copy(results[cs.base:cs.base+cs.n], cs.set.Evaluate(sctx, in))
+		}
+		return results
+	}
+
+	pending := make([]compiledSet, 0, npending)
+	for i, cs := range cr.sets {
+		if !inline[i] {
 			pending = append(pending, cs)
 		}
 	}
@@ -595,15 +627,12 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 		cs  compiledSet
 		res []signal.Result
 	}
-	var ch chan done
-	if len(pending) > 0 {
-		ch = make(chan done, len(pending))
-		for _, cs := range pending {
-			go func(cs compiledSet) { ch <- done{cs, cs.set.Evaluate(sctx, in)} }(cs)
-		}
+	ch := make(chan done, len(pending))
+	for _, cs := range pending {
+		go func(cs compiledSet) { ch <- done{cs, cs.set.Evaluate(sctx, in)} }(cs)
 	}
-	for _, cs := range cr.sets {
-		if cs.set.Cheap() {
+	for i, cs := range cr.sets {
+		if inline[i] {
 			copy(results[cs.base:cs.base+cs.n], cs.set.Evaluate(sctx, in))
 		}
 	}

@@ -74,6 +74,12 @@ func newDomainSet(cfg []recipes.DomainSignal, clf Classifier) (Set, error) {
 func (s *domainSet) Kind() string { return recipes.KindDomain }
 func (s *domainSet) Cheap() bool  { return false }
 
+// CheapFor is true for a short text to the lexical fallback; a model call
+// always runs on its own goroutine.
+func (s *domainSet) CheapFor(in *Input) bool {
+	return isLexical(s.clf) && len(inputOrEmpty(in).Text) <= inlineLexicalBytes
+}
+
 func (s *domainSet) Missing(code string) []Result {
 	out := make([]Result, len(s.signals))
 	for i, ds := range s.signals {

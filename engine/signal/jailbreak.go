@@ -86,6 +86,12 @@ func newJailbreakSet(cfg []recipes.JailbreakSignal, clf Classifier, scanBytes in
 func (s *jailbreakSet) Kind() string { return recipes.KindJailbreak }
 func (s *jailbreakSet) Cheap() bool  { return false }
 
+// CheapFor is true for short input to the lexical fallback; a model call
+// always runs on its own goroutine.
+func (s *jailbreakSet) CheapFor(in *Input) bool {
+	return isLexical(s.clf) && scanSize(in, inlineLexicalBytes) <= inlineLexicalBytes
+}
+
 func (s *jailbreakSet) Missing(code string) []Result {
 	out := make([]Result, len(s.signals))
 	for i, js := range s.signals {

@@ -94,6 +94,10 @@ func (s *piiSet) Kind() string { return recipes.KindPII }
 // rules, and the scan reads every user message.
 func (s *piiSet) Cheap() bool { return false }
 
+// CheapFor is true for short input: the scan is a few µs, less than a
+// goroutine hand-off costs.
+func (s *piiSet) CheapFor(in *Input) bool { return scanSize(in, inlineScanBytes) <= inlineScanBytes }
+
 func (s *piiSet) Missing(code string) []Result {
 	out := make([]Result, len(s.signals))
 	for i, ps := range s.signals {

@@ -76,6 +76,45 @@ type Set interface {
 	Missing(code string) []Result
 }
 
+// InlineSet is implemented by Sets that are not Cheap in general but are for
+// some inputs: a CPU-only scan whose cost grows with the text (pii, the
+// lexical fallbacks). The engine runs such a Set inline when CheapFor(in) is
+// true, which spares a goroutine, a channel and a thread wake-up per request;
+// those cost more than scanning a short message.
+type InlineSet interface {
+	Set
+	// CheapFor reports whether evaluating in is as cheap as a Cheap Set's
+	// evaluation (well under 10µs, no model call).
+	CheapFor(in *Input) bool
+}
+
+// inlineScanBytes is how many bytes the pii scan reads inline (about 14ns a
+// byte: a few µs); inlineLexicalBytes how many the lexical naive Bayes
+// classifiers read inline (about 40ns a byte plus a few µs).
+const (
+	inlineScanBytes    = 512
+	inlineLexicalBytes = 128
+)
+
+// scanSize is how many bytes a safety scan of in reads, up to limit: past the
+// limit the exact size does not matter.
+func scanSize(in *Input, limit int) int {
+	if in == nil {
+		return 0
+	}
+	if len(in.UserTexts) == 0 {
+		return len(in.Text)
+	}
+	n := 0
+	for _, t := range in.UserTexts {
+		n += len(t)
+		if n > limit {
+			break
+		}
+	}
+	return n
+}
+
 // Codes of Result.Error.
 const (
 	CodeDeadline   = "deadline"
