@@ -99,6 +99,5 @@ func parseReference(body []byte) (*Request, error) {
 	return r, nil
 }
 
-
 // encodeReference is Encode as it was: encoding/json on the field map.
 func encodeReference(r *Request) ([]byte, error) { return json.Marshal(r.Fields) }

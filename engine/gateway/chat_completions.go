@@ -92,10 +92,10 @@ func (x *exchange) chatCompletions() {
 			fmt.Sprintf("model %q has no backend_refs to send the request to", model.Name)))
 		return
 	}
-	target, err := chatURL(ref)
-	if err != nil {
+	target := x.s.ups.target(ref)
+	if target.err != nil {
 		x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
-			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
+			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, target.err)))
 		return
 	}
 	header := x.upstreamHeader(ref, req.Stream)
@@ -145,7 +145,8 @@ func (x *exchange) chatCompletions() {
 		model:     model,
 		ref:       ref,
 		key:       backendKey(ref),
-		target:    target,
+		target:    target.url,
+		reqURL:    target.req,
 		header:    header,
 		body:      out,
 		stream:    req.Stream,
@@ -249,12 +250,14 @@ func serializationError(err error) *apiError {
 // copied wholesale: only what the backend needs goes upstream, so nothing the
 // client sent for the gateway (its key in particular) leaks to a backend.
 func (x *exchange) upstreamHeader(ref *recipes.BackendRef, stream bool) http.Header {
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
+	// Room for these, the routing headers rt.upstream adds and a few extra.
+	h := make(http.Header, 8+len(ref.ExtraHeaders))
+	hv := newHeaderValues(2)
+	hv.set(h, "Content-Type", "application/json")
 	if stream {
-		h.Set("Accept", "text/event-stream")
+		hv.set(h, "Accept", "text/event-stream")
 	} else {
-		h.Set("Accept", "application/json")
+		hv.set(h, "Accept", "application/json")
 	}
 	for k, v := range ref.ExtraHeaders {
 		h.Set(k, v)

@@ -32,6 +32,7 @@ type upstreamCall struct {
 	ref       *recipes.BackendRef
 	key       string
 	target    *url.URL
+	reqURL    *url.URL // target as requests carry it; see Upstreams.target
 	header    http.Header
 	body      []byte
 	stream    bool
@@ -56,13 +57,7 @@ func (x *exchange) forward(rt *routing, c *upstreamCall) {
 	c.timer = time.AfterFunc(c.timeout, func() { cancel(errUpstreamTimeout) })
 	defer c.timer.Stop()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target.String(), bytes.NewReader(c.body))
-	if err != nil {
-		x.fail(rt, metrics.ReasonUnknown, newError(http.StatusBadGateway, typeUpstream,
-			fmt.Sprintf("upstream for model %q at %s cannot be called: %v", c.model.Name, displayURL(c.target), err)))
-		return
-	}
-	req.Header = c.header
+	req := newUpstreamRequest(ctx, c.reqURL, c.header, c.body)
 	x.s.metrics.ModelRequest(c.model.Name)
 	c.sent = time.Now()
 	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
@@ -82,6 +77,32 @@ func (x *exchange) forward(rt *routing, c *upstreamCall) {
 		return
 	}
 	x.relayJSON(rt, c, resp)
+}
+
+// newUpstreamRequest is http.NewRequestWithContext(ctx, POST, u.String(),
+// bytes.NewReader(body)) with header, built from the URL parsed once per
+// backend instead of formatting and parsing it again for every request.
+func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, body []byte) *http.Request {
+	ru := *u
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           &ru,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(body)), nil
+		},
+		Host: ru.Host,
+	}
+	if len(body) == 0 {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	return req.WithContext(ctx)
 }
 
 // upstreamFailed answers a request whose upstream call failed before an answer
@@ -137,7 +158,7 @@ func (x *exchange) writeHead(rt *routing, resp *http.Response) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
 	rt.set(h)
-	h.Set(headerRequestID, x.id) // the client's id, not the backend's
+	h[headerRequestID] = []string{x.id} // the client's id, not the backend's
 	x.w.WriteHeader(resp.StatusCode)
 }
 

@@ -13,20 +13,40 @@ import (
 	"github.com/junction-router/junction/engine/plugin"
 )
 
-// Routing headers (the spec's earlier-revision set) and Junction's own.
+// Routing headers (the spec's earlier-revision set) and Junction's own, in
+// canonical form (the form net/http keeps and writes), so that they can be
+// stored without canonicalising them on every request.
 const (
-	headerSelectedModel  = "x-selected-model"
-	headerConfidence     = "x-routing-confidence"
-	headerRequestID      = "x-request-id"
-	headerCacheStatus    = "x-cache-status"
-	headerProcessingTime = "x-processing-time"
-	headerClassification = "x-classification-time"
-	headerSecurity       = "x-security-checks"
-	headerToolsSelected  = "x-tools-selected"
-	headerDecision       = "x-junction-decision"
-	headerReasonCode     = "x-junction-reason-code"
-	headerPlugins        = "x-junction-plugins"
+	headerSelectedModel  = "X-Selected-Model"
+	headerConfidence     = "X-Routing-Confidence"
+	headerRequestID      = "X-Request-Id"
+	headerCacheStatus    = "X-Cache-Status"
+	headerProcessingTime = "X-Processing-Time"
+	headerClassification = "X-Classification-Time"
+	headerSecurity       = "X-Security-Checks"
+	headerToolsSelected  = "X-Tools-Selected"
+	headerDecision       = "X-Junction-Decision"
+	headerReasonCode     = "X-Junction-Reason-Code"
+	headerPlugins        = "X-Junction-Plugins"
 )
+
+// headerValues hands out one-element value slices for header fields from a
+// single allocation: net/http stores every field as a []string, and setting
+// ten headers one by one costs ten allocations.
+type headerValues []string
+
+func newHeaderValues(n int) headerValues { return make(headerValues, 0, n) }
+
+// set stores v under the canonical key k, replacing what was there, as
+// Header.Set does.
+func (hv *headerValues) set(h http.Header, k, v string) {
+	if len(*hv) == cap(*hv) {
+		*hv = make(headerValues, 0, 4)
+	}
+	*hv = append(*hv, v)
+	n := len(*hv)
+	h[k] = (*hv)[n-1 : n : n]
+}
 
 // Cache statuses of x-cache-status.
 const (
@@ -72,33 +92,47 @@ type routing struct {
 // set writes the routing headers into h (the client response's headers).
 func (rt *routing) set(h http.Header) {
 	res := rt.res
+	hv := newHeaderValues(11)
 	if res.Model != "" {
-		h.Set(headerSelectedModel, res.Model)
+		hv.set(h, headerSelectedModel, res.Model)
 	}
-	h.Set(headerConfidence, strconv.FormatFloat(res.Confidence, 'f', -1, 64))
+	hv.set(h, headerConfidence, formatConfidence(res.Confidence))
 	cache := rt.cacheStatus
 	if cache == "" {
 		cache = cacheMiss
 	}
-	h.Set(headerCacheStatus, cache)
-	h.Set(headerProcessingTime, millis(rt.processing))
-	h.Set(headerClassification, millis(res.ClassificationTime))
-	h.Set(headerSecurity, securityChecks(res))
-	h.Set(headerToolsSelected, strconv.Itoa(rt.tools))
-	h.Set(headerDecision, metrics.Category(res))
-	h.Set(headerReasonCode, res.ReasonCode)
+	hv.set(h, headerCacheStatus, cache)
+	hv.set(h, headerProcessingTime, millis(rt.processing))
+	hv.set(h, headerClassification, millis(res.ClassificationTime))
+	hv.set(h, headerSecurity, securityChecks(res))
+	hv.set(h, headerToolsSelected, strconv.Itoa(rt.tools))
+	hv.set(h, headerDecision, metrics.Category(res))
+	hv.set(h, headerReasonCode, res.ReasonCode)
 	if v := pluginsHeader(rt.plugins); v != "" {
-		h.Set(headerPlugins, v)
+		hv.set(h, headerPlugins, v)
 	}
+}
+
+// formatConfidence writes a confidence the way the header always has
+// (shortest decimal form), without allocating for the usual 0 and 1.
+func formatConfidence(c float64) string {
+	switch c {
+	case 0:
+		return "0"
+	case 1:
+		return "1"
+	}
+	return strconv.FormatFloat(c, 'f', -1, 64)
 }
 
 // upstream writes the routing headers the spec says the service adds to the
 // request it forwards.
 func (rt *routing) upstream(h http.Header, id string) {
-	h.Set(headerRequestID, id)
-	h.Set(headerSelectedModel, rt.res.Model)
-	h.Set(headerConfidence, strconv.FormatFloat(rt.res.Confidence, 'f', -1, 64))
-	h.Set(headerCacheStatus, cacheMiss) // it is forwarded, so no cache answered
+	hv := newHeaderValues(4)
+	hv.set(h, headerRequestID, id)
+	hv.set(h, headerSelectedModel, rt.res.Model)
+	hv.set(h, headerConfidence, formatConfidence(rt.res.Confidence))
+	hv.set(h, headerCacheStatus, cacheMiss) // it is forwarded, so no cache answered
 }
 
 // millis formats d as decimal milliseconds ("12.345").
@@ -112,7 +146,15 @@ func securityChecks(res *engine.Result) string {
 		pii = pii || res.Block.Code == "pii_detected"
 		jb = jb || res.Block.Code == "jailbreak_detected"
 	}
-	return "pii:" + strconv.FormatBool(pii) + ",jailbreak:" + strconv.FormatBool(jb)
+	switch {
+	case pii && jb:
+		return "pii:true,jailbreak:true"
+	case pii:
+		return "pii:true,jailbreak:false"
+	case jb:
+		return "pii:false,jailbreak:true"
+	}
+	return "pii:false,jailbreak:false"
 }
 
 // pluginsHeader lists type=status for each plugin that ran, in order.

@@ -13,6 +13,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
@@ -81,7 +82,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, r: r, start: time.Now(), endpoint: endpointOther, category: metrics.CategoryDefault}
 	x.w = &responseWriter{ResponseWriter: rw}
 	x.id = requestID(r.Header.Get(headerRequestID))
-	x.w.Header().Set(headerRequestID, x.id)
+	x.w.Header()[headerRequestID] = []string{x.id}
 	defer x.finish()
 	defer x.recover()
 
@@ -244,6 +245,9 @@ func (x *exchange) finish() {
 	}
 	d := time.Since(x.start)
 	x.s.metrics.Request(x.endpoint, x.category, status, d)
+	if !x.s.log.Enabled(context.Background(), slog.LevelInfo) {
+		return // spare building the line's attributes
+	}
 	attrs := []any{"request_id", x.id, "endpoint", x.endpoint, "status", status, "duration_ms", d.Milliseconds()}
 	if x.res != nil {
 		attrs = append(attrs, "decision", x.category, "model", x.res.Model, "reason_code", x.res.ReasonCode)

@@ -48,6 +48,25 @@ type Upstreams struct {
 
 	mu    sync.RWMutex
 	pools map[string]*http.Transport
+
+	// targets caches where each backend_ref's chat requests go, parsed once.
+	tmu     sync.RWMutex
+	targets map[targetKey]*target
+}
+
+// target is the chat URL of a backend_ref, parsed once.
+type target struct {
+	// url is chatURL's answer, as error messages show it.
+	url *url.URL
+	// req is what requests carry: url re-read from its string form with the
+	// host's empty port removed, as http.NewRequest would make it.
+	req *url.URL
+	err error
+}
+
+type targetKey struct {
+	base, path string
+	demo       bool
 }
 
 // NewUpstreams returns an empty set of pools; they are created on first use.
@@ -65,9 +84,10 @@ func NewUpstreams(opts UpstreamOptions) *Upstreams {
 		opts.Demo = demobackend.NewRoundTripper(demobackend.Options{})
 	}
 	return &Upstreams{
-		opts:   opts,
-		health: NewHealth(opts.FailureThreshold, opts.Cooldown),
-		pools:  map[string]*http.Transport{},
+		opts:    opts,
+		health:  NewHealth(opts.FailureThreshold, opts.Cooldown),
+		pools:   map[string]*http.Transport{},
+		targets: map[targetKey]*target{},
 	}
 }
 
@@ -93,6 +113,33 @@ func (u *Upstreams) Retain(doc *recipes.Document) {
 			delete(u.pools, k)
 		}
 	}
+	u.tmu.Lock()
+	clear(u.targets)
+	u.tmu.Unlock()
+}
+
+// target returns where chat requests for ref go.
+func (u *Upstreams) target(ref *recipes.BackendRef) *target {
+	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, demo: isDemo(ref)}
+	u.tmu.RLock()
+	t, ok := u.targets[k]
+	u.tmu.RUnlock()
+	if ok {
+		return t
+	}
+	t = &target{}
+	t.url, t.err = chatURL(ref)
+	if t.err == nil {
+		// http.NewRequest parsed the string form of the URL; keep doing so.
+		t.req, t.err = url.Parse(t.url.String())
+		if t.err == nil && strings.HasSuffix(t.req.Host, ":") {
+			t.req.Host = strings.TrimSuffix(t.req.Host, ":")
+		}
+	}
+	u.tmu.Lock()
+	u.targets[k] = t
+	u.tmu.Unlock()
+	return t
 }
 
 // Close closes every idle connection.
