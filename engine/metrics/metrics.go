@@ -108,6 +108,20 @@ type Metrics struct {
 	tpot                   *prometheus.HistogramVec
 	promptTokens           *prometheus.CounterVec
 	completionTokens       *prometheus.CounterVec
+
+	// Children of the series recorded on every request, resolved once per
+	// label set (children.go).
+	requestsC           children[requestKey, prometheus.Counter]
+	requestDurationC    children[string, prometheus.Observer]
+	reasonCodesC        children[[2]string, prometheus.Counter]
+	reasoningDecisionsC children[reasoningKey, prometheus.Counter]
+	requestErrorsC      children[[2]string, prometheus.Counter]
+	modelRequestsC      children[string, prometheus.Counter]
+	promptTokensC       children[string, prometheus.Counter]
+	completionTokensC   children[string, prometheus.Counter]
+	modelCostC          children[[2]string, prometheus.Counter]
+	ttftC               children[string, prometheus.Observer]
+	tpotC               children[string, prometheus.Observer]
 }
 
 // New creates the metrics and registers them on reg. It panics if reg already

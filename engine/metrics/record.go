@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/junction-router/junction/engine"
@@ -41,8 +40,8 @@ func (m *Metrics) Request(endpoint, category string, status int, d time.Duration
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(endpoint, category, strconv.Itoa(status)).Inc()
-	m.requestDuration.WithLabelValues(endpoint).Observe(seconds(d))
+	m.requestCounter(endpoint, category, status).Inc()
+	m.durationObserver(endpoint).Observe(seconds(d))
 }
 
 // Routed records what routing decided for one request: classification time,
@@ -58,7 +57,7 @@ func (m *Metrics) Routed(res *engine.Result) {
 	}
 	m.classificationDuration.Observe(seconds(res.ClassificationTime))
 	model := ModelLabel(res)
-	m.reasonCodes.WithLabelValues(res.ReasonCode, model).Inc()
+	m.reasonCodeCounter(res.ReasonCode, model).Inc()
 
 	blockCode := ""
 	if res.Block != nil {
@@ -72,10 +71,10 @@ func (m *Metrics) Routed(res *engine.Result) {
 	}
 	switch blockCode {
 	case "pii_detected":
-		m.requestErrors.WithLabelValues(model, ReasonPIIPolicyDenied).Inc()
+		m.errorCounter(model, ReasonPIIPolicyDenied).Inc()
 		return
 	case "jailbreak_detected":
-		m.requestErrors.WithLabelValues(model, ReasonJailbreakBlock).Inc()
+		m.errorCounter(model, ReasonJailbreakBlock).Inc()
 		return
 	}
 	if res.ReasonCode == engine.ReasonModelSpecified {
@@ -86,7 +85,7 @@ func (m *Metrics) Routed(res *engine.Result) {
 	if r.Enabled {
 		effort = r.Effort
 	}
-	m.reasoningDecisions.WithLabelValues(Category(res), model, strconv.FormatBool(r.Enabled), effort).Inc()
+	m.reasoningCounter(Category(res), model, r.Enabled, effort).Inc()
 	if r.Enabled && r.Family != "" && r.Param != "" {
 		m.templateUsage.WithLabelValues(r.Family, r.Param).Inc()
 	}
@@ -110,7 +109,7 @@ func (m *Metrics) ModelRequest(model string) {
 	if m == nil {
 		return
 	}
-	m.modelRequests.WithLabelValues(model).Inc()
+	modelCounter(m.modelRequests, &m.modelRequestsC, model).Inc()
 }
 
 // Error counts one failed request (llm_request_errors_total); reason is one of
@@ -119,7 +118,7 @@ func (m *Metrics) Error(model, reason string) {
 	if m == nil {
 		return
 	}
-	m.requestErrors.WithLabelValues(model, reason).Inc()
+	m.errorCounter(model, reason).Inc()
 }
 
 // Usage records the token usage an upstream reported for model and, when the
@@ -129,13 +128,13 @@ func (m *Metrics) Usage(model string, pricing *recipes.Pricing, u cost.Usage) {
 		return
 	}
 	if u.PromptTokens > 0 {
-		m.promptTokens.WithLabelValues(model).Add(float64(u.PromptTokens))
+		modelCounter(m.promptTokens, &m.promptTokensC, model).Add(float64(u.PromptTokens))
 	}
 	if u.CompletionTokens > 0 {
-		m.completionTokens.WithLabelValues(model).Add(float64(u.CompletionTokens))
+		modelCounter(m.completionTokens, &m.completionTokensC, model).Add(float64(u.CompletionTokens))
 	}
 	if amount, currency, ok := cost.Of(pricing, u); ok {
-		m.modelCost.WithLabelValues(model, currency).Add(amount)
+		m.costCounter(model, currency).Add(amount)
 	}
 }
 
@@ -145,7 +144,7 @@ func (m *Metrics) TTFT(model string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.ttft.WithLabelValues(model).Observe(seconds(d))
+	modelObserver(m.ttft, &m.ttftC, model).Observe(seconds(d))
 }
 
 // TPOT observes time per output token: the completion latency after the first
@@ -157,7 +156,7 @@ func (m *Metrics) TPOT(model string, afterFirstToken time.Duration, completionTo
 	if completionTokens <= 0 {
 		return
 	}
-	m.tpot.WithLabelValues(model).Observe(seconds(afterFirstToken) / float64(completionTokens))
+	modelObserver(m.tpot, &m.tpotC, model).Observe(seconds(afterFirstToken) / float64(completionTokens))
 }
 
 // SetCache publishes the response cache's size and hit ratio (router_cache_size,
