@@ -45,6 +45,9 @@ func NormalizePIIType(t string) (string, error) {
 type piiSet struct {
 	signals   []piiSignal
 	scanBytes int
+	// heuristics: some signal accepts PERSON or LOCATION, which only the
+	// phrase heuristics find; without one the scan skips them.
+	heuristics bool
 }
 
 type piiSignal struct {
@@ -82,6 +85,7 @@ func newPIISet(cfg []recipes.PIISignal, scanBytes int) (Set, error) {
 		}
 		if ps.types == nil || ps.types[PIIPerson] || ps.types[PIILocation] {
 			ps.method = MethodPIIHeuristic
+			set.heuristics = true
 		}
 		set.signals = append(set.signals, ps)
 	}
@@ -143,7 +147,7 @@ func (s *piiSet) Evaluate(ctx context.Context, in *Input) []Result {
 		if ctx.Err() != nil {
 			return stamp(s.Missing(CodeDeadline), start)
 		}
-		found = append(found, DetectPII(t)...)
+		found = append(found, detectPII(t, s.heuristics)...)
 	}
 	out := make([]Result, len(s.signals))
 	for i, ps := range s.signals {

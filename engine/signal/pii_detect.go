@@ -71,9 +71,17 @@ type Entity struct {
 // 900–999, group not 00, serial not 0000); nine digits without dashes, or with
 // spaces, count only when "ssn" or "social security" comes shortly before,
 // because bare nine-digit numbers (order numbers, zip+4, ids) are common.
-func DetectPII(text string) []Entity {
+func DetectPII(text string) []Entity { return detectPII(text, true) }
+
+// detectPII is DetectPII, without the PERSON/LOCATION heuristics (the last
+// phase, which finds nothing else) when heuristics is false.
+func detectPII(text string, heuristics bool) []Entity {
 	d := &piiScan{text: text}
-	for _, phase := range []func(){d.emails, d.ibans, d.ipv6, d.numbers, d.heuristics} {
+	phases := []func(){d.emails, d.ibans, d.ipv6, d.numbers, d.heuristics}
+	if !heuristics {
+		phases = phases[:len(phases)-1]
+	}
+	for _, phase := range phases {
 		phase()
 		d.settle()
 	}
