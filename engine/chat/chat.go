@@ -345,6 +345,14 @@ func (r *Request) LastUserText() string {
 
 // Set replaces a top-level field with v encoded as JSON.
 func (r *Request) Set(key string, v any) error {
+	if s, ok := v.(string); ok && plainKey(s) {
+		// What json.Marshal writes for a string that needs no escaping.
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		r.Fields[key] = append(b, '"')
+		return nil
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

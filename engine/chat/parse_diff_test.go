@@ -136,6 +136,14 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		}
 		sameEncode(t, r)
 	}
+	for _, s := range []string{"small", "", "a b", "a\"b", "<x>", "a&b", "é", "tab\t", "\x7f", "\xff"} {
+		if err := r.Set("s", s); err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := json.Marshal(s); !bytes.Equal(r.Fields["s"], want) {
+			t.Errorf("Set(%q) stored %s, json.Marshal writes %s", s, r.Fields["s"], want)
+		}
+	}
 	r.Fields["nil"] = nil
 	sameEncode(t, r)
 	r.Fields["k\u00e9y<"] = json.RawMessage(`"v"`)

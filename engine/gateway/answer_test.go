@@ -3,9 +3,12 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"testing"
+	"time"
 
+	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/cost"
 )
 
@@ -139,4 +142,31 @@ func FuzzAnswerSplice(f *testing.F) {
 			t.Fatalf("%q: got %s %+v, want %s %+v", body, got, a.usage, wantBody, wantUsage)
 		}
 	})
+}
+
+func TestRoutingMetadataMatchesEncodingJSON(t *testing.T) {
+	for _, model := range []string{"small", "", "a\"b", "<big>&co", "модель", "tab\there"} {
+		for _, conf := range []float64{0, 1, 0.5, 0.123456789, 1e-7, 3e-9, 2.5e21, -0.25, math.Copysign(0, -1)} {
+			for _, d := range []time.Duration{0, 1500 * time.Microsecond, 90 * time.Second} {
+				rt := &routing{
+					res:         &engine.Result{Model: model, Confidence: conf, PIIDetected: conf > 0.4, JailbreakDetected: d > time.Second},
+					processing:  d,
+					cacheStatus: map[bool]string{true: cacheHit, false: cacheMiss}[conf == 1],
+				}
+				want, err := json.Marshal(metadataOf(rt))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := routingMetadata(rt); !bytes.Equal(got, want) {
+					t.Errorf("got  %s\nwant %s", got, want)
+				}
+			}
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
+		rt := &routing{res: &engine.Result{Model: "m", Confidence: bad}}
+		if got := routingMetadata(rt); got != nil {
+			t.Errorf("confidence %v encoded as %s", bad, got)
+		}
+	}
 }

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/junction-router/junction/engine/chat"
@@ -165,7 +168,10 @@ func (x *exchange) writeHead(rt *routing, resp *http.Response) {
 // relayJSON relays a non-streamed answer, adding routing_metadata and
 // recording usage, cost and latency.
 func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	buf := getAnswerBuffer()
+	defer putAnswerBuffer(buf)
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	body := buf.Bytes()
 	if err != nil {
 		x.upstreamFailed(rt, c, err)
 		return
@@ -179,7 +185,8 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	total := time.Since(x.start)
 	ans := parseAnswer(body)
 	if ans.object {
-		body = withRoutingMetadata(body, ans, routingMetadata(rt))
+		var md [256]byte
+		body = withRoutingMetadata(body, ans, appendRoutingMetadata(md[:0], rt))
 	}
 	// A non-streamed answer has no observable first token: TTFT is the whole
 	// answer, TPOT the upstream latency per completion token.
@@ -191,6 +198,26 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	x.writeHead(rt, resp)
 	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
+	}
+}
+
+// answerBuffers hold non-streamed answers while they are read and spliced;
+// the answer is written to the client before its buffer goes back.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer kept for reuse: a rare huge answer
+// should not pin its memory.
+const maxPooledAnswer = 256 << 10
+
+func getAnswerBuffer() *bytes.Buffer {
+	b := answerBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putAnswerBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledAnswer {
+		answerBuffers.Put(b)
 	}
 }
 
@@ -250,28 +277,85 @@ type securityMeta struct {
 	JailbreakDetected bool `json:"jailbreak_detected"`
 }
 
-// routingMetadata encodes the routing_metadata object; nil when it cannot
-// be encoded (a confidence that is not a finite number).
-func routingMetadata(rt *routing) json.RawMessage {
-	md := metadata{
+func metadataOf(rt *routing) metadata {
+	return metadata{
 		SelectedModel:    rt.res.Model,
 		Confidence:       rt.res.Confidence,
 		ProcessingTimeMS: rt.processing.Milliseconds(),
 		CacheHit:         rt.cacheStatus == cacheHit,
 		SecurityChecks:   securityMeta{PIIDetected: rt.res.PIIDetected, JailbreakDetected: rt.res.JailbreakDetected},
 	}
-	b, err := json.Marshal(md)
-	if err != nil {
+}
+
+// routingMetadata encodes the routing_metadata object; nil when it cannot
+// be encoded (a confidence that is not a finite number).
+func routingMetadata(rt *routing) json.RawMessage {
+	return appendRoutingMetadata(nil, rt)
+}
+
+// appendRoutingMetadata appends what json.Marshal writes for rt's metadata
+// to dst, without reflection; nil when it cannot be encoded.
+func appendRoutingMetadata(dst []byte, rt *routing) []byte {
+	md := metadataOf(rt)
+	b := append(dst, `{"selected_model":`...)
+	b = appendJSONString(b, md.SelectedModel)
+	b = append(b, `,"confidence":`...)
+	b, ok := appendJSONFloat(b, md.Confidence)
+	if !ok {
 		return nil
 	}
-	return b
+	b = append(b, `,"processing_time_ms":`...)
+	b = strconv.AppendInt(b, md.ProcessingTimeMS, 10)
+	b = append(b, `,"cache_hit":`...)
+	b = strconv.AppendBool(b, md.CacheHit)
+	b = append(b, `,"security_checks":{"pii_detected":`...)
+	b = strconv.AppendBool(b, md.SecurityChecks.PIIDetected)
+	b = append(b, `,"jailbreak_detected":`...)
+	b = strconv.AppendBool(b, md.SecurityChecks.JailbreakDetected)
+	return append(b, '}', '}')
+}
+
+// appendJSONString appends s as json.Marshal writes a string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends f as json.Marshal writes a float64; ok is false
+// for NaN and infinities, which JSON cannot hold.
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// encoding/json writes e-7, not e-07.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, true
 }
 
 // withRoutingMetadata adds routing_metadata to the JSON object body. The
 // upstream's bytes are kept as sent (field order included) by splicing the
 // new member in before the closing brace; only an answer that already has
 // routing_metadata (another Junction upstream) is re-encoded, so ours
-// replaces it. Without metadata the body is returned as it is.
+// replaces it. Without metadata the body is returned as it is. The splice
+// reuses body's memory (its closing brace and what follows are overwritten,
+// and its spare capacity used), so body must not be read afterwards.
 func withRoutingMetadata(body []byte, a answer, md json.RawMessage) []byte {
 	if len(md) == 0 {
 		return body
@@ -292,8 +376,7 @@ func withRoutingMetadata(body []byte, a answer, md json.RawMessage) []byte {
 	if end < 0 || trimmed[end] != '}' {
 		return body
 	}
-	out := make([]byte, 0, len(body)+len(md)+24)
-	out = append(out, trimmed[:end]...)
+	out := trimmed[:end]
 	if !a.empty {
 		out = append(out, ',')
 	}
