@@ -1,0 +1,417 @@
+// Package dataplane is the request phase every front end shares: the gateway
+// (engine/gateway, a plain HTTP listener) and the Envoy ext_proc adapter
+// (engine/extproc) both hand it a chat-completion body and get back either
+// the request to forward (rewritten body, upstream headers, the backend it
+// is for) or a complete answer to give instead (an OpenAI-style error, the
+// 403 security block, a plugin's immediate answer). Parsing, routing, the
+// decision's plugins, the reasoning mode and every byte of those answers are
+// decided here once, so a request is judged and answered the same way
+// whichever way it arrived, and its request-phase metrics are labelled the
+// same way.
+//
+// It also holds the small response-phase helpers both front ends need to
+// read an upstream answer the same way (usage, routing_metadata, SSE events).
+//
+// What must not live here: anything about a wire protocol (HTTP writers,
+// gRPC messages), connections, timeouts of the upstream call, or the answer
+// relay itself. It never calls a backend.
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/engine/reasoning"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/recipes"
+)
+
+// APIFormatAnthropic is the api_format of models behind Anthropic-style
+// upstreams, which Junction does not translate to yet.
+const APIFormatAnthropic = "anthropic"
+
+// Config is what a Plane needs. Every field is optional.
+type Config struct {
+	// Metrics receives the request-phase metrics; nil records nothing.
+	Metrics *metrics.Metrics
+	// Plugins runs decision plugins; nil reports each as not_run.
+	Plugins plugin.Runner
+	// Backends picks a model's backend; nil picks the first backend_ref.
+	Backends Backends
+	// Logger receives routing failures (never request text); nil discards.
+	Logger interface {
+		Error(msg string, args ...any)
+	}
+}
+
+// Plane runs the request phase. It is safe for concurrent use.
+type Plane struct {
+	metrics  *metrics.Metrics
+	plugins  plugin.Runner
+	backends Backends
+	log      interface{ Error(string, ...any) }
+}
+
+// New returns a Plane.
+func New(cfg Config) *Plane {
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger}
+	if p.backends == nil {
+		p.backends = &FirstBackend{}
+	}
+	if p.log == nil {
+		p.log = nopLogger{}
+	}
+	return p
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Error(string, ...any) {}
+
+// Request is one chat-completion request as a front end received it.
+type Request struct {
+	// Gen is the generation the request is routed with; the caller took it
+	// when the request arrived and keeps it for the whole request.
+	Gen *engine.Generation
+	// Recipe is the entrypoint recipe; empty means the default recipe.
+	Recipe string
+	// ID is the request id (see RequestID).
+	ID string
+	// Start is when the front end received the request; Processing and the
+	// immediate answers' created timestamps count from it.
+	Start time.Time
+	// Body is the raw request body. It is parsed in place: the caller must not
+	// modify it afterwards.
+	Body []byte
+	// Header is what the upstream request's headers start from, changed in
+	// place: the gateway passes nil (it builds them from nothing), ext_proc a
+	// copy of the client's headers (Envoy forwards those). The routing
+	// headers, extra_headers, credentials and the plugins' changes are
+	// applied to it.
+	Header http.Header
+	// ClientAuthorization is forwarded as Authorization when the backend has
+	// no api_key_env key; the gateway sets it only on a listener without
+	// api_keys (the client's key is then meant for the backend).
+	ClientAuthorization string
+}
+
+// Outcome is the result of the request phase: Answer is set when the
+// request is answered without a backend; otherwise the request goes to
+// Target with Header and Body. Cancelled means the request's context ended
+// (the client went away): nothing is to be written.
+type Outcome struct {
+	// Result is the routing decision; nil when routing did not run (a body
+	// that does not parse, an unknown model, a cancelled request).
+	Result *engine.Result
+	// Routing is what the client's routing headers report; nil when Result is.
+	Routing *Routing
+	// Chat is the parsed request as forwarded; nil when it did not parse.
+	Chat *chat.Request
+
+	Model   *recipes.Model
+	Backend *recipes.BackendRef
+	Target  *url.URL
+	Header  http.Header
+	Body    []byte
+	// Stream: the client asked for server-sent events.
+	Stream bool
+	// DropUsage: include_usage was turned on for the metrics although the
+	// client did not ask for it; the relay drops the usage-only chunk.
+	DropUsage bool
+
+	Answer    *Answer
+	Cancelled bool
+}
+
+// Category is the category label of the request (its decision, or default).
+func (o *Outcome) Category() string { return metrics.Category(o.Result) }
+
+// ModelLabel is the model label of the request's metrics.
+func (o *Outcome) ModelLabel() string {
+	if o.Result == nil {
+		return metrics.UnknownModel
+	}
+	return metrics.ModelLabel(o.Result)
+}
+
+// Run parses, routes and rewrites one chat-completion request. It records
+// the request-phase metrics (routing, detections, reasoning, and an error
+// when the outcome is an error or a cancellation); the front end records the
+// rest (llm_model_requests_total when it forwards, the answer's metrics and
+// router_requests_total when the request is done).
+func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
+	out := &Outcome{}
+	if in.Gen == nil {
+		out.Answer = ErrorAnswer(NoGeneration(), p.idHeader(in))
+		return out
+	}
+	req, err := chat.Parse(in.Body)
+	if err != nil {
+		p.metrics.Error(metrics.UnknownModel, metrics.ReasonParseError)
+		var ce *chat.Error
+		e := NewError(http.StatusBadRequest, TypeInvalidRequest, err.Error())
+		if errors.As(err, &ce) {
+			e = NewError(http.StatusBadRequest, TypeInvalidRequest, ce.Message).WithParam(ce.Param)
+		}
+		out.Answer = ErrorAnswer(e, p.idHeader(in))
+		return out
+	}
+	out.Chat = req
+
+	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
+	if err != nil {
+		p.routeFailed(ctx, in, out, err)
+		return out
+	}
+	if ctx.Err() != nil {
+		p.cancelled(out, metrics.UnknownModel)
+		return out
+	}
+	out.Result = res
+	p.metrics.Routed(res)
+	rt := &Routing{Result: res}
+	out.Routing = rt
+	label := metrics.ModelLabel(res)
+
+	if res.Block != nil {
+		out.Answer = p.blocked(in, rt)
+		return out
+	}
+	model, ok := in.Gen.Model(res.Model)
+	if !ok {
+		p.fail(in, out, label, metrics.ReasonClassificationFailed, NewError(http.StatusInternalServerError, TypeServer,
+			fmt.Sprintf("routing selected model %q, which is not configured", res.Model)))
+		return out
+	}
+	if strings.EqualFold(model.APIFormat, APIFormatAnthropic) {
+		p.fail(in, out, label, metrics.ReasonUnknown, NewError(http.StatusNotImplemented, TypeNotImplemented,
+			fmt.Sprintf("model %q has api_format anthropic; this gateway does not translate to Anthropic-style upstreams yet", model.Name)))
+		return out
+	}
+
+	// Rewrite for the selected model; plugins see the model they will reach.
+	if err := req.Set("model", res.Model); err != nil {
+		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+		return out
+	}
+	ref, ok := p.backends.Pick(model)
+	if !ok {
+		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
+			fmt.Sprintf("model %q has no backend_refs to send the request to", model.Name)))
+		return out
+	}
+	target, err := p.backends.Target(ref)
+	if err != nil {
+		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
+			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
+		return out
+	}
+	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)
+	rt.SetUpstreamHeaders(header, in.ID)
+
+	if len(res.Plugins) > 0 {
+		imm, ok := p.runPlugins(ctx, in, out, rt, req, &header)
+		if !ok {
+			return out
+		}
+		if imm != nil {
+			out.Answer = ImmediateAnswer(rt, req, imm, in.ID, in.Start, p.idHeader(in))
+			return out
+		}
+	}
+
+	// Reasoning is written after the plugins: routing owns these fields, so a
+	// plugin (request_params strip_unknown, say) cannot erase them. A model
+	// named by the client keeps the client's reasoning fields: routing made
+	// no reasoning decision for it.
+	if res.ReasonCode != engine.ReasonModelSpecified {
+		if err := reasoning.Apply(req.Fields, res.Reasoning); err != nil {
+			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+			return out
+		}
+	}
+
+	// Usage is needed for cost and token metrics even when the client did not
+	// ask for it; the relay drops the extra usage chunk again.
+	if req.Stream && !req.IncludeUsage {
+		if err := ForceIncludeUsage(req); err != nil {
+			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+			return out
+		}
+		out.DropUsage = true
+	}
+	body, err := req.Encode()
+	if err != nil {
+		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+		return out
+	}
+	rt.Tools = CountTools(req.Fields["tools"])
+	rt.Processing = time.Since(in.Start)
+	out.Model, out.Backend, out.Target = model, ref, target
+	out.Header, out.Body, out.Stream = header, body, req.Stream
+	return out
+}
+
+// idHeader is the headers of an answer given before routing: x-request-id.
+func (p *Plane) idHeader(in *Request) http.Header {
+	h := make(http.Header, 4)
+	if in.ID != "" {
+		h[HeaderRequestID] = []string{in.ID}
+	}
+	return h
+}
+
+// routeFailed answers a routing error: an unknown model is the client's
+// mistake (404, as OpenAI answers it); anything else is ours.
+func (p *Plane) routeFailed(ctx context.Context, in *Request, out *Outcome, err error) {
+	if ctx.Err() != nil {
+		p.cancelled(out, metrics.UnknownModel)
+		return
+	}
+	if errors.Is(err, engine.ErrUnknownModel) {
+		out.Answer = ErrorAnswer(NewError(http.StatusNotFound, TypeInvalidRequest, err.Error()).
+			WithParam("model").WithCode("model_not_found"), p.idHeader(in))
+		return
+	}
+	p.metrics.Error(metrics.UnknownModel, metrics.ReasonClassificationFailed)
+	p.log.Error("routing failed", "request_id", in.ID, "error", err.Error())
+	out.Answer = ErrorAnswer(NewError(http.StatusInternalServerError, TypeServer, "routing failed: "+err.Error()).
+		WithCode("routing_failed"), p.idHeader(in))
+}
+
+// cancelled marks a request whose client went away; nothing can be written.
+func (p *Plane) cancelled(out *Outcome, model string) {
+	out.Cancelled = true
+	p.metrics.Error(model, metrics.ReasonCancellation)
+}
+
+// blocked answers a security block with the earlier-revision 403 shape.
+// Routed already counted it (error reason and detection action).
+func (p *Plane) blocked(in *Request, rt *Routing) *Answer {
+	b := rt.Result.Block
+	entities := b.Entities
+	if entities == nil {
+		entities = []string{}
+	}
+	rt.Processing = time.Since(in.Start)
+	h := p.idHeader(in)
+	rt.SetClientHeaders(h)
+	e := NewError(http.StatusForbidden, TypeSecurityViolation, b.Message).WithCode(b.Code)
+	e.Details = &ErrorDetails{EntitiesFound: entities, ActionTaken: "blocked"}
+	return ErrorAnswer(e, h)
+}
+
+// fail answers e after routing, with the routing headers, counting reason.
+func (p *Plane) fail(in *Request, out *Outcome, model, reason string, e *Error) {
+	p.metrics.Error(model, reason)
+	out.Routing.Processing = time.Since(in.Start)
+	h := p.idHeader(in)
+	out.Routing.SetClientHeaders(h)
+	out.Answer = ErrorAnswer(e, h)
+}
+
+// runPlugins runs the decision's plugins on the rewritten request. ok is
+// false when the outcome is already decided (a plugin with on_error: fail
+// failed, or the request was cancelled).
+func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *Routing, req *chat.Request, header *http.Header) (imm *plugin.Immediate, ok bool) {
+	res := rt.Result
+	if p.plugins == nil {
+		for _, pr := range res.Plugins {
+			rt.Plugins = append(rt.Plugins, plugin.Report{Type: pr.Type, Status: PluginNotRun})
+		}
+		return nil, true
+	}
+	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive}
+	po, err := p.plugins.Request(ctx, res.Plugins, preq)
+	*header = preq.Header
+	rt.Plugins = po.Reports
+	rt.CacheStatus = po.CacheStatus
+	if err != nil {
+		if ctx.Err() != nil {
+			p.cancelled(out, metrics.ModelLabel(res))
+			return nil, false
+		}
+		p.fail(in, out, metrics.ModelLabel(res), metrics.ReasonUnknown, NewError(http.StatusInternalServerError, TypePlugin, err.Error()))
+		return nil, false
+	}
+	return po.Immediate, true
+}
+
+// Input builds what signals read from a parsed request.
+func Input(req *chat.Request) signal.Input {
+	in := signal.Input{Text: req.LastUserText(), AllTexts: make([]string, 0, len(req.Messages))}
+	for _, m := range req.Messages {
+		in.AllTexts = append(in.AllTexts, m.Content)
+		if m.Role == "user" {
+			in.UserTexts = append(in.UserTexts, m.Content)
+		}
+	}
+	return in
+}
+
+// UpstreamHeader builds the forwarded request's headers on h (nil: new
+// headers): the content type, what the answer should be, the backend's
+// extra_headers and its credentials (api_key_env, else clientAuth). A
+// gateway builds them from nothing so that nothing the client sent for the
+// gateway (its key in particular) leaks to a backend.
+func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientAuth string) http.Header {
+	if h == nil {
+		// Room for these, the routing headers and a few extra.
+		h = make(http.Header, 8+len(ref.ExtraHeaders))
+	}
+	h["Content-Type"] = []string{"application/json"}
+	if stream {
+		h["Accept"] = []string{"text/event-stream"}
+	} else {
+		h["Accept"] = []string{"application/json"}
+	}
+	for k, v := range ref.ExtraHeaders {
+		h.Set(k, v)
+	}
+	switch {
+	case ref.APIKeyEnv != "" && os.Getenv(ref.APIKeyEnv) != "":
+		h.Set("Authorization", "Bearer "+os.Getenv(ref.APIKeyEnv))
+	case clientAuth != "":
+		h.Set("Authorization", clientAuth)
+	}
+	return h
+}
+
+// ForceIncludeUsage sets stream_options.include_usage, keeping the client's
+// other stream options.
+func ForceIncludeUsage(req *chat.Request) error {
+	opts := map[string]json.RawMessage{}
+	if raw, ok := req.Fields["stream_options"]; ok {
+		_ = json.Unmarshal(raw, &opts) // chat.Parse checked it is an object or null
+		if opts == nil {
+			opts = map[string]json.RawMessage{}
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	return req.Set("stream_options", opts)
+}
+
+// CountTools is the number of tools forwarded (after plugins), for
+// x-tools-selected.
+func CountTools(raw json.RawMessage) int {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return 0
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return 0
+	}
+	return len(tools)
+}

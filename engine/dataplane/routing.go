@@ -1,0 +1,205 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/plugin"
+)
+
+// Routing headers (the spec's earlier-revision set) and Junction's own, in
+// canonical form (the form net/http keeps and writes).
+const (
+	HeaderSelectedModel  = "X-Selected-Model"
+	HeaderConfidence     = "X-Routing-Confidence"
+	HeaderRequestID      = "X-Request-Id"
+	HeaderCacheStatus    = "X-Cache-Status"
+	HeaderProcessingTime = "X-Processing-Time"
+	HeaderClassification = "X-Classification-Time"
+	HeaderSecurity       = "X-Security-Checks"
+	HeaderToolsSelected  = "X-Tools-Selected"
+	HeaderDecision       = "X-Junction-Decision"
+	HeaderReasonCode     = "X-Junction-Reason-Code"
+	HeaderPlugins        = "X-Junction-Plugins"
+)
+
+// Cache statuses of x-cache-status.
+const (
+	CacheMiss = "miss"
+	CacheHit  = "hit"
+)
+
+// PluginNotRun is the status x-junction-plugins reports for every plugin when
+// the front end has no plugin runner.
+const PluginNotRun = "not_run"
+
+// Endpoint labels of router_requests_total: fixed strings, never the raw
+// path, so that scanners cannot blow up the label set.
+const (
+	EndpointChat      = "/v1/chat/completions"
+	EndpointModels    = "/v1/models"
+	EndpointResponses = "/v1/responses"
+	EndpointOther     = "other"
+)
+
+// StatusClientClosed is the status metrics record for a client that went
+// away before its answer was complete (nginx's convention).
+const StatusClientClosed = 499
+
+// maxRequestIDLen bounds a client-sent x-request-id; longer or odd ones are
+// replaced, since the value is echoed and logged.
+const maxRequestIDLen = 128
+
+// RequestID keeps the client's x-request-id when it is short printable
+// ASCII, else makes a UUID.
+func RequestID(client string) string {
+	if client != "" && len(client) <= maxRequestIDLen {
+		ok := true
+		for i := 0; i < len(client); i++ {
+			if c := client[i]; c <= ' ' || c > '~' {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return client
+		}
+	}
+	return uuid.NewString()
+}
+
+// Routing is what the routing headers and routing_metadata report for one
+// routed request.
+type Routing struct {
+	Result *engine.Result
+	// CacheStatus is hit when a plugin answered from the response cache;
+	// empty means miss.
+	CacheStatus string
+	// Processing is the time from receiving the request to the end of the
+	// request phase (forwarding it, or answering it).
+	Processing time.Duration
+	// Tools is the number of tools forwarded (after plugins).
+	Tools   int
+	Plugins []plugin.Report
+}
+
+// SetClientHeaders writes the routing headers into h, the headers of the
+// answer the client receives.
+func (rt *Routing) SetClientHeaders(h http.Header) {
+	res := rt.Result
+	if res.Model != "" {
+		h[HeaderSelectedModel] = []string{res.Model}
+	}
+	h[HeaderConfidence] = []string{formatConfidence(res.Confidence)}
+	cache := rt.CacheStatus
+	if cache == "" {
+		cache = CacheMiss
+	}
+	h[HeaderCacheStatus] = []string{cache}
+	h[HeaderProcessingTime] = []string{millis(rt.Processing)}
+	h[HeaderClassification] = []string{millis(res.ClassificationTime)}
+	h[HeaderSecurity] = []string{securityChecks(res)}
+	h[HeaderToolsSelected] = []string{strconv.Itoa(rt.Tools)}
+	h[HeaderDecision] = []string{metrics.Category(res)}
+	h[HeaderReasonCode] = []string{res.ReasonCode}
+	if v := pluginsHeader(rt.Plugins); v != "" {
+		h[HeaderPlugins] = []string{v}
+	}
+}
+
+// SetUpstreamHeaders writes the routing headers the spec says the service
+// adds to the request it forwards.
+func (rt *Routing) SetUpstreamHeaders(h http.Header, id string) {
+	h[HeaderRequestID] = []string{id}
+	h[HeaderSelectedModel] = []string{rt.Result.Model}
+	h[HeaderConfidence] = []string{formatConfidence(rt.Result.Confidence)}
+	h[HeaderCacheStatus] = []string{CacheMiss} // it is forwarded, so no cache answered
+}
+
+// formatConfidence writes a confidence the way the header always has
+// (shortest decimal form).
+func formatConfidence(c float64) string {
+	switch c {
+	case 0:
+		return "0"
+	case 1:
+		return "1"
+	}
+	return strconv.FormatFloat(c, 'f', -1, 64)
+}
+
+// millis formats d as decimal milliseconds ("12.345").
+func millis(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
+}
+
+func securityChecks(res *engine.Result) string {
+	pii, jb := res.PIIDetected, res.JailbreakDetected
+	if res.Block != nil {
+		pii = pii || res.Block.Code == "pii_detected"
+		jb = jb || res.Block.Code == "jailbreak_detected"
+	}
+	switch {
+	case pii && jb:
+		return "pii:true,jailbreak:true"
+	case pii:
+		return "pii:true,jailbreak:false"
+	case jb:
+		return "pii:false,jailbreak:true"
+	}
+	return "pii:false,jailbreak:false"
+}
+
+// pluginsHeader lists type=status for each plugin that ran, in order.
+func pluginsHeader(reports []plugin.Report) string {
+	if len(reports) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, r := range reports {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(r.Type)
+		b.WriteByte('=')
+		b.WriteString(r.Status)
+	}
+	return b.String()
+}
+
+// metadata is the earlier-revision routing_metadata object.
+type metadata struct {
+	SelectedModel    string       `json:"selected_model"`
+	Confidence       float64      `json:"confidence"`
+	ProcessingTimeMS int64        `json:"processing_time_ms"`
+	CacheHit         bool         `json:"cache_hit"`
+	SecurityChecks   securityMeta `json:"security_checks"`
+}
+
+type securityMeta struct {
+	PIIDetected       bool `json:"pii_detected"`
+	JailbreakDetected bool `json:"jailbreak_detected"`
+}
+
+// Metadata encodes the routing_metadata object; nil when it cannot be
+// encoded (a confidence that is not a finite number).
+func (rt *Routing) Metadata() json.RawMessage {
+	b, err := json.Marshal(metadata{
+		SelectedModel:    rt.Result.Model,
+		Confidence:       rt.Result.Confidence,
+		ProcessingTimeMS: rt.Processing.Milliseconds(),
+		CacheHit:         rt.CacheStatus == CacheHit,
+		SecurityChecks:   securityMeta{PIIDetected: rt.Result.PIIDetected, JailbreakDetected: rt.Result.JailbreakDetected},
+	})
+	if err != nil {
+		return nil
+	}
+	return b
+}
