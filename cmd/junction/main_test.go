@@ -16,6 +16,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/junction-router/junction/engine/extproc/envoytest"
 )
 
 const example = "../../recipes/testdata/example-config.yaml"
@@ -109,7 +111,7 @@ func freePort(t *testing.T) int {
 // TestServe runs `junction serve` as a user would and talks to it with the
 // official OpenAI client.
 func TestServe(t *testing.T) {
-	port, mport := freePort(t), freePort(t)
+	port, mport, eport := freePort(t), freePort(t), freePort(t)
 	cfg := writeFile(t, fmt.Sprintf(`version: v1
 listeners: [{name: public, address: 127.0.0.1, port: %d}]
 providers:
@@ -135,7 +137,8 @@ global:
   services:
     observability:
       metrics: {address: 127.0.0.1, port: %d}
-`, port, mport))
+  extproc: {address: 127.0.0.1, port: %d}
+`, port, mport, eport))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
@@ -163,6 +166,17 @@ global:
 	if hdr.Get("x-selected-model") != "big" || !strings.Contains(resp.Choices[0].Message.Content, "big") {
 		t.Fatalf("x-selected-model %q, answer %q", hdr.Get("x-selected-model"), resp.Choices[0].Message.Content)
 	}
+	// The ext_proc hook serves the same configuration to Envoy.
+	ec, err := envoytest.Dial(fmt.Sprintf("127.0.0.1:%d", eport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ec.Close()
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	if err := envoytest.Smoke(sctx, ec); err != nil {
+		t.Fatalf("ext_proc: %v", err)
+	}
 	mresp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
 	if err != nil {
 		t.Fatal(err)
@@ -171,6 +185,10 @@ global:
 	mresp.Body.Close()
 	if !strings.Contains(string(body), `llm_routing_reason_codes_total{model="big",reason_code="auto_routing"} 1`) {
 		t.Errorf("metrics lack the routed request:\n%s", body)
+	}
+	// Smoke's chat completion ("What is the capital of France?") went to small.
+	if !strings.Contains(string(body), `llm_routing_reason_codes_total{model="small",reason_code="auto_routing"} 1`) {
+		t.Errorf("metrics lack the request routed over ext_proc:\n%s", body)
 	}
 	cancel()
 	select {
@@ -264,7 +282,9 @@ global:
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn"}, io.Discard, io.Discard) }()
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false"}, io.Discard, io.Discard)
+	}()
 	post := func(port int, key string) (int, string) {
 		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port),
 			strings.NewReader(`{"model":"MoM","messages":[{"role":"user","content":"hi"}]}`))
@@ -291,4 +311,39 @@ global:
 	}
 	cancel()
 	<-done
+}
+
+func TestServeExtprocFlags(t *testing.T) {
+	code, _, errOut := runCLI(t, "serve", "--config", example, "--extproc-recipe", "nope")
+	if code != 1 || !strings.Contains(errOut, `--extproc-recipe "nope"`) {
+		t.Errorf("unknown recipe: exit %d, %s", code, errOut)
+	}
+	// The ext_proc port is taken: serve says so and stops its other listeners.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port, mport := freePort(t), freePort(t)
+	cfg := writeFile(t, fmt.Sprintf(`version: v1
+listeners: [{name: public, address: 127.0.0.1, port: %d}]
+providers:
+  defaults: {default_model: small}
+  models: [{name: small, backend_refs: [{provider: demo}]}]
+recipes:
+  - name: default
+    decisions: [{name: all, rules: {operator: AND, conditions: []}, modelRefs: [{model: small}]}]
+global:
+  services: {observability: {metrics: {address: 127.0.0.1, port: %d}}}
+  extproc: {address: 127.0.0.1, port: %d}
+`, port, mport, busy.Addr().(*net.TCPAddr).Port))
+	code, _, errOut = runCLI(t, "serve", "--config", cfg)
+	if code != 1 || !strings.Contains(errOut, "ext_proc listener") || !strings.Contains(errOut, "--extproc=false") {
+		t.Errorf("busy port: exit %d, %s", code, errOut)
+	}
+	if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+		t.Errorf("the gateway listener was left open: %v", err)
+	} else {
+		l.Close()
+	}
 }

@@ -14,17 +14,26 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/extproc"
 	"github.com/junction-router/junction/engine/gateway"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/recipes"
 )
 
 func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfg := fs.String("config", "", "configuration file (YAML or JSON); the built-in demo configuration when empty")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	epOn := fs.Bool("extproc", true, "serve the Envoy ext_proc hook (gRPC) on global.extproc, 127.0.0.1:50051 by default")
+	epRecipe := fs.String("extproc-recipe", "", "recipe ext_proc routes with; the configuration's default recipe when empty")
+	epCert := fs.String("extproc-tls-cert", "", "serve ext_proc over TLS with this certificate (PEM); needs --extproc-tls-key")
+	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
+	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -41,6 +50,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	doc, hash, err := loadDocument(*cfg)
 	if err != nil {
 		return err
+	}
+	if *epRecipe != "" && !hasRecipe(doc.Recipes, *epRecipe) {
+		return fmt.Errorf("--extproc-recipe %q: the configuration has no such recipe", *epRecipe)
 	}
 	source := *cfg
 	if source == "" {
@@ -62,7 +74,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	rt := engine.NewRuntime(gen)
 
 	var servers []*http.Server
-	errc := make(chan error, len(doc.Listeners)+1)
+	errc := make(chan error, len(doc.Listeners)+2)
 	start := func(name, addr string, h http.Handler) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -95,6 +107,48 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		log.Info("gateway listening", "listener", l.Name, "addr", "http://"+addr, "recipe", recipe)
 	}
+	var grpcSrv *grpc.Server
+	var grpcHealth *health.Server
+	if *epOn {
+		recipe := *epRecipe
+		if recipe == "" {
+			recipe = doc.DefaultRecipe()
+		}
+		ep := doc.Global.Extproc
+		addr := net.JoinHostPort(ep.Address, strconv.Itoa(ep.Port))
+		srv := extproc.New(extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: *epRecipe, Registerer: reg})
+		gs, hs, err := extproc.NewGRPCServer(srv, extproc.GRPCOptions{TLSCertFile: *epCert, TLSKeyFile: *epKey, TLSClientCAFile: *epCA})
+		if err != nil {
+			shutdown(context.Background(), servers)
+			return err
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			shutdown(context.Background(), servers)
+			return fmt.Errorf("ext_proc listener on %s: %w (is another process using the port? set global.extproc or run with --extproc=false)", addr, err)
+		}
+		grpcSrv, grpcHealth = gs, hs
+		go func() {
+			if err := gs.Serve(ln); err != nil {
+				errc <- fmt.Errorf("ext_proc listener: %w", err)
+			}
+		}()
+		log.Info("ext_proc listening", "addr", addr, "tls", *epCert != "", "mtls", *epCA != "", "recipe", recipe)
+	}
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			if grpcSrv != nil {
+				extproc.Shutdown(ctx, grpcSrv, grpcHealth)
+			}
+			close(done)
+		}()
+		shutdown(ctx, servers)
+		<-done
+	}
+
 	mc := doc.Global.Services.Observability.Metrics
 	if mc.Enabled == nil || *mc.Enabled {
 		addr := net.JoinHostPort(mc.Address, strconv.Itoa(mc.Port))
@@ -112,19 +166,26 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		log.Info("shutting down: finishing requests in flight (up to 10s)")
 	case err := <-errc:
 		log.Error("listener failed", "err", err)
-		shutdown(servers)
+		stop()
 		return err
 	}
-	shutdown(servers)
+	stop()
 	return nil
 }
 
-func shutdown(servers []*http.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+func shutdown(ctx context.Context, servers []*http.Server) {
 	for _, s := range servers {
 		_ = s.Shutdown(ctx)
 	}
+}
+
+func hasRecipe(rs []recipes.Recipe, name string) bool {
+	for _, r := range rs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // describeMethods says which implementation backs each model-backed signal
