@@ -314,6 +314,9 @@ global:
 }
 
 func TestServeExtprocFlags(t *testing.T) {
+	if code, _, errOut := runCLI(t, "serve", "--config", example, "--gateway=false", "--extproc=false"); code != 1 || !strings.Contains(errOut, "nothing to serve") {
+		t.Errorf("nothing to serve: exit %d, %s", code, errOut)
+	}
 	code, _, errOut := runCLI(t, "serve", "--config", example, "--extproc-recipe", "nope")
 	if code != 1 || !strings.Contains(errOut, `--extproc-recipe "nope"`) {
 		t.Errorf("unknown recipe: exit %d, %s", code, errOut)
@@ -346,4 +349,47 @@ global:
 	} else {
 		l.Close()
 	}
+
+	// --gateway=false: only ext_proc (and metrics) behind Envoy.
+	eport := freePort(t)
+	cfg = writeFile(t, strings.Replace(mustRead(t, cfg), fmt.Sprint(busy.Addr().(*net.TCPAddr).Port), fmt.Sprint(eport), 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--config", cfg, "--gateway=false", "--log-level", "warn"}, io.Discard, io.Discard)
+	}()
+	c, err := envoytest.Dial(fmt.Sprintf("127.0.0.1:%d", eport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var smokeErr error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+		smokeErr = envoytest.Smoke(sctx, c)
+		scancel()
+		if smokeErr == nil {
+			break
+		}
+	}
+	if smokeErr != nil {
+		t.Fatalf("ext_proc without the gateway: %v", smokeErr)
+	}
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/models", port)); err == nil {
+		resp.Body.Close()
+		t.Error("--gateway=false still serves the gateway")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d", code)
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -29,6 +29,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	cfg := fs.String("config", "", "configuration file (YAML or JSON); the built-in demo configuration when empty")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	gwOn := fs.Bool("gateway", true, "serve the HTTP gateway listeners (turn off when Envoy is the public entry and only ext_proc is needed)")
 	epOn := fs.Bool("extproc", true, "serve the Envoy ext_proc hook (gRPC) on global.extproc, 127.0.0.1:50051 by default")
 	epRecipe := fs.String("extproc-recipe", "", "recipe ext_proc routes with; the configuration's default recipe when empty")
 	epCert := fs.String("extproc-tls-cert", "", "serve ext_proc over TLS with this certificate (PEM); needs --extproc-tls-key")
@@ -40,6 +41,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "junction serve: unexpected argument %q (did you mean --config %s?)\n", fs.Arg(0), fs.Arg(0))
 		return errUsage
+	}
+	if !*gwOn && !*epOn {
+		return errors.New("--gateway=false and --extproc=false leave nothing to serve")
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -96,6 +100,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	}
 	for _, l := range doc.Listeners {
+		if !*gwOn {
+			break
+		}
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if err := start("gateway "+l.Name, addr, h); err != nil {
