@@ -130,6 +130,14 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 			return fmt.Errorf("start %v: %w", c.Args, err)
 		}
 	}
+	// Stop both servers and wait for them before returning: cancelling the
+	// context only asks os/exec to kill them, and a process that exits right
+	// after may leave them running (holding ports, CPU and our stdout).
+	defer func() {
+		cancel()
+		_ = up.Wait()
+		_ = gw.Wait()
+	}()
 	direct := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort)
 	routed := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort)
 	// Both paths share this client. Compression is off: the backend does not
