@@ -36,6 +36,17 @@ type UpstreamOptions struct {
 	// FailureThreshold and Cooldown configure the passive health tracker.
 	FailureThreshold int
 	Cooldown         time.Duration
+	// NetHTTPTransport makes net/http's Transport serve plain-HTTP backends
+	// too. By default they get h1Transport, which does a request's I/O on
+	// the handler's goroutine (see h1transport.go); https backends, backends
+	// behind a proxy and platforms without it always use net/http.
+	NetHTTPTransport bool
+}
+
+// upstreamPool is one backend's connection pool.
+type upstreamPool interface {
+	http.RoundTripper
+	CloseIdleConnections()
 }
 
 // Upstreams holds one connection pool per backend base URL. It outlives
@@ -47,7 +58,7 @@ type Upstreams struct {
 	health *Health
 
 	mu    sync.RWMutex
-	pools map[string]*http.Transport
+	pools map[string]upstreamPool
 
 	// targets caches where each backend_ref's chat requests go, parsed once.
 	tmu     sync.RWMutex
@@ -86,7 +97,7 @@ func NewUpstreams(opts UpstreamOptions) *Upstreams {
 	return &Upstreams{
 		opts:    opts,
 		health:  NewHealth(opts.FailureThreshold, opts.Cooldown),
-		pools:   map[string]*http.Transport{},
+		pools:   map[string]upstreamPool{},
 		targets: map[targetKey]*target{},
 	}
 }
@@ -109,7 +120,7 @@ func (u *Upstreams) Retain(doc *recipes.Document) {
 	defer u.mu.Unlock()
 	for k, t := range u.pools {
 		if !keep[k] {
-			t.CloseIdleConnections()
+			closePool(t)
 			delete(u.pools, k)
 		}
 	}
@@ -147,9 +158,19 @@ func (u *Upstreams) Close() {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for k, t := range u.pools {
-		t.CloseIdleConnections()
+		closePool(t)
 		delete(u.pools, k)
 	}
+}
+
+// closePool closes a pool that is no longer used: its idle connections now,
+// and (h1Transport) busy ones as their requests end.
+func closePool(p upstreamPool) {
+	if h, ok := p.(*h1Transport); ok {
+		h.close()
+		return
+	}
+	p.CloseIdleConnections()
 }
 
 // transport returns the round tripper for ref.
@@ -167,19 +188,30 @@ func (u *Upstreams) transport(ref *recipes.BackendRef) http.RoundTripper {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if t, ok = u.pools[key]; !ok {
-		t = u.newTransport()
+		t = u.newPool(key)
 		u.pools[key] = t
 	}
 	return t
 }
 
-func (u *Upstreams) newTransport() *http.Transport {
+// newPool returns the pool for the backend at base: h1Transport for a
+// plain-HTTP backend reached without a proxy, net/http's Transport otherwise.
+func (u *Upstreams) newPool(base string) upstreamPool {
+	dialer := &net.Dialer{Timeout: u.opts.DialTimeout, KeepAlive: 30 * time.Second}
+	if h1Supported && !u.opts.NetHTTPTransport {
+		if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" {
+			if p, err := http.ProxyFromEnvironment(&http.Request{URL: bu}); err == nil && p == nil {
+				return newH1Transport(dialer, u.opts.MaxIdleConnsPerHost, u.opts.IdleConnTimeout, 32<<10)
+			}
+		}
+	}
+	return u.newTransport(dialer)
+}
+
+func (u *Upstreams) newTransport(dialer *net.Dialer) *http.Transport {
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   u.opts.DialTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         dialer.DialContext,
 		MaxIdleConns:        0, // no global cap: each pool is one backend
 		MaxIdleConnsPerHost: u.opts.MaxIdleConnsPerHost,
 		IdleConnTimeout:     u.opts.IdleConnTimeout,
