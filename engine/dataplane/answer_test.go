@@ -3,9 +3,11 @@ package dataplane_test
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/dataplane"
@@ -146,4 +148,59 @@ func TestChunkUsage(t *testing.T) {
 	if !dataplane.IsEventStream("text/event-stream; charset=utf-8") || !dataplane.IsEventStream("Text/Event-Stream") || dataplane.IsEventStream("application/json") {
 		t.Error("IsEventStream")
 	}
+}
+
+func TestMetadataMatchesEncodingJSON(t *testing.T) {
+	type securityMeta struct {
+		PIIDetected       bool `json:"pii_detected"`
+		JailbreakDetected bool `json:"jailbreak_detected"`
+	}
+	type metadata struct {
+		SelectedModel    string       `json:"selected_model"`
+		Confidence       float64      `json:"confidence"`
+		ProcessingTimeMS int64        `json:"processing_time_ms"`
+		CacheHit         bool         `json:"cache_hit"`
+		SecurityChecks   securityMeta `json:"security_checks"`
+	}
+	for _, model := range []string{"small", "", "a\"b", "<big>&co", "модель", "tab\there", "\xff", "a\u2028b"} {
+		for _, conf := range []float64{0, 1, 0.5, 0.123456789, 1e-7, 3e-9, 2.5e21, 1e21, 999999999999999999999, -0.25, math.Copysign(0, -1), 1e-6} {
+			for _, d := range []time.Duration{0, 1500 * time.Microsecond, 90 * time.Second} {
+				rt := &dataplane.Routing{Result: &engine.Result{Model: model, Confidence: conf, PIIDetected: conf > 0.4, JailbreakDetected: d > time.Second},
+					Processing: d, CacheStatus: map[bool]string{true: dataplane.CacheHit, false: ""}[conf == 1]}
+				want, _ := json.Marshal(metadata{model, conf, d.Milliseconds(), conf == 1, securityMeta{conf > 0.4, d > time.Second}})
+				if got := rt.Metadata(); !bytes.Equal(got, want) {
+					t.Errorf("got  %s\nwant %s", got, want)
+				}
+			}
+		}
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		if got := (&dataplane.Routing{Result: &engine.Result{Confidence: bad}}).Metadata(); got != nil {
+			t.Errorf("confidence %v encoded as %s", bad, got)
+		}
+	}
+}
+
+// FuzzEventScanner: however a stream is cut into pieces, the scanner sees
+// the events it sees when the stream comes whole.
+func FuzzEventScanner(f *testing.F) {
+	f.Add([]byte("data: {\"a\":1}\n\ndata: [DONE]\n\n"), uint8(3), uint8(7))
+	f.Add([]byte(": ping\r\n\r\ndata: x\r\ndata: y\r\n\r\n\n\ndata: z"), uint8(1), uint8(2))
+	f.Add([]byte("\n\n\n"), uint8(0), uint8(1))
+	f.Fuzz(func(t *testing.T, stream []byte, a, b uint8) {
+		whole, _ := scanAll(t, [][]byte{stream})
+		i, j := int(a)%(len(stream)+1), int(b)%(len(stream)+1)
+		if i > j {
+			i, j = j, i
+		}
+		cut, _ := scanAll(t, [][]byte{stream[:i], stream[i:j], stream[j:]})
+		if len(cut) != len(whole) {
+			t.Fatalf("%d events whole, %d cut at %d,%d", len(whole), len(cut), i, j)
+		}
+		for k := range whole {
+			if whole[k] != cut[k] {
+				t.Fatalf("event %d: %q whole, %q cut", k, whole[k], cut[k])
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,24 +94,30 @@ type Routing struct {
 // SetClientHeaders writes the routing headers into h, the headers of the
 // answer the client receives.
 func (rt *Routing) SetClientHeaders(h http.Header) {
+	rt.EachClientHeader(func(k, v string) { h[k] = []string{v} })
+}
+
+// EachClientHeader calls fn with each routing header of the client's
+// answer (canonical name, value), always in the same order.
+func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	res := rt.Result
 	if res.Model != "" {
-		h[HeaderSelectedModel] = []string{res.Model}
+		fn(HeaderSelectedModel, res.Model)
 	}
-	h[HeaderConfidence] = []string{formatConfidence(res.Confidence)}
+	fn(HeaderConfidence, formatConfidence(res.Confidence))
 	cache := rt.CacheStatus
 	if cache == "" {
 		cache = CacheMiss
 	}
-	h[HeaderCacheStatus] = []string{cache}
-	h[HeaderProcessingTime] = []string{millis(rt.Processing)}
-	h[HeaderClassification] = []string{millis(res.ClassificationTime)}
-	h[HeaderSecurity] = []string{securityChecks(res)}
-	h[HeaderToolsSelected] = []string{strconv.Itoa(rt.Tools)}
-	h[HeaderDecision] = []string{metrics.Category(res)}
-	h[HeaderReasonCode] = []string{res.ReasonCode}
+	fn(HeaderCacheStatus, cache)
+	fn(HeaderProcessingTime, millis(rt.Processing))
+	fn(HeaderClassification, millis(res.ClassificationTime))
+	fn(HeaderSecurity, securityChecks(res))
+	fn(HeaderToolsSelected, strconv.Itoa(rt.Tools))
+	fn(HeaderDecision, metrics.Category(res))
+	fn(HeaderReasonCode, res.ReasonCode)
 	if v := pluginsHeader(rt.Plugins); v != "" {
-		h[HeaderPlugins] = []string{v}
+		fn(HeaderPlugins, v)
 	}
 }
 
@@ -188,18 +195,62 @@ type securityMeta struct {
 	JailbreakDetected bool `json:"jailbreak_detected"`
 }
 
-// Metadata encodes the routing_metadata object; nil when it cannot be
-// encoded (a confidence that is not a finite number).
+// Metadata encodes the routing_metadata object, byte for byte as
+// json.Marshal writes it; nil when it cannot be encoded (a confidence that is
+// not a finite number).
 func (rt *Routing) Metadata() json.RawMessage {
-	b, err := json.Marshal(metadata{
-		SelectedModel:    rt.Result.Model,
-		Confidence:       rt.Result.Confidence,
-		ProcessingTimeMS: rt.Processing.Milliseconds(),
-		CacheHit:         rt.CacheStatus == CacheHit,
-		SecurityChecks:   securityMeta{PIIDetected: rt.Result.PIIDetected, JailbreakDetected: rt.Result.JailbreakDetected},
-	})
-	if err != nil {
+	return rt.AppendMetadata(make([]byte, 0, 192))
+}
+
+// AppendMetadata appends the routing_metadata object to dst without
+// reflection; nil when it cannot be encoded.
+func (rt *Routing) AppendMetadata(dst []byte) []byte {
+	res := rt.Result
+	if math.IsInf(res.Confidence, 0) || math.IsNaN(res.Confidence) {
 		return nil
+	}
+	b := append(dst, `{"selected_model":`...)
+	b = appendJSONString(b, res.Model)
+	b = append(b, `,"confidence":`...)
+	b = appendJSONFloat(b, res.Confidence)
+	b = append(b, `,"processing_time_ms":`...)
+	b = strconv.AppendInt(b, rt.Processing.Milliseconds(), 10)
+	b = append(b, `,"cache_hit":`...)
+	b = strconv.AppendBool(b, rt.CacheStatus == CacheHit)
+	b = append(b, `,"security_checks":{"pii_detected":`...)
+	b = strconv.AppendBool(b, res.PIIDetected)
+	b = append(b, `,"jailbreak_detected":`...)
+	b = strconv.AppendBool(b, res.JailbreakDetected)
+	return append(b, '}', '}')
+}
+
+// appendJSONString appends s as json.Marshal writes a string: plain ASCII
+// directly, anything that needs escaping through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends a finite f as json.Marshal writes a float64.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// encoding/json writes e-7, not e-07.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
 	}
 	return b
 }
