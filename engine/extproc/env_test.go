@@ -119,7 +119,7 @@ var fixedNow = func() time.Time { return time.Unix(1700000000, 0) }
 // env is an ext_proc server on an in-memory connection, with a demo
 // backend that stands in for every model's upstream.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	server  *extproc.Server
 	client  *envoytest.Client
 	reg     *prometheus.Registry
@@ -133,9 +133,10 @@ type envOptions struct {
 	opts    extproc.Options
 	edit    func(string) string
 	backend demobackend.Options
+	logs    io.Writer // the server's log; discarded when nil
 }
 
-func newEnv(t *testing.T, configure ...func(*envOptions)) *env {
+func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
 	t.Helper()
 	o := envOptions{backend: demobackend.Options{Now: fixedNow}}
 	for _, c := range configure {
@@ -160,7 +161,10 @@ func newEnv(t *testing.T, configure ...func(*envOptions)) *env {
 		opts.Plugins = plugin.NewNative()
 	}
 	opts.Registerer = e.reg
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if o.logs == nil {
+		o.logs = io.Discard
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(o.logs, nil))
 	e.server = extproc.New(opts)
 	gs, _, err := extproc.NewGRPCServer(e.server, extproc.GRPCOptions{})
 	if err != nil {
@@ -180,7 +184,7 @@ func newEnv(t *testing.T, configure ...func(*envOptions)) *env {
 	return e
 }
 
-func parseConfig(t *testing.T, y string) *recipes.Document {
+func parseConfig(t testing.TB, y string) *recipes.Document {
 	t.Helper()
 	doc, err := recipes.Parse([]byte(y))
 	if err != nil {
@@ -261,7 +265,7 @@ func (e *env) scalar(name string, labels map[string]string) float64 {
 	return scalar(e.t, e.reg, name, labels)
 }
 
-func scalar(t *testing.T, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
+func scalar(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -298,7 +302,7 @@ func scalar(t *testing.T, reg prometheus.Gatherer, name string, labels map[strin
 
 // eventually polls cond: a stream's metrics are recorded when the server
 // sees it end, a moment after the client does.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -52,11 +54,6 @@ const (
 )
 
 var phaseNames = [...]string{"start", "request_body", "forwarded", "response_body", "done", "passthrough"}
-
-type received struct {
-	req *extprocv3.ProcessingRequest
-	err error
-}
 
 // exchange is one stream: one HTTP request, its answer and its metrics.
 type exchange struct {
@@ -106,6 +103,11 @@ type exchange struct {
 	respTooBig bool
 	respHeld   bool // full duplex: the pieces so far are held, not yet answered
 
+	mu       sync.Mutex // held by whichever goroutine works on the exchange
+	timer    *time.Timer
+	deadline time.Time
+	closed   bool // the handler ended the stream; the worker must stop
+
 	complete  bool // nothing more is needed: answered, or the answer ended
 	quiet     bool // messages after complete are expected (an override Envoy may ignore)
 	cancelled bool // the request was cancelled and counted as such
@@ -119,51 +121,89 @@ func (s *Server) newExchange(stream extprocv3.ExternalProcessor_ProcessServer) *
 	}
 }
 
-// serve reads the stream's messages and answers each. Receiving runs on its
-// own goroutine so that the wait for the next message can time out.
+// serve runs the stream. Messages are received and answered on one worker
+// goroutine (receiving and answering on the same goroutine keeps a message's
+// round trip free of handoffs); this goroutine, the stream's handler, only
+// watches the time: the body's deadline (answered 408) and the idle bound
+// (the stream is ended). Both goroutines take mu to touch the exchange, and
+// once closed is set the worker leaves it alone.
 func (x *exchange) serve() error {
-	recv := make(chan received, 1)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			req, err := x.stream.Recv()
-			select {
-			case recv <- received{req, err}:
-			case <-stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	timer := time.NewTimer(x.s.opts.IdleTimeout)
-	defer timer.Stop()
+	x.timer = time.NewTimer(x.s.opts.IdleTimeout)
+	defer x.timer.Stop()
+	x.mu.Lock()
+	x.arm()
+	x.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- x.work() }()
 	for {
-		wait := x.s.opts.IdleTimeout
-		if x.phase == phaseRequestBody {
-			wait = time.Until(x.bodyDeadline)
-		}
-		timer.Reset(wait)
 		select {
-		case r := <-recv:
-			if r.err != nil {
-				// io.EOF: Envoy closed its side; anything else: the stream was
-				// reset (the client went away) or the connection failed. Either
-				// way there is nobody to answer; finish tells them apart.
-				return nil
+		case err := <-done:
+			return err
+		case <-x.timer.C:
+			x.mu.Lock()
+			if time.Now().Before(x.deadline) {
+				x.mu.Unlock() // re-armed by a message meanwhile
+				continue
 			}
-			x.seen = true
-			if err := x.handle(r.req); err != nil {
-				return err
+			err, end := x.timedOut()
+			if end {
+				x.closed = true
+			} else {
+				x.arm()
 			}
-		case <-timer.C:
-			if err, end := x.timedOut(); end {
+			x.mu.Unlock()
+			if end {
 				return err
 			}
 		}
 	}
+}
+
+// work receives and answers messages until the stream ends.
+func (x *exchange) work() error {
+	for {
+		req, rerr := x.stream.Recv()
+		x.mu.Lock()
+		if x.closed || rerr != nil {
+			// io.EOF: Envoy closed its side; anything else: the stream was
+			// reset (the client went away) or the connection failed. Either
+			// way there is nobody to answer; finish tells them apart.
+			x.mu.Unlock()
+			return nil
+		}
+		x.seen = true
+		err := x.handleSafely(req)
+		x.arm()
+		x.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// handleSafely handles one message, turning a panic into the end of the
+// stream (Envoy answers 500) and an unknown error, so one bad request
+// cannot take the server down.
+func (x *exchange) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			x.s.log.Error("panic serving ext_proc stream", "request_id", x.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			x.failed(metrics.ReasonUnknown)
+			err = status.Errorf(codes.Internal, "internal error while processing the request (request id %s)", x.id)
+		}
+	}()
+	return x.handle(req)
+}
+
+// arm sets the timer for the current wait: the body's deadline while the
+// body is awaited, the idle bound otherwise. Called with mu held.
+func (x *exchange) arm() {
+	wait := x.s.opts.IdleTimeout
+	if x.phase == phaseRequestBody {
+		wait = time.Until(x.bodyDeadline)
+	}
+	x.deadline = time.Now().Add(wait)
+	x.timer.Reset(wait)
 }
 
 func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
@@ -543,16 +583,14 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		}
 		x.s.metrics.Error(x.model, reason)
 	}
-	rh := make(http.Header, 14)
-	x.out.Routing.SetClientHeaders(rh)
-	rh[dataplane.HeaderRequestID] = []string{x.id} // the client's id, not the backend's
+	var m mutation
+	x.out.Routing.EachClientHeader(func(k, v string) { m.put(lowerKey(k), v, false) })
+	m.put("x-request-id", x.id, false) // the client's id, not the backend's
 	x.sse = x.out.Stream && st < 400 && dataplane.IsEventStream(ct)
 	if x.sse {
-		rh.Set("Cache-Control", "no-cache")
-		rh.Set("X-Accel-Buffering", "no") // tell nginx-style proxies in front not to buffer
+		m.put("cache-control", "no-cache", false)
+		m.put("x-accel-buffering", "no", false) // tell nginx-style proxies in front not to buffer
 	}
-	var m mutation
-	m.fromHeader(rh)
 	resp := headersResponse(true, &m, false)
 	switch {
 	case h.GetEndOfStream():

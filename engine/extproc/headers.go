@@ -76,10 +76,13 @@ func responseStatus(m *corev3.HeaderMap) (status int, contentType string) {
 }
 
 // mutation collects header changes in the form Envoy takes them: lower-case
-// names, one set per value (the first overwrites, the rest append).
+// names, one set per value (the first overwrites, the rest append). The
+// options are allocated in blocks.
 type mutation struct {
 	set    []*corev3.HeaderValueOption
 	remove []string
+	opts   []corev3.HeaderValueOption
+	vals   []corev3.HeaderValue
 }
 
 func (m *mutation) put(key, value string, appendValue bool) {
@@ -87,10 +90,20 @@ func (m *mutation) put(key, value string, appendValue bool) {
 	if appendValue {
 		action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 	}
-	m.set = append(m.set, &corev3.HeaderValueOption{
-		Header:       &corev3.HeaderValue{Key: key, RawValue: []byte(value)},
-		AppendAction: action,
-	})
+	if len(m.opts) == cap(m.opts) {
+		m.opts = make([]corev3.HeaderValueOption, 0, 16)
+		m.vals = make([]corev3.HeaderValue, 0, 16)
+	}
+	n := len(m.opts)
+	m.opts, m.vals = m.opts[:n+1], m.vals[:n+1]
+	hv := &m.vals[n]
+	hv.Key, hv.RawValue = key, []byte(value)
+	o := &m.opts[n]
+	o.Header, o.AppendAction = hv, action
+	if m.set == nil {
+		m.set = make([]*corev3.HeaderValueOption, 0, 16)
+	}
+	m.set = append(m.set, o)
 }
 
 // setValues replaces key's values.
@@ -121,7 +134,7 @@ func (m *mutation) diff(before, after http.Header) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		m.setValues(strings.ToLower(k), after[k])
+		m.setValues(lowerKey(k), after[k])
 	}
 	var gone []string
 	for k := range before {
@@ -147,8 +160,44 @@ func (m *mutation) fromHeader(h http.Header) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		m.setValues(strings.ToLower(k), h[k])
+		m.setValues(lowerKey(k), h[k])
 	}
+}
+
+// lowerKey is a canonical header name as Envoy writes it; the routing
+// headers are spelled out so that no request lower-cases them.
+func lowerKey(k string) string {
+	switch k {
+	case dataplane.HeaderSelectedModel:
+		return "x-selected-model"
+	case dataplane.HeaderConfidence:
+		return "x-routing-confidence"
+	case dataplane.HeaderRequestID:
+		return "x-request-id"
+	case dataplane.HeaderCacheStatus:
+		return "x-cache-status"
+	case dataplane.HeaderProcessingTime:
+		return "x-processing-time"
+	case dataplane.HeaderClassification:
+		return "x-classification-time"
+	case dataplane.HeaderSecurity:
+		return "x-security-checks"
+	case dataplane.HeaderToolsSelected:
+		return "x-tools-selected"
+	case dataplane.HeaderDecision:
+		return "x-junction-decision"
+	case dataplane.HeaderReasonCode:
+		return "x-junction-reason-code"
+	case dataplane.HeaderPlugins:
+		return "x-junction-plugins"
+	case "Content-Type":
+		return "content-type"
+	case "Accept":
+		return "accept"
+	case "Authorization":
+		return "authorization"
+	}
+	return strings.ToLower(k)
 }
 
 // immediateResponse turns an answer into Envoy's local reply.

@@ -22,15 +22,11 @@
 package extproc
 
 import (
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/dataplane"
@@ -119,15 +115,11 @@ func New(opts Options) *Server {
 }
 
 // Process serves one ext_proc stream: the messages of one HTTP request.
-func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) (err error) {
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
 	x := s.newExchange(stream)
-	defer x.finish()
-	defer func() {
-		if p := recover(); p != nil {
-			s.log.Error("panic serving ext_proc stream", "request_id", x.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			x.failed(metrics.ReasonUnknown)
-			err = status.Errorf(codes.Internal, "internal error while processing the request (request id %s)", x.id)
-		}
-	}()
-	return x.serve()
+	err := x.serve()
+	x.mu.Lock()
+	x.finish()
+	x.mu.Unlock()
+	return err
 }
