@@ -281,6 +281,13 @@ type rawMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// ContentText flattens one message content value as Parse does: a string as
+// is, null as "", an array of parts as the text of its text parts joined by
+// newlines. Plugins that rewrite a message use it to keep Messages in step.
+func ContentText(raw []byte) (string, error) {
+	return flatten(bytes.TrimSpace(raw))
+}
+
 // flatten turns a content value (string, null, or array of parts) into text.
 func flatten(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || isNull(raw) {

@@ -127,7 +127,7 @@ func (p *systemPrompt) edit(msg []byte, ms []member) (*mutations, error) {
 			if next, err = p.prependPart(content); err != nil {
 				return nil, fmt.Errorf("messages[0].content: %v", err)
 			}
-			if text, err = flattenContent(next); err != nil {
+			if text, err = chat.ContentText(next); err != nil {
 				return nil, fmt.Errorf("messages[0].content: %v", err)
 			}
 		default:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -257,39 +256,6 @@ func encodeString(s string) []byte {
 func isNull(raw []byte) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
-}
-
-// flattenContent mirrors engine/chat's flattening of a message content: a
-// string as is, null as "", and an array of parts as the text of the parts that
-// have one, joined by newlines.
-func flattenContent(raw []byte) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
-		return "", nil
-	}
-	switch raw[0] {
-	case '"':
-		return unquote(raw)
-	case '[':
-		var parts []struct {
-			Text *string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", err
-		}
-		var b strings.Builder
-		for _, p := range parts {
-			if p.Text == nil {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(*p.Text)
-		}
-		return b.String(), nil
-	}
-	return "", fmt.Errorf("content must be a string or an array of content parts")
 }
 
 // unquote decodes a JSON string literal, without reflection when it has no escapes.
