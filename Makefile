@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build run run-example test test-race vet fmt-check fuzz bench models-lexical clean help
+.PHONY: all build run run-example test vet fmt-check fuzz bench models-lexical clean help
 
 all: build
 
@@ -26,12 +26,8 @@ run-example: build
 	trap "kill $$p1 $$p2 $$p3 2>/dev/null" EXIT INT TERM; \
 	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
 
-## test: vet, formatting and the whole test suite (fuzz targets run their seed corpus)
+## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
 test: vet fmt-check
-	$(GO) test -count=1 ./...
-
-## test-race: the suite under the race detector
-test-race:
 	$(GO) test -race -count=1 ./...
 
 vet:
