@@ -109,6 +109,14 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// ValueEnd returns the index just past the JSON value starting at b[i]. It
+// checks structure (nesting, string termination), not every lexical rule: its
+// input is JSON that has already been validated.
+func ValueEnd(b []byte, i int) (int, error) { return valueEnd(b, i) }
+
+// SkipSpace returns the index of the first non-whitespace byte at or after i.
+func SkipSpace(b []byte, i int) int { return skipWS(b, i) }
+
 // valueEnd returns the index just past the JSON value starting at b[i].
 func valueEnd(b []byte, i int) (int, error) {
 	if i >= len(b) {

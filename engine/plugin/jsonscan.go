@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/junction-router/junction/engine/chat"
 	"unicode/utf8"
 )
 
@@ -15,76 +16,11 @@ import (
 
 var errBadJSON = errors.New("malformed JSON")
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+// The structural scanning (where a value ends) is engine/chat's; this file
+// adds the edits plugins need on top of it.
+func skipWS(b []byte, i int) int { return chat.SkipSpace(b, i) }
 
-// valueEnd returns the index just past the JSON value starting at b[i]. It
-// checks structure (nesting, string termination), not every lexical rule: its
-// input is JSON that encoding/json has already accepted.
-func valueEnd(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errBadJSON
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				e, err := stringEnd(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = e
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, nil
-				}
-			}
-			i++
-		}
-		return 0, errBadJSON
-	default:
-		start := i
-		for i < len(b) {
-			switch b[i] {
-			case ',', ']', '}', ' ', '\t', '\n', '\r':
-				if i == start {
-					return 0, errBadJSON
-				}
-				return i, nil
-			}
-			i++
-		}
-		if i == start {
-			return 0, errBadJSON
-		}
-		return i, nil
-	}
-}
-
-// stringEnd returns the index just past the JSON string starting at b[i].
-func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
-		}
-	}
-	return 0, errBadJSON
-}
+func valueEnd(b []byte, i int) (int, error) { return chat.ValueEnd(b, i) }
 
 // arrayPrefix splits off at most max elements of a JSON array (all of them when
 // max < 0). rest is the array's remaining bytes after the last element taken
@@ -178,7 +114,7 @@ func objectMembers(obj []byte) ([]member, error) {
 		if i >= len(obj) || obj[i] != '"' {
 			return nil, errBadJSON
 		}
-		ke, err := stringEnd(obj, i)
+		ke, err := valueEnd(obj, i) // obj[i] is a quote: the end of the key string
 		if err != nil {
 			return nil, err
 		}
