@@ -43,11 +43,15 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./recipes/
 	$(GO) test -run=^$$ -fuzz=FuzzChatParse -fuzztime=$(FUZZTIME) ./engine/chat/
 	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./engine/gateway/
+	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
+	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
 
-## bench: routing-decision micro-benchmarks and the gateway load run (see docs/benchmarks.md)
+## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) run ./cmd/junction-bench
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
+	$(GO) run ./cmd/junction-extproc-bench
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

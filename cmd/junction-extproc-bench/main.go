@@ -1,0 +1,527 @@
+// Command junction-extproc-bench measures what Envoy's ext_proc round trip
+// adds to a routing decision. It starts `junction serve` (GOMAXPROCS=2 by
+// default) with a configuration whose models are answered in-process, and
+// at a fixed open-loop rate measures, in alternating rounds:
+//
+//   - the decision alone, in this process: the request phase every front end
+//     runs (engine/dataplane: parse, route, plugins, rewrite);
+//   - the decision over ext_proc, as Envoy asks for it: a new stream on a
+//     persistent HTTP/2 connection, request headers, the buffered body, and
+//     the answer with the mutations (the rest of the stream, the answer's
+//     headers and body and the stream's end, follows untimed so the server
+//     does a complete request's work);
+//   - the same request through the gateway: POST, routed, answered by the
+//     in-process demo backend.
+//
+// It reports the medians of each round's p50 and p99, and what ext_proc
+// adds to the decision. As in junction-bench, the loop never waits for
+// answers and latency counts from the actual send, so a slow server cannot
+// slow the sender and the sender's own lateness is reported apart.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/dataplane"
+	"github.com/junction-router/junction/engine/extproc/envoytest"
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/recipes"
+)
+
+func main() {
+	bin := flag.String("bin", "bin/junction", "junction binary to benchmark")
+	rate := flag.Int("rate", 1000, "requests (streams) per second")
+	dur := flag.Duration("duration", 5*time.Second, "length of one round")
+	rounds := flag.Int("rounds", 3, "alternating rounds per path")
+	procs := flag.Int("procs", 2, "GOMAXPROCS of the server")
+	conns := flag.Int("conns", 2, "HTTP/2 connections to ext_proc (Envoy opens one per worker thread)")
+	floor := flag.String("floor-server", "", "internal: serve an empty ext_proc processor on this address")
+	flag.Parse()
+	if *floor != "" {
+		if err := floorServer(*floor); err != nil {
+			fmt.Fprintln(os.Stderr, "junction-extproc-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(*bin, *rate, *dur, *rounds, *procs, *conns); err != nil {
+		fmt.Fprintln(os.Stderr, "junction-extproc-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is junction-bench's (the example configuration's model-free
+// signals), with the models answered in-process.
+const config = `version: v1
+listeners:
+  - {name: bench, address: 127.0.0.1, port: %d, timeout: 30s}
+providers:
+  defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
+  models:
+    - name: small
+      reasoning_family: qwen3
+      pricing: {currency: USD, prompt_per_1m: 0.10, completion_per_1m: 0.40}
+      backend_refs: [{provider: demo}]
+    - name: big
+      backend_refs: [{provider: demo}]
+recipes:
+  - name: default
+    signals:
+      keywords:
+        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
+      pii:
+        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
+      context:
+        - {name: long_context, min_tokens: 4000}
+    decisions:
+      - name: urgent_support
+        priority: 130
+        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
+        modelRefs: [{model: big, use_reasoning: false}]
+      - name: private_data
+        priority: 120
+        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
+        modelRefs: [{model: small}]
+      - name: long
+        priority: 110
+        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
+        modelRefs: [{model: big}]
+      - name: general
+        priority: 10
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small, use_reasoning: false}]
+global:
+  services:
+    observability:
+      metrics: {address: 127.0.0.1, port: %d}
+  extproc: {address: 127.0.0.1, port: %d}
+`
+
+const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
+
+var answer = []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) error {
+	gwPort, mPort, epPort := freePort(), freePort(), freePort()
+	cfgText := fmt.Sprintf(config, gwPort, mPort, epPort)
+	dir, err := os.MkdirTemp("", "junction-extproc-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfgPath := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := exec.CommandContext(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error")
+	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		cancel()
+		return fmt.Errorf("start %v: %w", srv.Args, err)
+	}
+	defer func() {
+		cancel()
+		_ = srv.Wait()
+	}()
+	// An ext_proc server that does nothing but answer, in its own process
+	// with the same GOMAXPROCS: the protocol's own cost on this machine.
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	floorPort := freePort()
+	floorSrv := exec.CommandContext(ctx, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
+	floorSrv.Env = srv.Env
+	floorSrv.Stderr = os.Stderr
+	if err := floorSrv.Start(); err != nil {
+		return fmt.Errorf("start the floor server: %w", err)
+	}
+	defer func() {
+		cancel() // before waiting: the servers only end when killed
+		_ = floorSrv.Wait()
+	}()
+
+	// The decision in this process, on the same configuration.
+	doc, err := recipes.Parse([]byte(cfgText))
+	if err != nil {
+		return err
+	}
+	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
+	if err != nil {
+		return err
+	}
+	plane := dataplane.New(dataplane.Config{Metrics: metrics.New(prometheus.NewRegistry()), Plugins: plugin.NewNative(),
+		Logger: slog.New(slog.DiscardHandler)})
+	decide := func() bool {
+		out := plane.Run(context.Background(), &dataplane.Request{Gen: gen, ID: "bench", Start: time.Now(), Body: []byte(body)})
+		return out.Answer == nil && !out.Cancelled
+	}
+
+	// ext_proc, over persistent HTTP/2 connections as Envoy keeps them.
+	dial := func(port int) ([]extprocv3.ExternalProcessorClient, error) {
+		var clients []extprocv3.ExternalProcessorClient
+		for i := 0; i < nconns; i++ {
+			conn, err := grpc.NewClient(fmt.Sprintf("127.0.0.1:%d", port), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return nil, err
+			}
+			clients = append(clients, extprocv3.NewExternalProcessorClient(conn))
+		}
+		return clients, nil
+	}
+	junction, err := dial(epPort)
+	if err != nil {
+		return err
+	}
+	empty, err := dial(floorPort)
+	if err != nil {
+		return err
+	}
+	var next atomic.Uint64
+	pick := func(cs []extprocv3.ExternalProcessorClient) extprocv3.ExternalProcessorClient {
+		return cs[next.Add(1)%uint64(len(cs))]
+	}
+	buffered, duplex := messages(false), messages(true)
+	extproc := func() (time.Duration, bool) { return roundTrip(pick(junction), buffered, false, true) }
+	extprocDuplex := func() (time.Duration, bool) { return roundTrip(pick(junction), duplex, true, true) }
+	floorTrip := func() (time.Duration, bool) { return roundTrip(pick(empty), buffered, false, false) }
+
+	// The gateway.
+	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, MaxIdleConns: 1024,
+		IdleConnTimeout: time.Minute, DisableCompression: true}, Timeout: 10 * time.Second}
+	gateway := func() bool {
+		resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
+		if err != nil {
+			return false
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+
+	if err := waitUp(gateway, extproc, floorTrip); err != nil {
+		return err
+	}
+	timed := func(f func() bool) func() (time.Duration, bool) {
+		return func() (time.Duration, bool) {
+			t := time.Now()
+			ok := f()
+			return time.Since(t), ok
+		}
+	}
+	jpid, fpid := srv.Process.Pid, floorSrv.Process.Pid
+	paths := []struct {
+		name string
+		f    func() (time.Duration, bool)
+		pid  int // the server whose CPU the path uses
+	}{
+		{"decision in process", timed(decide), 0},
+		{"decision over ext_proc, BUFFERED", extproc, jpid},
+		{"decision over ext_proc, FULL_DUPLEX_STREAMED", extprocDuplex, jpid},
+		{"empty ext_proc server, BUFFERED", floorTrip, fpid},
+		{"through the gateway", timed(gateway), jpid},
+	}
+	for _, p := range paths {
+		openLoop(p.f, rate, time.Second) // warm connections and lazy initialisation
+	}
+	p50 := make([][]float64, len(paths))
+	p99 := make([][]float64, len(paths))
+	var added50, added99, addedDuplex50, addedDuplex99 []float64
+	for r := 0; r < rounds; r++ {
+		var line string
+		var res []sample
+		for i, p := range paths {
+			sc0, dc0 := procCPU(p.pid), selfCPU()
+			s := openLoop(p.f, rate, dur)
+			sc1, dc1 := procCPU(p.pid), selfCPU()
+			n := float64(len(s.lat))
+			s.serverCPU, s.driverCPU = float64((sc1-sc0).Microseconds())/n, float64((dc1-dc0).Microseconds())/n
+			if s.errors > 0 {
+				return fmt.Errorf("round %d, %s: %d of %d failed", r+1, p.name, s.errors, len(s.lat))
+			}
+			res = append(res, s)
+			p50[i] = append(p50[i], s.p(.5))
+			p99[i] = append(p99[i], s.p(.99))
+			line += fmt.Sprintf("\n  %-45s p50 %5.0fµs p99 %6.0fµs  (sender late p99 %.0fµs; CPU per request: server %.0fµs, this process %.0fµs)",
+				p.name, s.p(.5), s.p(.99), s.lateP99, s.serverCPU, s.driverCPU)
+		}
+		added50 = append(added50, res[1].p(.5)-res[0].p(.5))
+		added99 = append(added99, res[1].p(.99)-res[0].p(.99))
+		addedDuplex50 = append(addedDuplex50, res[2].p(.5)-res[0].p(.5))
+		addedDuplex99 = append(addedDuplex99, res[2].p(.99)-res[0].p(.99))
+		fmt.Printf("round %d:%s\n", r+1, line)
+	}
+	fmt.Printf("\nresults (%d rounds of %s at %d streams/s, server GOMAXPROCS=%d; medians of rounds; µs)\n", rounds, dur, rate, procs)
+	fmt.Printf("| path | p50 | p99 |\n|---|---:|---:|\n")
+	for i, p := range paths {
+		fmt.Printf("| %s | %.0f | %.0f |\n", p.name, median(p50[i]), median(p99[i]))
+	}
+	fmt.Printf("| added by ext_proc to the decision, BUFFERED | %.0f | %.0f |\n", median(added50), median(added99))
+	fmt.Printf("| added by ext_proc to the decision, FULL_DUPLEX_STREAMED | %.0f | %.0f |\n", median(addedDuplex50), median(addedDuplex99))
+	return nil
+}
+
+// messages are one request's ext_proc messages, as Envoy sends them with
+// examples/envoy/envoy.yaml (BUFFERED request bodies), or with
+// request_body_mode FULL_DUPLEX_STREAMED.
+func messages(duplex bool) [4]*extprocv3.ProcessingRequest {
+	cfg := envoytest.Standard
+	if duplex {
+		cfg.RequestBody = envoytest.FullDuplex
+	}
+	return [4]*extprocv3.ProcessingRequest{
+		{
+			ProtocolConfig: &extprocv3.ProtocolConfiguration{RequestBodyMode: cfg.RequestBody, ResponseBodyMode: cfg.ResponseBody},
+			Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{Headers: envoytest.H(
+				":method", "POST", ":path", "/v1/chat/completions", ":authority", "localhost:8801", ":scheme", "http",
+				"content-type", "application/json", "content-length", strconv.Itoa(len(body)), "x-forwarded-proto", "http",
+				"x-request-id", "5f0c7a7e-bench").Proto()}},
+		},
+		{Request: &extprocv3.ProcessingRequest_RequestBody{RequestBody: &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true}}},
+		{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: envoytest.H(
+			":status", "200", "content-type", "application/json", "content-length", strconv.Itoa(len(answer))).Proto()}}},
+		{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: answer, EndOfStream: true}}},
+	}
+}
+
+// roundTrip plays one request; decision is the time from opening the
+// stream to the answer to the body (the routing decision with its
+// mutations). In BUFFERED mode Envoy waits for the headers' answer before
+// it sends the body (two round trips); in full duplex it sends both at once.
+// routed checks that the request was routed (x-selected-model set).
+func roundTrip(c extprocv3.ExternalProcessorClient, m [4]*extprocv3.ProcessingRequest, duplex, routed bool) (decision time.Duration, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	s, err := c.Process(ctx)
+	if err != nil {
+		return 0, false
+	}
+	var got []*extprocv3.ProcessingResponse
+	exchange := func(msgs ...*extprocv3.ProcessingRequest) bool {
+		for _, req := range msgs {
+			if s.Send(req) != nil {
+				return false
+			}
+		}
+		for range msgs {
+			r, err := s.Recv()
+			if err != nil {
+				return false
+			}
+			got = append(got, r)
+		}
+		return true
+	}
+	if duplex {
+		ok = exchange(m[0], m[1])
+	} else {
+		ok = exchange(m[0]) && exchange(m[1])
+	}
+	if !ok {
+		return 0, false
+	}
+	decision = time.Since(start)
+	if routed && !selected(got) {
+		return 0, false
+	}
+	if !exchange(m[2]) || !exchange(m[3]) || s.CloseSend() != nil {
+		return 0, false
+	}
+	if _, err := s.Recv(); err != io.EOF {
+		return 0, false
+	}
+	return decision, true
+}
+
+// selected reports whether the answers set x-selected-model.
+func selected(rs []*extprocv3.ProcessingResponse) bool {
+	for _, r := range rs {
+		cr := r.GetRequestHeaders().GetResponse()
+		if cr == nil {
+			cr = r.GetRequestBody().GetResponse()
+		}
+		for _, h := range cr.GetHeaderMutation().GetSetHeaders() {
+			if h.GetHeader().GetKey() == "x-selected-model" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// floorServer answers every ext_proc message at once with an empty answer
+// of the matching kind: the least any processor can do.
+func floorServer(addr string) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer()
+	extprocv3.RegisterExternalProcessorServer(gs, emptyProcessor{})
+	return gs.Serve(lis)
+}
+
+type emptyProcessor struct {
+	extprocv3.UnimplementedExternalProcessorServer
+}
+
+func (emptyProcessor) Process(s extprocv3.ExternalProcessor_ProcessServer) error {
+	for {
+		req, err := s.Recv()
+		if err != nil {
+			return nil
+		}
+		r := &extprocv3.ProcessingResponse{}
+		switch req.GetRequest().(type) {
+		case *extprocv3.ProcessingRequest_RequestHeaders:
+			r.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
+		case *extprocv3.ProcessingRequest_RequestBody:
+			r.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
+		case *extprocv3.ProcessingRequest_ResponseHeaders:
+			r.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
+		case *extprocv3.ProcessingRequest_ResponseBody:
+			r.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
+		default:
+			continue
+		}
+		if err := s.Send(r); err != nil {
+			return nil
+		}
+	}
+}
+
+func waitUp(gateway func() bool, trips ...func() (time.Duration, bool)) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		up := gateway()
+		for _, t := range trips {
+			_, ok := t()
+			up = up && ok
+		}
+		if up {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("junction serve (gateway and ext_proc) and the floor server did not answer within 20s")
+}
+
+type sample struct {
+	lat     []float64 // µs, sorted
+	errors  int
+	lateP99 float64 // µs the sender was late, 99th percentile
+	// CPU time per request of the server process and of this one, µs.
+	serverCPU, driverCPU float64
+}
+
+// procCPU is a process's user+system CPU time, from /proc (0 elsewhere,
+// and for pid 0).
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime is the
+	// 14th field, stime the 15th, in clock ticks (100 per second).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(b[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(string(f[11]), 10, 64)
+	st, _ := strconv.ParseInt(string(f[12]), 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+func selfCPU() time.Duration { return procCPU(os.Getpid()) }
+
+func (s sample) p(q float64) float64 {
+	if len(s.lat) == 0 {
+		return 0
+	}
+	return s.lat[int(q*float64(len(s.lat)-1))]
+}
+
+// openLoop starts f at a fixed rate, each on its own goroutine, whether or
+// not earlier calls have returned.
+func openLoop(f func() (time.Duration, bool), rate int, dur time.Duration) sample {
+	n := int(float64(rate) * dur.Seconds())
+	interval := time.Second / time.Duration(rate)
+	lat := make([]float64, n)
+	late := make([]float64, n)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		due := start.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func(i int, due time.Time) {
+			defer wg.Done()
+			late[i] = float64(time.Since(due).Microseconds())
+			d, ok := f()
+			if !ok {
+				errs.Add(1)
+			}
+			lat[i] = float64(d.Nanoseconds()) / 1e3
+		}(i, due)
+	}
+	wg.Wait()
+	sort.Float64s(lat)
+	sort.Float64s(late)
+	return sample{lat: lat, errors: int(errs.Load()), lateP99: sample{lat: late}.p(0.99)}
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
