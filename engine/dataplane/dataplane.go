@@ -76,6 +76,15 @@ func New(cfg Config) *Plane {
 	return p
 }
 
+// WithPlugins is a copy of p that runs plugins with r (nil: none, each
+// reported not_run), for a front end whose runner can change between
+// requests.
+func (p *Plane) WithPlugins(r plugin.Runner) Plane {
+	c := *p
+	c.plugins = r
+	return c
+}
+
 type nopLogger struct{}
 
 func (nopLogger) Error(string, ...any) {}
@@ -107,6 +116,17 @@ type Request struct {
 	ClientAuthorization string
 }
 
+// RoutedPanic is what Run panics with when something panics after routing
+// decided (a plugin, say): the original value, and the decision, so that the
+// front end that recovers it labels the failure with the request's decision
+// and model as it would any other error of that request.
+type RoutedPanic struct {
+	Result *engine.Result
+	Value  any
+}
+
+func (p *RoutedPanic) String() string { return fmt.Sprint(p.Value) }
+
 // Outcome is the result of the request phase: Answer is set when the
 // request is answered without a backend; otherwise the request goes to
 // Target with Header and Body. Cancelled means the request's context ended
@@ -115,8 +135,9 @@ type Outcome struct {
 	// Result is the routing decision; nil when routing did not run (a body
 	// that does not parse, an unknown model, a cancelled request).
 	Result *engine.Result
-	// Routing is what the client's routing headers report; nil when Result is.
-	Routing *Routing
+	// Routing is what the client's routing headers report; meaningful only
+	// when Result is set.
+	Routing Routing
 	// Chat is the parsed request as forwarded; nil when it did not parse.
 	Chat *chat.Request
 
@@ -151,11 +172,16 @@ func (o *Outcome) ModelLabel() string {
 // when the outcome is an error or a cancellation); the front end records the
 // rest (llm_model_requests_total when it forwards, the answer's metrics and
 // router_requests_total when the request is done).
-func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
-	out := &Outcome{}
+func (p *Plane) Run(ctx context.Context, in *Request) Outcome {
+	var out Outcome
+	p.run(ctx, in, &out)
+	return out
+}
+
+func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	if in.Gen == nil {
 		out.Answer = ErrorAnswer(NoGeneration(), p.idHeader(in))
-		return out
+		return
 	}
 	req, err := chat.Parse(in.Body)
 	if err != nil {
@@ -166,57 +192,65 @@ func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
 			e = NewError(http.StatusBadRequest, TypeInvalidRequest, ce.Message).WithParam(ce.Param)
 		}
 		out.Answer = ErrorAnswer(e, p.idHeader(in))
-		return out
+		return
 	}
 	out.Chat = req
 
 	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
 	if err != nil {
 		p.routeFailed(ctx, in, out, err)
-		return out
+		return
 	}
 	if ctx.Err() != nil {
 		p.cancelled(out, metrics.UnknownModel)
-		return out
+		return
 	}
 	out.Result = res
 	p.metrics.Routed(res)
-	rt := &Routing{Result: res}
-	out.Routing = rt
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { // net/http's way to cut a connection
+				panic(v)
+			}
+			panic(&RoutedPanic{Result: res, Value: v})
+		}
+	}()
+	rt := &out.Routing
+	rt.Result = res
 	label := metrics.ModelLabel(res)
 
 	if res.Block != nil {
 		out.Answer = p.blocked(in, rt)
-		return out
+		return
 	}
 	model, ok := in.Gen.Model(res.Model)
 	if !ok {
 		p.fail(in, out, label, metrics.ReasonClassificationFailed, NewError(http.StatusInternalServerError, TypeServer,
 			fmt.Sprintf("routing selected model %q, which is not configured", res.Model)))
-		return out
+		return
 	}
 	if strings.EqualFold(model.APIFormat, APIFormatAnthropic) {
 		p.fail(in, out, label, metrics.ReasonUnknown, NewError(http.StatusNotImplemented, TypeNotImplemented,
 			fmt.Sprintf("model %q has api_format anthropic; this gateway does not translate to Anthropic-style upstreams yet", model.Name)))
-		return out
+		return
 	}
 
 	// Rewrite for the selected model; plugins see the model they will reach.
 	if err := req.Set("model", res.Model); err != nil {
 		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
-		return out
+		return
 	}
 	ref, ok := p.backends.Pick(model)
 	if !ok {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
 			fmt.Sprintf("model %q has no backend_refs to send the request to", model.Name)))
-		return out
+		return
 	}
 	target, err := p.backends.Target(ref)
 	if err != nil {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
 			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
-		return out
+		return
 	}
 	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)
 	rt.SetUpstreamHeaders(header, in.ID)
@@ -224,11 +258,11 @@ func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
 	if len(res.Plugins) > 0 {
 		imm, ok := p.runPlugins(ctx, in, out, rt, req, &header)
 		if !ok {
-			return out
+			return
 		}
 		if imm != nil {
 			out.Answer = ImmediateAnswer(rt, req, imm, in.ID, in.Start, p.idHeader(in))
-			return out
+			return
 		}
 	}
 
@@ -239,7 +273,7 @@ func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
 	if res.ReasonCode != engine.ReasonModelSpecified {
 		if err := reasoning.Apply(req.Fields, res.Reasoning); err != nil {
 			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
-			return out
+			return
 		}
 	}
 
@@ -248,20 +282,20 @@ func (p *Plane) Run(ctx context.Context, in *Request) *Outcome {
 	if req.Stream && !req.IncludeUsage {
 		if err := ForceIncludeUsage(req); err != nil {
 			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
-			return out
+			return
 		}
 		out.DropUsage = true
 	}
 	body, err := req.Encode()
 	if err != nil {
 		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
-		return out
+		return
 	}
 	rt.Tools = CountTools(req.Fields["tools"])
 	rt.Processing = time.Since(in.Start)
 	out.Model, out.Backend, out.Target = model, ref, target
 	out.Header, out.Body, out.Stream = header, body, req.Stream
-	return out
+	return
 }
 
 // idHeader is the headers of an answer given before routing: x-request-id.
@@ -371,11 +405,12 @@ func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientA
 		// Room for these, the routing headers and a few extra.
 		h = make(http.Header, 8+len(ref.ExtraHeaders))
 	}
-	h["Content-Type"] = []string{"application/json"}
+	hv := make(headerValues, 0, 2)
+	hv.set(h, "Content-Type", "application/json")
 	if stream {
-		h["Accept"] = []string{"text/event-stream"}
+		hv.set(h, "Accept", "text/event-stream")
 	} else {
-		h["Accept"] = []string{"application/json"}
+		hv.set(h, "Accept", "application/json")
 	}
 	for k, v := range ref.ExtraHeaders {
 		h.Set(k, v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -116,9 +117,10 @@ func newEnv(t *testing.T, runner plugin.Runner) *env {
 }
 
 func (e *env) run(body string, header http.Header) *dataplane.Outcome {
-	return e.plane.Run(context.Background(), &dataplane.Request{
+	out := e.plane.Run(context.Background(), &dataplane.Request{
 		Gen: e.gen, ID: "req-1", Start: time.Now(), Body: []byte(body), Header: header,
 	})
+	return &out
 }
 
 func (e *env) counter(name string, labels map[string]string) float64 {
@@ -413,4 +415,22 @@ func TestBackendProblems(t *testing.T) {
 			t.Errorf("routing headers missing: %v", out.Answer.Header)
 		}
 	}
+}
+
+type panicRunner struct{}
+
+func (panicRunner) Request(context.Context, []recipes.PluginRef, *plugin.Request) (plugin.Outcome, error) {
+	panic("plugin runner bug")
+}
+
+func TestPanicAfterRoutingCarriesTheDecision(t *testing.T) {
+	e := newEnv(t, panicRunner{})
+	defer func() {
+		rp, ok := recover().(*dataplane.RoutedPanic)
+		if !ok || rp.Result == nil || rp.Result.Model != "big" || rp.Value != "plugin runner bug" || fmt.Sprint(rp) != "plugin runner bug" {
+			t.Fatalf("recovered %#v", rp)
+		}
+	}()
+	e.run(userBody("prove it"), nil)
+	t.Fatal("no panic")
 }

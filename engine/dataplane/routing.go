@@ -94,7 +94,24 @@ type Routing struct {
 // SetClientHeaders writes the routing headers into h, the headers of the
 // answer the client receives.
 func (rt *Routing) SetClientHeaders(h http.Header) {
-	rt.EachClientHeader(func(k, v string) { h[k] = []string{v} })
+	hv := make(headerValues, 0, 11)
+	rt.EachClientHeader(func(k, v string) { hv.set(h, k, v) })
+}
+
+// headerValues hands out one-element value slices for header fields from a
+// single allocation: net/http stores every field as a []string, and setting
+// ten headers one by one costs ten allocations.
+type headerValues []string
+
+// set stores v under the canonical key k, replacing what was there, as
+// Header.Set does.
+func (hv *headerValues) set(h http.Header, k, v string) {
+	if len(*hv) == cap(*hv) {
+		*hv = make(headerValues, 0, 4)
+	}
+	*hv = append(*hv, v)
+	n := len(*hv)
+	h[k] = (*hv)[n-1 : n : n]
 }
 
 // EachClientHeader calls fn with each routing header of the client's
@@ -124,10 +141,11 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 // SetUpstreamHeaders writes the routing headers the spec says the service
 // adds to the request it forwards.
 func (rt *Routing) SetUpstreamHeaders(h http.Header, id string) {
-	h[HeaderRequestID] = []string{id}
-	h[HeaderSelectedModel] = []string{rt.Result.Model}
-	h[HeaderConfidence] = []string{formatConfidence(rt.Result.Confidence)}
-	h[HeaderCacheStatus] = []string{CacheMiss} // it is forwarded, so no cache answered
+	hv := make(headerValues, 0, 4)
+	hv.set(h, HeaderRequestID, id)
+	hv.set(h, HeaderSelectedModel, rt.Result.Model)
+	hv.set(h, HeaderConfidence, formatConfidence(rt.Result.Confidence))
+	hv.set(h, HeaderCacheStatus, CacheMiss) // it is forwarded, so no cache answered
 }
 
 // formatConfidence writes a confidence the way the header always has

@@ -83,7 +83,7 @@ type exchange struct {
 	replied      int // body messages answered
 	bodyDeadline time.Time
 
-	out       *dataplane.Outcome
+	out       dataplane.Outcome // the request phase's outcome, once decided
 	category  string
 	model     string // metrics label
 	forwarded time.Time
@@ -187,6 +187,10 @@ func (x *exchange) work() error {
 func (x *exchange) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
+			if rp, ok := p.(*dataplane.RoutedPanic); ok && x.out.Result == nil {
+				// It panicked after routing: label it with the decision.
+				x.category, x.model = metrics.Category(rp.Result), metrics.ModelLabel(rp.Result)
+			}
 			x.s.log.Error("panic serving ext_proc stream", "request_id", x.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			x.failed(metrics.ReasonUnknown)
 			err = status.Errorf(codes.Internal, "internal error while processing the request (request id %s)", x.id)
@@ -446,10 +450,10 @@ func (x *exchange) tooLarge() error {
 // outcome: the request to forward (header and body mutations, in the shape
 // the body mode needs), or an immediate answer.
 func (x *exchange) decide(trailers bool) error {
-	out := x.s.plane.Run(x.ctx, &dataplane.Request{
+	x.out = x.s.plane.Run(x.ctx, &dataplane.Request{
 		Gen: x.gen, Recipe: x.s.opts.Recipe, ID: x.id, Start: x.start, Body: x.body, Header: x.reqHeader.Clone(),
 	})
-	x.out = out
+	out := &x.out
 	x.body = nil // parsed in place; out holds what it needs
 	x.category, x.model = out.Category(), out.ModelLabel()
 	if out.Cancelled {
@@ -756,7 +760,7 @@ func (x *exchange) event(ev, data []byte, rewrite bool, out []byte) []byte {
 // recordUsage meters a stream's usage once: at [DONE], at its end, or when
 // it broke off after its usage chunk, as the gateway does.
 func (x *exchange) recordUsage() {
-	if x.usageDone || x.usage == nil || x.out == nil || x.out.Model == nil {
+	if x.usageDone || x.usage == nil || x.out.Model == nil {
 		return
 	}
 	x.usageDone = true
@@ -1011,7 +1015,7 @@ func (x *exchange) finish() {
 		return
 	}
 	attrs := []any{"request_id", x.id, "endpoint", x.endpoint, "status", st, "duration_ms", d.Milliseconds(), "via", "ext_proc"}
-	if x.out != nil && x.out.Result != nil {
+	if x.out.Result != nil {
 		attrs = append(attrs, "decision", x.category, "model", x.out.Result.Model, "reason_code", x.out.Result.ReasonCode)
 	}
 	x.s.log.Info("request", attrs...)

@@ -1,6 +1,7 @@
 package extproc_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -15,6 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/junction-router/junction/engine/extproc/envoytest"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/recipes"
 )
 
 // TestBufferedFlow is the deployment of examples/envoy: buffered request and
@@ -783,3 +786,34 @@ func TestObservabilityModeSendsNothing(t *testing.T) {
 }
 
 func typeStatus(code int32) typev3.StatusCode { return typev3.StatusCode(code) }
+
+// panicRunner stands in for a plugin runner with a bug.
+type panicRunner struct{}
+
+func (panicRunner) Request(context.Context, []recipes.PluginRef, *plugin.Request) (plugin.Outcome, error) {
+	panic("plugin runner bug")
+}
+
+// TestPanicEndsOnlyItsStream: a panic while handling a message ends that
+// stream with INTERNAL (Envoy answers 500), is counted with the request's
+// model, and the server goes on serving.
+func TestPanicEndsOnlyItsStream(t *testing.T) {
+	logs := &lockedBuffer{}
+	e := newEnv(t, func(o *envOptions) { o.opts.Plugins = panicRunner{}; o.logs = logs })
+	s := e.open(envoytest.Standard)
+	_, err := s.SendRequest(chat(userBody("prove it")))
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("stream ended with %v", err)
+	}
+	eventually(t, "the panic counted", func() bool {
+		return e.scalar("llm_request_errors_total", map[string]string{"model": "big", "reason": "unknown"}) == 1
+	})
+	if !strings.Contains(logs.String(), "plugin runner bug") {
+		t.Errorf("the panic was not logged:\n%s", logs.String())
+	}
+	s = e.open(envoytest.Standard)
+	if out, err := s.SendRequest(envoytest.Request{Method: "GET", Path: "/v1/models"}); err != nil || out.Immediate == nil {
+		t.Fatalf("after a panic: %v %v", out, err)
+	}
+	s.Close()
+}
