@@ -10,31 +10,21 @@ import (
 // server_error are OpenAI's; the others name Junction's own conditions so that
 // a client can tell a gateway problem from a model's.
 const (
-	typeInvalidRequest    = "invalid_request_error"
-	typeAuthentication    = "authentication_error"
-	typeSecurityViolation = "security_violation"
-	typeUpstream          = "upstream_error"
-	typeUpstreamTimeout   = "upstream_timeout"
-	typeNotImplemented    = "not_implemented"
-	typePlugin            = "plugin_error"
-	typeServer            = "server_error"
+	typeInvalidRequest  = "invalid_request_error"
+	typeAuthentication  = "authentication_error"
+	typeUpstream        = "upstream_error"
+	typeUpstreamTimeout = "upstream_timeout"
+	typeServer          = "server_error"
 )
 
 // apiError is an OpenAI-style error body: {"error":{message,type,param,code}}.
 // Param and Code are null when unset, as OpenAI writes them.
 type apiError struct {
-	Message string        `json:"message"`
-	Type    string        `json:"type"`
-	Param   *string       `json:"param"`
-	Code    *string       `json:"code"`
-	Details *errorDetails `json:"details,omitempty"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
 	status  int
-}
-
-// errorDetails is the earlier-revision security block detail.
-type errorDetails struct {
-	EntitiesFound []string `json:"entities_found"`
-	ActionTaken   string   `json:"action_taken"`
 }
 
 func (e *apiError) Error() string { return e.Message }

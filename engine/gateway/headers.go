@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/engine/plugin"
@@ -54,32 +52,6 @@ const (
 	cacheHit  = "hit"
 )
 
-// pluginNotRun is the status x-junction-plugins reports for every plugin when
-// the gateway has no plugin runner.
-const pluginNotRun = "not_run"
-
-// maxRequestIDLen bounds a client-sent x-request-id; longer or odd ones are
-// replaced, since the value is echoed and logged.
-const maxRequestIDLen = 128
-
-// requestID keeps the client's x-request-id when it is short printable ASCII,
-// else makes a UUID.
-func requestID(client string) string {
-	if client != "" && len(client) <= maxRequestIDLen {
-		ok := true
-		for i := 0; i < len(client); i++ {
-			if c := client[i]; c <= ' ' || c > '~' {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return client
-		}
-	}
-	return uuid.NewString()
-}
-
 // routing is what the routing headers report for one answered request.
 type routing struct {
 	res         *engine.Result
@@ -123,16 +95,6 @@ func formatConfidence(c float64) string {
 		return "1"
 	}
 	return strconv.FormatFloat(c, 'f', -1, 64)
-}
-
-// upstream writes the routing headers the spec says the service adds to the
-// request it forwards.
-func (rt *routing) upstream(h http.Header, id string) {
-	hv := newHeaderValues(4)
-	hv.set(h, headerRequestID, id)
-	hv.set(h, headerSelectedModel, rt.res.Model)
-	hv.set(h, headerConfidence, formatConfidence(rt.res.Confidence))
-	hv.set(h, headerCacheStatus, cacheMiss) // it is forwarded, so no cache answered
 }
 
 // millis formats d as decimal milliseconds ("12.345").

@@ -4,10 +4,11 @@
 // to the selected model's backend, relaying the answer (SSE included) with the
 // routing headers and metrics the spec defines.
 //
-// It never decides a route itself: engine.Generation.Route does, exactly as it
-// does for ext_proc and routing previews. What lives here is HTTP: body limits,
-// client keys, error shapes, upstream connection pools, passive backend health,
-// streaming and timeouts.
+// It never decides a route itself, nor shapes the request phase's answers:
+// engine/dataplane does (parse, route, plugins, rewrite, the answers given
+// instead of forwarding), exactly as for ext_proc. What lives here is HTTP:
+// body limits, client keys, the gateway's own error shapes, upstream
+// connection pools, passive backend health, streaming and timeouts.
 //
 // Request text, tokens and keys are never logged.
 package gateway
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/recipes"
@@ -62,6 +64,7 @@ type Server struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	ups     *Upstreams
+	plane   *dataplane.Plane
 	started time.Time
 }
 
@@ -74,6 +77,7 @@ func New(opts Options) *Server {
 	if s.ups == nil {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log})
 	return s
 }
 
@@ -81,7 +85,7 @@ func New(opts Options) *Server {
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, r: r, start: time.Now(), endpoint: endpointOther, category: metrics.CategoryDefault}
 	x.w = &responseWriter{ResponseWriter: rw}
-	x.id = requestID(r.Header.Get(headerRequestID))
+	x.id = dataplane.RequestID(r.Header.Get(headerRequestID))
 	x.w.Header()[headerRequestID] = []string{x.id}
 	defer x.finish()
 	defer x.recover()
@@ -216,6 +220,9 @@ func (x *exchange) recover() {
 	}
 	if p == http.ErrAbortHandler {
 		panic(p)
+	}
+	if rp, ok := p.(*dataplane.RoutedPanic); ok && x.res == nil {
+		x.routed(rp.Result) // it panicked after routing: label it as routed
 	}
 	x.s.log.Error("panic serving request", "request_id", x.id, "endpoint", x.endpoint,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
