@@ -78,6 +78,19 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	rt := engine.NewRuntime(gen)
 
 	var servers []*http.Server
+	var listeners []net.Listener // closed directly on a failed start: Serve may not hold them yet
+	var grpcSrv *grpc.Server
+	var grpcHealth *health.Server
+	// abandon closes what a start that failed half-way had opened.
+	abandon := func() {
+		shutdown(context.Background(), servers)
+		for _, ln := range listeners {
+			_ = ln.Close()
+		}
+		if grpcSrv != nil {
+			grpcSrv.Stop()
+		}
+	}
 	errc := make(chan error, len(doc.Listeners)+2)
 	start := func(name, addr string, h http.Handler) error {
 		ln, err := net.Listen("tcp", addr)
@@ -92,6 +105,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		}
 		servers = append(servers, srv)
+		listeners = append(listeners, ln)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s listener: %w", name, err)
@@ -106,6 +120,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if err := start("gateway "+l.Name, addr, h); err != nil {
+			abandon()
 			return err
 		}
 		recipe := l.Entrypoint
@@ -114,8 +129,6 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		log.Info("gateway listening", "listener", l.Name, "addr", "http://"+addr, "recipe", recipe)
 	}
-	var grpcSrv *grpc.Server
-	var grpcHealth *health.Server
 	if *epOn {
 		recipe := *epRecipe
 		if recipe == "" {
@@ -126,12 +139,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		srv := extproc.New(extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: *epRecipe, Registerer: reg})
 		gs, hs, err := extproc.NewGRPCServer(srv, extproc.GRPCOptions{TLSCertFile: *epCert, TLSKeyFile: *epKey, TLSClientCAFile: *epCA})
 		if err != nil {
-			shutdown(context.Background(), servers)
+			abandon()
 			return err
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			shutdown(context.Background(), servers)
+			abandon()
 			return fmt.Errorf("ext_proc listener on %s: %w (is another process using the port? set global.extproc or run with --extproc=false)", addr, err)
 		}
 		grpcSrv, grpcHealth = gs, hs
@@ -162,6 +175,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metrics.Handler(reg))
 		if err := start("metrics", addr, mux); err != nil {
+			abandon()
 			return err
 		}
 		log.Info("metrics listening", "addr", "http://"+addr+"/metrics")
