@@ -69,12 +69,24 @@ func ParseAnswer(body []byte) AnswerInfo {
 // ours replaces it. Without metadata, or for a body that is not an object,
 // body is returned as it is. body is not modified.
 func WithRoutingMetadata(body []byte, a AnswerInfo, md json.RawMessage) []byte {
+	return withMetadata(body, a, md, false)
+}
+
+// SpliceRoutingMetadata is WithRoutingMetadata reusing body's memory: its
+// closing brace and what follows are overwritten and its spare capacity used,
+// so a front end that owns the buffer saves a copy of every answer. body must
+// not be read afterwards.
+func SpliceRoutingMetadata(body []byte, a AnswerInfo, md json.RawMessage) []byte {
+	return withMetadata(body, a, md, true)
+}
+
+func withMetadata(body []byte, a AnswerInfo, md json.RawMessage, inPlace bool) []byte {
 	if len(md) == 0 || !a.Object {
 		return body
 	}
 	if a.HasMetadata {
 		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(body, &obj); err != nil {
+		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
 			return body
 		}
 		obj["routing_metadata"] = md
@@ -88,8 +100,13 @@ func WithRoutingMetadata(body []byte, a AnswerInfo, md json.RawMessage) []byte {
 	if end < 0 || trimmed[end] != '}' {
 		return body
 	}
-	out := make([]byte, 0, len(body)+len(md)+24)
-	out = append(out, trimmed[:end]...)
+	var out []byte
+	if inPlace {
+		out = trimmed[:end]
+	} else {
+		out = make([]byte, 0, len(body)+len(md)+24)
+		out = append(out, trimmed[:end]...)
+	}
 	if !a.Empty {
 		out = append(out, ',')
 	}

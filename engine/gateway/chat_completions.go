@@ -51,8 +51,7 @@ func (x *exchange) chatCompletions() {
 		x.answer(out.Answer)
 		return
 	}
-	r := out.Routing
-	rt := &routing{res: r.Result, cacheStatus: r.CacheStatus, processing: r.Processing, tools: r.Tools, plugins: r.Plugins}
+	rt := &out.Routing
 	target := x.s.ups.target(out.Backend) // parsed once per backend; Run checked it
 	call := &upstreamCall{
 		model:     out.Model,
@@ -135,10 +134,10 @@ func (x *exchange) readBody() ([]byte, bool) {
 }
 
 // fail answers e after routing, with the routing headers, counting reason.
-func (x *exchange) fail(rt *routing, reason string, e *apiError) {
+func (x *exchange) fail(rt *dataplane.Routing, reason string, e *apiError) {
 	x.error(reason)
-	rt.processing = time.Since(x.start)
-	rt.set(x.w.Header())
+	rt.Processing = time.Since(x.start)
+	rt.SetClientHeaders(x.w.Header())
 	writeError(x.w, e)
 }
 

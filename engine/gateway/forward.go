@@ -3,19 +3,15 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/cost"
+	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/recipes"
 )
@@ -53,7 +49,7 @@ type upstreamCall struct {
 // non-streamed answer, its body; a stream may run longer as long as no gap
 // between two events exceeds it (each event re-arms the timer), so long
 // generations are not cut while a stalled backend still is.
-func (x *exchange) forward(rt *routing, c *upstreamCall) {
+func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
 	ctx, cancel := context.WithCancelCause(x.r.Context())
 	defer cancel(nil)
 	c.ctx = ctx
@@ -112,13 +108,13 @@ func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, bod
 // began: the client went away (nothing to write), the backend timed out (504)
 // or could not be reached (502). The message names the model and the upstream
 // so an operator knows where to look.
-func (x *exchange) upstreamFailed(rt *routing, c *upstreamCall, err error) {
+func (x *exchange) upstreamFailed(rt *dataplane.Routing, c *upstreamCall, err error) {
 	if x.r.Context().Err() != nil {
 		x.clientGone()
 		return
 	}
 	x.s.ups.health.Failure(c.key)
-	where := displayURL(c.target)
+	where := dataplane.DisplayURL(c.target)
 	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
 		x.fail(rt, metrics.ReasonTimeout, newError(http.StatusGatewayTimeout, typeUpstreamTimeout,
 			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, c.timeout)))
@@ -140,7 +136,7 @@ func unwrapURLError(err error) error {
 
 // relayError passes an upstream 4xx/5xx answer to the client as it came, with
 // the routing headers.
-func (x *exchange) relayError(rt *routing, c *upstreamCall, resp *http.Response) {
+func (x *exchange) relayError(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	reason := metrics.ReasonUpstream4xx
 	if resp.StatusCode >= 500 {
 		reason = metrics.ReasonUpstream5xx
@@ -157,17 +153,17 @@ func (x *exchange) relayError(rt *routing, c *upstreamCall, resp *http.Response)
 
 // writeHead writes the upstream answer's status and headers plus the routing
 // headers.
-func (x *exchange) writeHead(rt *routing, resp *http.Response) {
+func (x *exchange) writeHead(rt *dataplane.Routing, resp *http.Response) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
-	rt.set(h)
-	h[headerRequestID] = []string{x.id} // the client's id, not the backend's
+	rt.SetClientHeaders(h)
+	h[dataplane.HeaderRequestID] = []string{x.id} // the client's id, not the backend's
 	x.w.WriteHeader(resp.StatusCode)
 }
 
 // relayJSON relays a non-streamed answer, adding routing_metadata and
 // recording usage, cost and latency.
-func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) {
+func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	buf := getAnswerBuffer()
 	defer putAnswerBuffer(buf)
 	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamBody+1))
@@ -179,21 +175,21 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	if len(body) > maxUpstreamBody {
 		x.s.ups.health.Failure(c.key)
 		x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
-			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, displayURL(c.target), maxUpstreamBody)))
+			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, dataplane.DisplayURL(c.target), maxUpstreamBody)))
 		return
 	}
 	total := time.Since(x.start)
-	ans := parseAnswer(body)
-	if ans.object {
+	ans := dataplane.ParseAnswer(body)
+	if ans.Object {
 		var md [256]byte
-		body = withRoutingMetadata(body, ans, appendRoutingMetadata(md[:0], rt))
+		body = dataplane.SpliceRoutingMetadata(body, ans, rt.AppendMetadata(md[:0]))
 	}
 	// A non-streamed answer has no observable first token: TTFT is the whole
 	// answer, TPOT the upstream latency per completion token.
 	x.s.metrics.TTFT(c.model.Name, total)
-	if ans.usage != nil {
-		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *ans.usage)
-		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), ans.usage.CompletionTokens)
+	if ans.Usage != nil {
+		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *ans.Usage)
+		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), ans.Usage.CompletionTokens)
 	}
 	x.writeHead(rt, resp)
 	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
@@ -219,171 +215,6 @@ func putAnswerBuffer(b *bytes.Buffer) {
 	if b.Cap() <= maxPooledAnswer {
 		answerBuffers.Put(b)
 	}
-}
-
-// answer is what the gateway reads of a non-streamed upstream answer.
-type answer struct {
-	// object: the body is a valid JSON object; anything else is relayed
-	// untouched.
-	object bool
-	// empty: the object has no members.
-	empty bool
-	// hasMetadata: the object already has routing_metadata (another Junction
-	// upstream).
-	hasMetadata bool
-	usage       *cost.Usage
-}
-
-// parseAnswer reads a chat.completion's usage without decoding the rest: the
-// body is validated, its top-level members are split, and only usage is
-// decoded (the last one when repeated, as encoding/json keeps it).
-func parseAnswer(body []byte) answer {
-	var a answer
-	if !json.Valid(body) {
-		return a
-	}
-	var buf [16]chat.Member
-	members, err := chat.Members(buf[:0], body)
-	if err != nil {
-		return a // valid JSON that is not an object
-	}
-	a.object, a.empty = true, len(members) == 0
-	var usage []byte
-	for _, m := range members {
-		switch {
-		case m.Is("usage"):
-			usage = m.Value
-		case m.Is("routing_metadata"):
-			a.hasMetadata = true
-		}
-	}
-	if usage != nil {
-		_ = json.Unmarshal(usage, &a.usage)
-	}
-	return a
-}
-
-// metadata is the earlier-revision routing_metadata object.
-type metadata struct {
-	SelectedModel    string       `json:"selected_model"`
-	Confidence       float64      `json:"confidence"`
-	ProcessingTimeMS int64        `json:"processing_time_ms"`
-	CacheHit         bool         `json:"cache_hit"`
-	SecurityChecks   securityMeta `json:"security_checks"`
-}
-
-type securityMeta struct {
-	PIIDetected       bool `json:"pii_detected"`
-	JailbreakDetected bool `json:"jailbreak_detected"`
-}
-
-func metadataOf(rt *routing) metadata {
-	return metadata{
-		SelectedModel:    rt.res.Model,
-		Confidence:       rt.res.Confidence,
-		ProcessingTimeMS: rt.processing.Milliseconds(),
-		CacheHit:         rt.cacheStatus == cacheHit,
-		SecurityChecks:   securityMeta{PIIDetected: rt.res.PIIDetected, JailbreakDetected: rt.res.JailbreakDetected},
-	}
-}
-
-// routingMetadata encodes the routing_metadata object; nil when it cannot
-// be encoded (a confidence that is not a finite number).
-func routingMetadata(rt *routing) json.RawMessage {
-	return appendRoutingMetadata(nil, rt)
-}
-
-// appendRoutingMetadata appends what json.Marshal writes for rt's metadata
-// to dst, without reflection; nil when it cannot be encoded.
-func appendRoutingMetadata(dst []byte, rt *routing) []byte {
-	md := metadataOf(rt)
-	b := append(dst, `{"selected_model":`...)
-	b = appendJSONString(b, md.SelectedModel)
-	b = append(b, `,"confidence":`...)
-	b, ok := appendJSONFloat(b, md.Confidence)
-	if !ok {
-		return nil
-	}
-	b = append(b, `,"processing_time_ms":`...)
-	b = strconv.AppendInt(b, md.ProcessingTimeMS, 10)
-	b = append(b, `,"cache_hit":`...)
-	b = strconv.AppendBool(b, md.CacheHit)
-	b = append(b, `,"security_checks":{"pii_detected":`...)
-	b = strconv.AppendBool(b, md.SecurityChecks.PIIDetected)
-	b = append(b, `,"jailbreak_detected":`...)
-	b = strconv.AppendBool(b, md.SecurityChecks.JailbreakDetected)
-	return append(b, '}', '}')
-}
-
-// appendJSONString appends s as json.Marshal writes a string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// appendJSONFloat appends f as json.Marshal writes a float64; ok is false
-// for NaN and infinities, which JSON cannot hold.
-func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return b, false
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// encoding/json writes e-7, not e-07.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
-}
-
-// withRoutingMetadata adds routing_metadata to the JSON object body. The
-// upstream's bytes are kept as sent (field order included) by splicing the
-// new member in before the closing brace; only an answer that already has
-// routing_metadata (another Junction upstream) is re-encoded, so ours
-// replaces it. Without metadata the body is returned as it is. The splice
-// reuses body's memory (its closing brace and what follows are overwritten,
-// and its spare capacity used), so body must not be read afterwards.
-func withRoutingMetadata(body []byte, a answer, md json.RawMessage) []byte {
-	if len(md) == 0 {
-		return body
-	}
-	if a.hasMetadata {
-		var fields map[string]json.RawMessage
-		if json.Unmarshal(body, &fields) != nil || fields == nil {
-			return body
-		}
-		fields["routing_metadata"] = md
-		if b, err := json.Marshal(fields); err == nil {
-			return b
-		}
-		return body
-	}
-	trimmed := bytes.TrimRight(body, " \t\r\n")
-	end := len(trimmed) - 1
-	if end < 0 || trimmed[end] != '}' {
-		return body
-	}
-	out := trimmed[:end]
-	if !a.empty {
-		out = append(out, ',')
-	}
-	out = append(out, `"routing_metadata":`...)
-	out = append(out, md...)
-	out = append(out, '}', '\n')
-	return out
 }
 
 func isEventStream(h http.Header) bool {

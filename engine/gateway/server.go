@@ -85,8 +85,8 @@ func New(opts Options) *Server {
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	x := &exchange{s: s, r: r, start: time.Now(), endpoint: endpointOther, category: metrics.CategoryDefault}
 	x.w = &responseWriter{ResponseWriter: rw}
-	x.id = dataplane.RequestID(r.Header.Get(headerRequestID))
-	x.w.Header()[headerRequestID] = []string{x.id}
+	x.id = dataplane.RequestID(r.Header.Get(dataplane.HeaderRequestID))
+	x.w.Header()[dataplane.HeaderRequestID] = []string{x.id}
 	defer x.finish()
 	defer x.recover()
 

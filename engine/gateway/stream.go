@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/engine/cost"
+	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
 )
 
@@ -28,11 +29,11 @@ var doneEvent = []byte("data: [DONE]\n\n")
 // the gateway asked for it), ends the stream with data: [DONE] even when the
 // backend closed without it, and reports a stream that breaks mid-way as an
 // error event (the status line is already out).
-func (x *exchange) relayStream(rt *routing, c *upstreamCall, resp *http.Response) {
+func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
-	rt.set(h)
-	h.Set(headerRequestID, x.id)
+	rt.SetClientHeaders(h)
+	h.Set(dataplane.HeaderRequestID, x.id)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // tell nginx-style proxies in front not to buffer
 	x.w.WriteHeader(resp.StatusCode)
@@ -79,7 +80,7 @@ func (x *exchange) relayStream(rt *routing, c *upstreamCall, resp *http.Response
 					first = time.Now()
 					x.s.metrics.TTFT(c.model.Name, first.Sub(x.start))
 				}
-				if u, usageOnly := chunkUsage(data); u != nil {
+				if u, usageOnly := dataplane.ChunkUsage(data); u != nil {
 					usage = u
 					if usageOnly && c.dropUsage {
 						continue
@@ -111,7 +112,7 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 		return
 	}
 	x.s.ups.health.Failure(c.key)
-	where := displayURL(c.target)
+	where := dataplane.DisplayURL(c.target)
 	e := newError(http.StatusBadGateway, typeUpstream,
 		fmt.Sprintf("stream from upstream for model %q at %s broke off: %v", c.model.Name, where, err))
 	reason := metrics.ReasonUpstream5xx
@@ -127,22 +128,6 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 	// openai clients turn a data event with an "error" member into an error.
 	_, _ = fmt.Fprintf(x.w, "data: %s\n\n", b)
 	x.w.Flush()
-}
-
-// chunkUsage returns a chunk's usage, and whether the chunk carries nothing
-// else (no choices): the final usage chunk of include_usage.
-func chunkUsage(data []byte) (u *cost.Usage, usageOnly bool) {
-	if !bytes.Contains(data, []byte(`"usage"`)) {
-		return nil, false // most chunks: skip decoding
-	}
-	var c struct {
-		Choices []json.RawMessage `json:"choices"`
-		Usage   *cost.Usage       `json:"usage"`
-	}
-	if json.Unmarshal(data, &c) != nil || c.Usage == nil {
-		return nil, false
-	}
-	return c.Usage, len(c.Choices) == 0
 }
 
 // sseReader splits a text/event-stream into events.

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -9,15 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/demobackend"
 	"github.com/junction-router/junction/recipes"
 )
-
-// defaultChatPath is appended to a base_url without chat_path.
-const defaultChatPath = "/chat/completions"
-
-// demoBase is the URL in-process demo requests carry; no socket is opened.
-const demoBase = "http://demo.invalid"
 
 // UpstreamOptions tune the upstream connection pools. Zero values take the
 // defaults.
@@ -67,7 +61,7 @@ type Upstreams struct {
 
 // target is the chat URL of a backend_ref, parsed once.
 type target struct {
-	// url is chatURL's answer, as error messages show it.
+	// url is dataplane.ChatURL's answer, as error messages show it.
 	url *url.URL
 	// req is what requests carry: url re-read from its string form with the
 	// host's empty port removed, as http.NewRequest would make it.
@@ -131,7 +125,7 @@ func (u *Upstreams) Retain(doc *recipes.Document) {
 
 // target returns where chat requests for ref go.
 func (u *Upstreams) target(ref *recipes.BackendRef) *target {
-	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, demo: isDemo(ref)}
+	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, demo: dataplane.IsDemo(ref)}
 	u.tmu.RLock()
 	t, ok := u.targets[k]
 	u.tmu.RUnlock()
@@ -139,7 +133,7 @@ func (u *Upstreams) target(ref *recipes.BackendRef) *target {
 		return t
 	}
 	t = &target{}
-	t.url, t.err = chatURL(ref)
+	t.url, t.err = dataplane.ChatURL(ref)
 	if t.err == nil {
 		// http.NewRequest parsed the string form of the URL; keep doing so.
 		t.req, t.err = url.Parse(t.url.String())
@@ -175,7 +169,7 @@ func closePool(p upstreamPool) {
 
 // transport returns the round tripper for ref.
 func (u *Upstreams) transport(ref *recipes.BackendRef) http.RoundTripper {
-	if isDemo(ref) {
+	if dataplane.IsDemo(ref) {
 		return u.opts.Demo
 	}
 	key := backendKey(ref)
@@ -244,14 +238,10 @@ func (u *Upstreams) pick(m *recipes.Model) (ref *recipes.BackendRef, ok bool) {
 	return &m.BackendRefs[0], true
 }
 
-func isDemo(ref *recipes.BackendRef) bool {
-	return ref.BaseURL == "" && ref.Provider == recipes.DemoProvider
-}
-
 // backendKey identifies a backend: its base URL without a trailing slash. All
 // in-process demo backends share one key.
 func backendKey(ref *recipes.BackendRef) string {
-	if isDemo(ref) {
+	if dataplane.IsDemo(ref) {
 		return "demo:"
 	}
 	return strings.TrimRight(ref.BaseURL, "/")
@@ -263,40 +253,4 @@ func backendKeys(m *recipes.Model) []string {
 		keys[i] = backendKey(&m.BackendRefs[i])
 	}
 	return keys
-}
-
-// chatURL is where a chat request for ref goes: base_url + (chat_path or
-// /chat/completions).
-func chatURL(ref *recipes.BackendRef) (*url.URL, error) {
-	base := ref.BaseURL
-	if isDemo(ref) {
-		base = demoBase
-	}
-	if base == "" {
-		return nil, errors.New("the backend_ref has no base_url")
-	}
-	path := ref.ChatPath
-	if path == "" {
-		path = defaultChatPath
-	}
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(strings.TrimRight(base, "/") + path)
-	if err != nil {
-		return nil, err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, errors.New("the backend base_url must be http:// or https://")
-	}
-	return u, nil
-}
-
-// displayURL is the URL as error messages show it: without credentials, query
-// or fragment, which may carry secrets.
-func displayURL(u *url.URL) string {
-	c := *u
-	c.User = nil
-	c.RawQuery, c.Fragment = "", ""
-	return c.String()
 }

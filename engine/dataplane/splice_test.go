@@ -1,20 +1,19 @@
-package gateway
+package dataplane_test
 
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"reflect"
 	"testing"
-	"time"
 
-	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/cost"
+	"github.com/junction-router/junction/engine/dataplane"
 )
 
-// referenceRelay is how relayJSON read an answer before the splice-only
+// referenceRelay is how the gateway read an answer before the splice-only
 // reading: decode every top-level member, then add routing_metadata. The
-// tests hold parseAnswer + withRoutingMetadata to it byte for byte.
+// tests hold ParseAnswer + WithRoutingMetadata (and its in-place form,
+// SpliceRoutingMetadata) to it byte for byte.
 func referenceRelay(body []byte, md json.RawMessage) ([]byte, *cost.Usage) {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil || fields == nil {
@@ -78,18 +77,21 @@ func TestAnswerSpliceMatchesDecoding(t *testing.T) {
 	md := json.RawMessage(`{"selected_model":"small","confidence":1,"processing_time_ms":0,"cache_hit":false,"security_checks":{"pii_detected":false,"jailbreak_detected":false}}`)
 	for _, body := range answerCorpus {
 		wantBody, wantUsage := referenceRelay([]byte(body), md)
-		a := parseAnswer([]byte(body))
+		a := dataplane.ParseAnswer([]byte(body))
 		gotBody := []byte(body)
-		if a.object {
-			gotBody = withRoutingMetadata(gotBody, a, md)
+		if a.Object {
+			gotBody = dataplane.WithRoutingMetadata(gotBody, a, md)
+			if spliced := dataplane.SpliceRoutingMetadata([]byte(body), a, md); !bytes.Equal(spliced, gotBody) {
+				t.Errorf("%q: in place %s, copied %s", body, spliced, gotBody)
+			}
 		}
 		if !bytes.Equal(gotBody, wantBody) {
 			t.Errorf("%q:\n got  %s\n want %s", body, gotBody, wantBody)
 		}
-		if !reflect.DeepEqual(a.usage, wantUsage) {
-			t.Errorf("%q: usage %+v, want %+v", body, a.usage, wantUsage)
+		if !reflect.DeepEqual(a.Usage, wantUsage) {
+			t.Errorf("%q: usage %+v, want %+v", body, a.Usage, wantUsage)
 		}
-		if a.object && !json.Valid(gotBody) {
+		if a.Object && !json.Valid(gotBody) {
 			t.Errorf("%q: spliced answer is not valid JSON: %s", body, gotBody)
 		}
 	}
@@ -111,17 +113,17 @@ func TestAnswerSplice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a := parseAnswer([]byte(tt.body))
+			a := dataplane.ParseAnswer([]byte(tt.body))
 			got := []byte(tt.body)
-			if a.object {
-				got = withRoutingMetadata(got, a, md)
+			if a.Object {
+				got = dataplane.SpliceRoutingMetadata(got, a, md)
 			}
 			if string(got) != tt.want {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})
 	}
-	if got := withRoutingMetadata([]byte(`{"a":1}`), parseAnswer([]byte(`{"a":1}`)), nil); string(got) != `{"a":1}` {
+	if got := dataplane.WithRoutingMetadata([]byte(`{"a":1}`), dataplane.ParseAnswer([]byte(`{"a":1}`)), nil); string(got) != `{"a":1}` {
 		t.Fatalf("without metadata the answer must stay as it is, got %s", got)
 	}
 }
@@ -133,40 +135,16 @@ func FuzzAnswerSplice(f *testing.F) {
 	md := json.RawMessage(`{"selected_model":"m"}`)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		wantBody, wantUsage := referenceRelay(bytes.Clone(body), md)
-		a := parseAnswer(body)
+		a := dataplane.ParseAnswer(body)
 		got := body
-		if a.object {
-			got = withRoutingMetadata(bytes.Clone(body), a, md)
-		}
-		if !bytes.Equal(got, wantBody) || !reflect.DeepEqual(a.usage, wantUsage) {
-			t.Fatalf("%q: got %s %+v, want %s %+v", body, got, a.usage, wantBody, wantUsage)
-		}
-	})
-}
-
-func TestRoutingMetadataMatchesEncodingJSON(t *testing.T) {
-	for _, model := range []string{"small", "", "a\"b", "<big>&co", "модель", "tab\there"} {
-		for _, conf := range []float64{0, 1, 0.5, 0.123456789, 1e-7, 3e-9, 2.5e21, -0.25, math.Copysign(0, -1)} {
-			for _, d := range []time.Duration{0, 1500 * time.Microsecond, 90 * time.Second} {
-				rt := &routing{
-					res:         &engine.Result{Model: model, Confidence: conf, PIIDetected: conf > 0.4, JailbreakDetected: d > time.Second},
-					processing:  d,
-					cacheStatus: map[bool]string{true: cacheHit, false: cacheMiss}[conf == 1],
-				}
-				want, err := json.Marshal(metadataOf(rt))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := routingMetadata(rt); !bytes.Equal(got, want) {
-					t.Errorf("got  %s\nwant %s", got, want)
-				}
+		if a.Object {
+			got = dataplane.WithRoutingMetadata(body, a, md)
+			if spliced := dataplane.SpliceRoutingMetadata(bytes.Clone(body), a, md); !bytes.Equal(spliced, got) {
+				t.Fatalf("%q: in place %s, copied %s", body, spliced, got)
 			}
 		}
-	}
-	for _, bad := range []float64{math.NaN(), math.Inf(1)} {
-		rt := &routing{res: &engine.Result{Model: "m", Confidence: bad}}
-		if got := routingMetadata(rt); got != nil {
-			t.Errorf("confidence %v encoded as %s", bad, got)
+		if !bytes.Equal(got, wantBody) || !reflect.DeepEqual(a.Usage, wantUsage) {
+			t.Fatalf("%q: got %s %+v, want %s %+v", body, got, a.Usage, wantBody, wantUsage)
 		}
-	}
+	})
 }
