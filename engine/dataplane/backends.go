@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/junction-router/junction/engine/translate"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -24,8 +25,9 @@ type Backends interface {
 	// Pick returns the backend_ref a request for m is sent to; ok is false
 	// when m has none.
 	Pick(m *recipes.Model) (ref *recipes.BackendRef, ok bool)
-	// Target returns where chat requests for ref go.
-	Target(ref *recipes.BackendRef) (*url.URL, error)
+	// Target returns where chat requests for ref go, for a model of the
+	// given api_format.
+	Target(ref *recipes.BackendRef, apiFormat string) (*url.URL, error)
 }
 
 // FirstBackend picks a model's first backend_ref. Its zero value is ready to
@@ -35,8 +37,8 @@ type FirstBackend struct {
 }
 
 type targetKey struct {
-	base, path string
-	demo       bool
+	base, path, format string
+	demo               bool
 }
 
 type targetEntry struct {
@@ -52,14 +54,15 @@ func (f *FirstBackend) Pick(m *recipes.Model) (*recipes.BackendRef, bool) {
 	return &m.BackendRefs[0], true
 }
 
-// Target returns ChatURL(ref), parsed once. Callers must not modify it.
-func (f *FirstBackend) Target(ref *recipes.BackendRef) (*url.URL, error) {
-	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, demo: IsDemo(ref)}
+// Target returns ChatURL(ref, apiFormat), parsed once. Callers must not
+// modify it.
+func (f *FirstBackend) Target(ref *recipes.BackendRef, apiFormat string) (*url.URL, error) {
+	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, format: apiFormat, demo: IsDemo(ref)}
 	if e, ok := f.targets.Load(k); ok {
 		te := e.(targetEntry)
 		return te.u, te.err
 	}
-	u, err := ChatURL(ref)
+	u, err := ChatURL(ref, apiFormat)
 	f.targets.Store(k, targetEntry{u, err})
 	return u, err
 }
@@ -69,9 +72,9 @@ func IsDemo(ref *recipes.BackendRef) bool {
 	return ref.BaseURL == "" && ref.Provider == recipes.DemoProvider
 }
 
-// ChatURL is where a chat request for ref goes: base_url + (chat_path or
-// /chat/completions).
-func ChatURL(ref *recipes.BackendRef) (*url.URL, error) {
+// ChatURL is where a chat request for ref goes: base_url + (chat_path, else
+// /chat/completions, or /messages for api_format anthropic).
+func ChatURL(ref *recipes.BackendRef, apiFormat string) (*url.URL, error) {
 	base := ref.BaseURL
 	if IsDemo(ref) {
 		base = DemoBase
@@ -82,6 +85,9 @@ func ChatURL(ref *recipes.BackendRef) (*url.URL, error) {
 	path := ref.ChatPath
 	if path == "" {
 		path = DefaultChatPath
+		if IsAnthropic(apiFormat) {
+			path = translate.AnthropicPath
+		}
 	}
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path

@@ -35,12 +35,16 @@ import (
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/reasoning"
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/engine/translate"
 	"github.com/junction-router/junction/recipes"
 )
 
 // APIFormatAnthropic is the api_format of models behind Anthropic-style
-// upstreams, which Junction does not translate to yet.
+// (Messages API) upstreams.
 const APIFormatAnthropic = "anthropic"
+
+// IsAnthropic reports whether an api_format names the Messages API.
+func IsAnthropic(apiFormat string) bool { return strings.EqualFold(apiFormat, APIFormatAnthropic) }
 
 // Config is what a Plane needs. Every field is optional.
 type Config struct {
@@ -50,6 +54,11 @@ type Config struct {
 	Plugins plugin.Runner
 	// Backends picks a model's backend; nil picks the first backend_ref.
 	Backends Backends
+	// AnthropicUpstreams: the front end translates answers from Messages
+	// API backends (api_format anthropic) back to chat completions, so the
+	// request phase translates requests for them. Without it such models
+	// answer 501.
+	AnthropicUpstreams bool
 	// Logger receives routing failures (never request text); nil discards.
 	Logger interface {
 		Error(msg string, args ...any)
@@ -58,15 +67,16 @@ type Config struct {
 
 // Plane runs the request phase. It is safe for concurrent use.
 type Plane struct {
-	metrics  *metrics.Metrics
-	plugins  plugin.Runner
-	backends Backends
-	log      interface{ Error(string, ...any) }
+	anthropic bool
+	metrics   *metrics.Metrics
+	plugins   plugin.Runner
+	backends  Backends
+	log       interface{ Error(string, ...any) }
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}
@@ -229,9 +239,10 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			fmt.Sprintf("routing selected model %q, which is not configured", res.Model)))
 		return
 	}
-	if strings.EqualFold(model.APIFormat, APIFormatAnthropic) {
+	anthropic := IsAnthropic(model.APIFormat)
+	if anthropic && !p.anthropic {
 		p.fail(in, out, label, metrics.ReasonUnknown, NewError(http.StatusNotImplemented, TypeNotImplemented,
-			fmt.Sprintf("model %q has api_format anthropic; this gateway does not translate to Anthropic-style upstreams yet", model.Name)))
+			fmt.Sprintf("model %q has api_format anthropic; this front end does not translate to Anthropic-style upstreams (the standalone gateway does)", model.Name)))
 		return
 	}
 
@@ -246,7 +257,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			fmt.Sprintf("model %q has no backend_refs to send the request to", model.Name)))
 		return
 	}
-	target, err := p.backends.Target(ref)
+	target, err := p.backends.Target(ref, model.APIFormat)
 	if err != nil {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
 			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
@@ -286,7 +297,18 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 		}
 		out.DropUsage = true
 	}
-	body, err := req.Encode()
+	var body []byte
+	if anthropic {
+		body, err = translate.ChatToAnthropic(req.Fields)
+		var te *translate.Error
+		if errors.As(err, &te) {
+			p.fail(in, out, label, metrics.ReasonParseError, NewError(http.StatusBadRequest, TypeInvalidRequest, te.Message).WithParam(te.Param))
+			return
+		}
+		AnthropicHeader(header)
+	} else {
+		body, err = req.Encode()
+	}
 	if err != nil {
 		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
 		return
@@ -422,6 +444,25 @@ func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientA
 		h.Set("Authorization", clientAuth)
 	}
 	return h
+}
+
+// AnthropicHeader turns the upstream headers UpstreamHeader built into a
+// Messages API backend's: the key goes in x-api-key (Bearer stripped) and
+// anthropic-version is set unless extra_headers chose one.
+func AnthropicHeader(h http.Header) {
+	if auth := h.Get("Authorization"); auth != "" {
+		h.Del("Authorization")
+		if h.Get("X-Api-Key") == "" {
+			key, ok := strings.CutPrefix(auth, "Bearer ")
+			if !ok {
+				key, _ = strings.CutPrefix(auth, "bearer ")
+			}
+			h.Set("X-Api-Key", key)
+		}
+	}
+	if h.Get("Anthropic-Version") == "" {
+		h.Set("Anthropic-Version", translate.AnthropicVersion)
+	}
 }
 
 // ForceIncludeUsage sets stream_options.include_usage, keeping the client's

@@ -229,7 +229,7 @@ func TestErrorAnswers(t *testing.T) {
 		{"malformed", `{"model":"MoM","messages":[`, 400, `{"error":{"message":"the request body is not valid JSON: unexpected end of JSON input at byte 27","type":"invalid_request_error","param":null,"code":null}}`},
 		{"missing messages", `{"model":"MoM"}`, 400, `{"error":{"message":"missing required parameter: messages","type":"invalid_request_error","param":"messages","code":null}}`},
 		{"unknown model", `{"model":"gpt-nope","messages":[{"role":"user","content":"hi"}]}`, 404, `{"error":{"message":"unknown model \"gpt-nope\": use MoM, auto or one of the configured models","type":"invalid_request_error","param":"model","code":"model_not_found"}}`},
-		{"anthropic", `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`, 501, `{"error":{"message":"model \"claude\" has api_format anthropic; this gateway does not translate to Anthropic-style upstreams yet","type":"not_implemented","param":null,"code":null}}`},
+		{"anthropic", `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`, 501, `{"error":{"message":"model \"claude\" has api_format anthropic; this front end does not translate to Anthropic-style upstreams (the standalone gateway does)","type":"not_implemented","param":null,"code":null}}`},
 		{"plugin on_error fail", userBody("gated"), 500, `{"error":{"message":"plugin 0 (rag) of decision \"gated\" is unavailable (on_error: fail): the rag plugin needs the WebAssembly plugin runtime, which is not built yet","type":"plugin_error","param":null,"code":null}}`},
 	} {
 		out := e.run(c.body, nil)
@@ -392,7 +392,7 @@ func (n noBackends) Pick(m *recipes.Model) (*recipes.BackendRef, bool) {
 	return nil, false
 }
 
-func (n noBackends) Target(*recipes.BackendRef) (*url.URL, error) {
+func (n noBackends) Target(*recipes.BackendRef, string) (*url.URL, error) {
 	return nil, errors.New("bad base_url")
 }
 
@@ -433,4 +433,37 @@ func TestPanicAfterRoutingCarriesTheDecision(t *testing.T) {
 	}()
 	e.run(userBody("prove it"), nil)
 	t.Fatal("no panic")
+}
+
+// With AnthropicUpstreams the request phase hands the front end a Messages
+// API request: body translated, path /messages, credentials in x-api-key.
+func TestAnthropicRequestPhase(t *testing.T) {
+	e := newEnv(t, nil)
+	e.plane = dataplane.New(dataplane.Config{AnthropicUpstreams: true})
+	out := e.run(`{"model":"claude","stream":true,"messages":[{"role":"system","content":"S"},{"role":"user","content":"hi"}]}`,
+		http.Header{"Authorization": {"Bearer client-key"}})
+	if out.Answer != nil {
+		t.Fatalf("answered %d %s", out.Answer.Status, out.Answer.Body)
+	}
+	if out.Target.String() != "http://127.0.0.1:9/messages" {
+		t.Fatalf("target %s", out.Target)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(out.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["max_tokens"] != float64(4096) || body["stream"] != true || body["stream_options"] != nil || body["system"] == nil {
+		t.Fatalf("body %s", out.Body)
+	}
+	if !out.DropUsage {
+		t.Fatal("the usage chunk the translation adds must be dropped for a client that did not ask for it")
+	}
+	if out.Header.Get("Anthropic-Version") != "2023-06-01" || out.Header.Get("Authorization") != "" {
+		t.Fatalf("headers %v", out.Header)
+	}
+
+	out = e.run(`{"model":"claude","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	if out.Answer == nil || out.Answer.Status != 400 || !strings.Contains(string(out.Answer.Body), `"param":"logprobs"`) {
+		t.Fatalf("refusal %+v", out.Answer)
+	}
 }

@@ -54,8 +54,9 @@ type server struct {
 	opts Options
 }
 
-// New returns the responder: POST /v1/chat/completions and /chat/completions,
-// GET /v1/models and /models.
+// New returns the responder: POST /v1/chat/completions and /chat/completions
+// (OpenAI style), POST /v1/messages and /messages (Anthropic Messages API
+// style), GET /v1/models and /models.
 func New(opts Options) http.Handler {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -75,6 +76,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.chat(w, r)
+	case "/v1/messages", "/messages":
+		if r.Method != http.MethodPost {
+			writeAnthropicError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use POST")
+			return
+		}
+		s.messages(w, r)
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "use GET")

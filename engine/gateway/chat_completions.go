@@ -52,7 +52,7 @@ func (x *exchange) chatCompletions() {
 		return
 	}
 	rt := &out.Routing
-	target := x.s.ups.target(out.Backend) // parsed once per backend; Run checked it
+	target := x.s.ups.target(out.Backend, out.Model.APIFormat) // parsed once per backend; Run checked it
 	call := &upstreamCall{
 		model:     out.Model,
 		ref:       out.Backend,
@@ -63,6 +63,7 @@ func (x *exchange) chatCompletions() {
 		body:      out.Body,
 		stream:    out.Stream,
 		dropUsage: out.DropUsage,
+		anthropic: dataplane.IsAnthropic(out.Model.APIFormat),
 		timeout:   upstreamTimeout(out.Backend, x.listener),
 	}
 	x.forward(rt, call)
@@ -100,8 +101,8 @@ type upstreamBackends struct{ u *Upstreams }
 
 func (b upstreamBackends) Pick(m *recipes.Model) (*recipes.BackendRef, bool) { return b.u.pick(m) }
 
-func (b upstreamBackends) Target(ref *recipes.BackendRef) (*url.URL, error) {
-	t := b.u.target(ref)
+func (b upstreamBackends) Target(ref *recipes.BackendRef, apiFormat string) (*url.URL, error) {
+	t := b.u.target(ref, apiFormat)
 	return t.url, t.err
 }
 

@@ -373,21 +373,12 @@ func TestModelsList(t *testing.T) {
 	}
 }
 
-func TestAnthropicModelIs501(t *testing.T) {
-	e := newEnv(t)
-	resp, b := e.post("/v1/chat/completions", `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`)
-	eb := decodeError(t, b)
-	if resp.StatusCode != 501 || eb.Error.Type != "not_implemented" || !strings.Contains(eb.Error.Message, `"claude"`) {
-		t.Fatalf("%d %s", resp.StatusCode, b)
-	}
-}
-
 func TestReloadRotatesListenerKeys(t *testing.T) {
 	e := newEnv(t)
 	// A reload that adds api_keys to the listener takes effect without a new
 	// Server: the listener is looked up in the serving generation.
 	y := strings.ReplaceAll(testConfig, "timeout: 5s", "timeout: 5s\n    api_keys: [rotated]")
-	for _, name := range []string{"small", "big", "coder"} {
+	for _, name := range []string{"small", "big", "coder", "claude"} {
 		y = strings.ReplaceAll(y, "{{"+name+"}}", e.ups[name].srv.URL)
 	}
 	gen := compileYAML(t, y)

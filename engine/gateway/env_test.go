@@ -55,8 +55,10 @@ providers:
         - {base_url: "{{coder}}", provider: vllm, chat_path: /v1/chat/completions}
     - name: claude
       api_format: anthropic
+      reasoning_family: gpt
+      pricing: {currency: USD, prompt_per_1m: 3.00, completion_per_1m: 15.00}
       backend_refs:
-        - {base_url: "http://127.0.0.1:9", provider: anthropic}
+        - {base_url: "{{claude}}/v1", provider: anthropic, api_key_env: JUNCTION_TEST_ANTHROPIC_KEY}
     - name: demo
       backend_refs:
         - {provider: demo}
@@ -201,7 +203,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if cfg.edit != nil {
 		yaml = cfg.edit(yaml)
 	}
-	for _, name := range []string{"small", "big", "coder"} {
+	for _, name := range []string{"small", "big", "coder", "claude"} {
 		e.ups[name] = newFakeUpstream(t)
 		yaml = strings.ReplaceAll(yaml, "{{"+name+"}}", e.ups[name].srv.URL)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/translate"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -36,6 +37,9 @@ type upstreamCall struct {
 	body      []byte
 	stream    bool
 	dropUsage bool
+	// anthropic: the backend speaks the Messages API; its answers are
+	// translated back to chat completions.
+	anthropic bool
 	timeout   time.Duration
 
 	ctx   context.Context
@@ -145,6 +149,20 @@ func (x *exchange) relayError(rt *dataplane.Routing, c *upstreamCall, resp *http
 		x.s.ups.health.Success(c.key)
 	}
 	x.error(reason)
+	if c.anthropic {
+		// The client speaks chat completions: give it an OpenAI-style error.
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+		if err != nil && x.r.Context().Err() != nil {
+			x.cancelled = true
+			return
+		}
+		body = translate.AnthropicErrorToChat(body)
+		x.writeHead(rt, resp)
+		if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
+			x.cancelled = true
+		}
+		return
+	}
 	x.writeHead(rt, resp)
 	if _, err := io.Copy(x.w, resp.Body); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
@@ -179,6 +197,16 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		return
 	}
 	total := time.Since(x.start)
+	if c.anthropic {
+		translated, err := translate.AnthropicToChat(body, time.Now().Unix())
+		if err != nil {
+			x.s.ups.health.Failure(c.key)
+			x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+				fmt.Sprintf("upstream for model %q at %s answered something that is not a Messages API answer: %v", c.model.Name, dataplane.DisplayURL(c.target), err)))
+			return
+		}
+		body = translated
+	}
 	ans := dataplane.ParseAnswer(body)
 	if ans.Object {
 		var md [256]byte

@@ -77,7 +77,7 @@ func New(opts Options) *Server {
 	if s.ups == nil {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true})
 	return s
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/junction-router/junction/engine/cost"
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/translate"
 )
 
 // maxEventBytes bounds one SSE event; chat chunks are a few hundred bytes.
@@ -59,17 +60,9 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 	}
 	defer record()
 
-	rd := newSSEReader(resp.Body)
-	for {
-		raw, data, err := rd.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			x.streamBroke(c, err)
-			return
-		}
-		c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
+	// relay writes one event to the client; end is true when the stream is
+	// over (its [DONE] was written, or the client went away).
+	relay := func(raw, data []byte) (end bool) {
 		done := false
 		if data != nil {
 			if string(data) == "[DONE]" {
@@ -83,18 +76,56 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 				if u, usageOnly := dataplane.ChunkUsage(data); u != nil {
 					usage = u
 					if usageOnly && c.dropUsage {
-						continue
+						return false
 					}
 				}
 			}
 		}
 		if _, err := x.w.Write(raw); err != nil {
 			x.clientGone()
-			return
+			return true
 		}
 		x.w.Flush()
-		if done {
+		return done
+	}
+	var tr *translate.AnthropicStream
+	if c.anthropic {
+		tr = translate.NewAnthropicStream(time.Now().Unix())
+	}
+	var event []byte
+	rd := newSSEReader(resp.Body)
+	for {
+		raw, data, err := rd.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			x.streamBroke(c, err)
 			return
+		}
+		c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
+		if tr == nil {
+			if relay(raw, data) {
+				return
+			}
+			continue
+		}
+		if data == nil {
+			continue // a comment or an event: line alone; the data says the type
+		}
+		chunks, err := tr.Event(data)
+		if err != nil {
+			x.streamBroke(c, err)
+			return
+		}
+		for _, chunk := range chunks {
+			event = append(append(append(event[:0], "data: "...), chunk...), '\n', '\n')
+			if relay(event, chunk) {
+				return
+			}
+		}
+		if tr.Finished() {
+			break // an error event ended the stream
 		}
 	}
 	record()

@@ -70,8 +70,8 @@ type target struct {
 }
 
 type targetKey struct {
-	base, path string
-	demo       bool
+	base, path, format string
+	demo               bool
 }
 
 // NewUpstreams returns an empty set of pools; they are created on first use.
@@ -123,9 +123,9 @@ func (u *Upstreams) Retain(doc *recipes.Document) {
 	u.tmu.Unlock()
 }
 
-// target returns where chat requests for ref go.
-func (u *Upstreams) target(ref *recipes.BackendRef) *target {
-	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, demo: dataplane.IsDemo(ref)}
+// target returns where chat requests for ref go, for a model of apiFormat.
+func (u *Upstreams) target(ref *recipes.BackendRef, apiFormat string) *target {
+	k := targetKey{base: ref.BaseURL, path: ref.ChatPath, format: strings.ToLower(apiFormat), demo: dataplane.IsDemo(ref)}
 	u.tmu.RLock()
 	t, ok := u.targets[k]
 	u.tmu.RUnlock()
@@ -133,7 +133,7 @@ func (u *Upstreams) target(ref *recipes.BackendRef) *target {
 		return t
 	}
 	t = &target{}
-	t.url, t.err = dataplane.ChatURL(ref)
+	t.url, t.err = dataplane.ChatURL(ref, apiFormat)
 	if t.err == nil {
 		// http.NewRequest parsed the string form of the URL; keep doing so.
 		t.req, t.err = url.Parse(t.url.String())
