@@ -122,11 +122,20 @@ func NoGeneration() *Error {
 	return NewError(http.StatusServiceUnavailable, TypeServer, "no configuration is active yet")
 }
 
-// ResponsesNotServed answers the Responses API routes honestly: they are
-// part of the spec but not built yet, and a silent 404 would look like a typo.
+// ResponsesNotServed answers POST /v1/responses on a front end that does not
+// translate the Responses API (ext_proc): a silent 404 would look like a typo.
 func ResponsesNotServed() *Error {
 	return NewError(http.StatusNotImplemented, TypeNotImplemented,
-		"the Responses API is not served yet; use /v1/chat/completions")
+		"the Responses API is served by the standalone gateway, not behind Envoy; use /v1/chat/completions")
+}
+
+// NoResponseStore answers the stored-response routes (GET and DELETE
+// /v1/responses/{id}, …/input_items): no response store is kept, so there is
+// nothing to retrieve; 501 says the feature is off, where 404 would say the
+// id is wrong.
+func NoResponseStore() *Error {
+	return NewError(http.StatusNotImplemented, TypeNotImplemented,
+		"responses are not stored (no response store is configured under global.services.response_api), so they cannot be retrieved or deleted; keep the answer when it arrives")
 }
 
 // BadBody is the 400 for a body that could not be read.

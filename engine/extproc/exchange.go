@@ -298,7 +298,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 		}
 		for _, m := range allow {
 			if ri.method == m {
-				return x.answer(dataplane.ErrorAnswer(dataplane.ResponsesNotServed(), x.idHeader()))
+				return x.answer(dataplane.ErrorAnswer(dataplane.NoResponseStore(), x.idHeader()))
 			}
 		}
 		return x.methodNotAllowed(ri.method, path, strings.Join(allow, ", "))

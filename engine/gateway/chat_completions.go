@@ -14,7 +14,7 @@ import (
 )
 
 // APIFormatAnthropic is the api_format of models behind Anthropic-style
-// upstreams, which this gateway does not translate to yet.
+// (Messages API) upstreams.
 const APIFormatAnthropic = dataplane.APIFormatAnthropic
 
 // chatCompletions serves POST /v1/chat/completions: read the body within the
@@ -31,6 +31,12 @@ func (x *exchange) chatCompletions() {
 	if !ok {
 		return
 	}
+	x.chat(body)
+}
+
+// chat runs a chat-completion body through the request phase and answers it
+// or forwards it.
+func (x *exchange) chat(body []byte) {
 	// No gateway keys: the client's key is meant for the backend.
 	clientAuth := ""
 	if len(x.listener.APIKeys) == 0 {

@@ -79,7 +79,7 @@ func TestRoutesAndMethods(t *testing.T) {
 		status       int
 		typ          string
 	}{
-		{"POST", "/v1/responses", 501, "not_implemented"},
+		{"POST", "/v1/responses", 400, "invalid_request_error"}, // no body
 		{"GET", "/v1/responses/resp_123", 501, "not_implemented"},
 		{"DELETE", "/v1/responses/resp_123", 501, "not_implemented"},
 		{"GET", "/v1/responses/resp_123/input_items", 501, "not_implemented"},

@@ -11,8 +11,7 @@ func (x *exchange) models() {
 	x.answer(dataplane.ModelList(x.gen, x.s.started, nil))
 }
 
-// responsesNotServed answers the Responses API routes honestly: they are part
-// of the spec but not built yet, and a silent 404 would look like a typo.
-func (x *exchange) responsesNotServed() {
-	x.answer(dataplane.ErrorAnswer(dataplane.ResponsesNotServed(), nil))
+// noResponseStore answers the stored-response routes: nothing is stored.
+func (x *exchange) noResponseStore() {
+	x.answer(dataplane.ErrorAnswer(dataplane.NoResponseStore(), nil))
 }

@@ -114,7 +114,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !x.allow(http.MethodPost) || !x.authorized() {
 			return
 		}
-		x.responsesNotServed()
+		x.responses()
 	case strings.HasPrefix(path, "/v1/responses/"):
 		x.endpoint = endpointResponses
 		methods := []string{http.MethodGet, http.MethodDelete}
@@ -124,7 +124,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !x.allow(methods...) || !x.authorized() {
 			return
 		}
-		x.responsesNotServed()
+		x.noResponseStore()
 	default:
 		writeError(x.w, notFound(r))
 	}
