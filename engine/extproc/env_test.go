@@ -63,7 +63,7 @@ providers:
     - name: claude
       api_format: anthropic
       backend_refs:
-        - {base_url: "http://127.0.0.1:9", provider: anthropic}
+        - {base_url: "{{upstream}}/v1", provider: anthropic}
 recipes:
   - name: default
     signals:

@@ -22,6 +22,7 @@ import (
 	"github.com/junction-router/junction/engine/cost"
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/translate"
 )
 
 // Body send modes, shorter.
@@ -102,6 +103,19 @@ type exchange struct {
 	respPieces int
 	respTooBig bool
 	respHeld   bool // full duplex: the pieces so far are held, not yet answered
+
+	// Translation (engine/translate): responsesAPI marks a POST
+	// /v1/responses, translated to a chat completion (responsesReq) on the
+	// way in; anthropic marks a model behind the Messages API. Their answers
+	// are translated back on the way out: whole (holdJSON, errBody) or event
+	// by event (aStream, rStream).
+	responsesAPI bool
+	responsesReq *translate.ResponsesRequest
+	anthropic    bool
+	holdJSON     bool // a 2xx JSON answer to translate: held until complete
+	errBody      bool // an error answer in the Messages API's shape to translate
+	aStream      *translate.AnthropicStream
+	rStream      *translate.ResponsesStream
 
 	mu       sync.Mutex // held by whichever goroutine works on the exchange
 	timer    *time.Timer
@@ -289,7 +303,8 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 		if ri.method != http.MethodPost {
 			return x.methodNotAllowed(ri.method, path, http.MethodPost)
 		}
-		return x.answer(dataplane.ErrorAnswer(dataplane.ResponsesNotServed(), x.idHeader()))
+		x.responsesAPI = true
+		return x.chatHeaders(h, ri)
 	case strings.HasPrefix(path, "/v1/responses/"):
 		x.endpoint = dataplane.EndpointResponses
 		allow := []string{http.MethodGet, http.MethodDelete}
@@ -450,6 +465,19 @@ func (x *exchange) tooLarge() error {
 // outcome: the request to forward (header and body mutations, in the shape
 // the body mode needs), or an immediate answer.
 func (x *exchange) decide(trailers bool) error {
+	if x.responsesAPI {
+		chatBody, req, err := translate.ResponsesToChat(x.body)
+		if err != nil {
+			x.s.metrics.Error(metrics.UnknownModel, metrics.ReasonParseError)
+			e := dataplane.NewError(http.StatusBadRequest, dataplane.TypeInvalidRequest, err.Error())
+			var te *translate.Error
+			if errors.As(err, &te) && te.Param != "" {
+				e = e.WithParam(te.Param)
+			}
+			return x.answer(dataplane.ErrorAnswer(e, x.idHeader()))
+		}
+		x.body, x.responsesReq = chatBody, req
+	}
 	x.out = x.s.plane.Run(x.ctx, &dataplane.Request{
 		Gen: x.gen, Recipe: x.s.opts.Recipe, ID: x.id, Start: x.start, Body: x.body, Header: x.reqHeader.Clone(),
 	})
@@ -463,8 +491,15 @@ func (x *exchange) decide(trailers bool) error {
 		return nil
 	}
 	if out.Answer != nil {
+		if x.responsesReq != nil && out.Answer.Status/100 == 2 {
+			stream := dataplane.IsEventStream(out.Answer.Header.Get("Content-Type"))
+			if b, err := translate.ResponsesBody(out.Answer.Body, stream, x.responsesReq, time.Now().Unix()); err == nil {
+				out.Answer.Body = b
+			}
+		}
 		return x.answer(out.Answer)
 	}
+	x.anthropic = dataplane.IsAnthropic(out.Model.APIFormat)
 
 	x.s.metrics.ModelRequest(out.Model.Name)
 	x.forwarded = time.Now()
@@ -595,11 +630,22 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		m.put("cache-control", "no-cache", false)
 		m.put("x-accel-buffering", "no", false) // tell nginx-style proxies in front not to buffer
 	}
+	translating := x.anthropic || x.responsesReq != nil
+	if translating && !h.GetEndOfStream() && (st/100 == 2 || (st >= 400 && x.anthropic)) {
+		// The body changes length as it is translated.
+		m.remove = append(m.remove, "content-length")
+	}
 	resp := headersResponse(true, &m, false)
 	switch {
 	case h.GetEndOfStream():
 		x.phase = phaseDone
 		x.markComplete()
+	case st >= 400 && x.anthropic:
+		// A Messages API error: read whole, given to the client in the
+		// OpenAI shape.
+		x.phase = phaseResponseBody
+		x.errBody = true
+		resp.ModeOverride = x.responseMode(modeBuffered)
 	case st >= 400 || st < 200:
 		// An error is relayed as the backend sent it: its body is not needed.
 		x.phase = phaseDone
@@ -608,10 +654,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		resp.ModeOverride = x.responseMode(modeNone)
 	case x.sse:
 		x.phase = phaseResponseBody
-		x.rewriteSSE = x.out.DropUsage
+		x.rewriteSSE = x.out.DropUsage || translating
+		x.startStreams()
 		resp.ModeOverride = x.responseMode(modeStreamed)
 	default:
 		x.phase = phaseResponseBody
+		x.holdJSON = translating
 		resp.ModeOverride = x.responseMode(modeBuffered)
 	}
 	return x.send(resp)
@@ -634,6 +682,17 @@ func (x *exchange) responseMode(want filterv3.ProcessingMode_BodySendMode) *filt
 	return &filterv3.ProcessingMode{ResponseBodyMode: want}
 }
 
+// startStreams prepares the event translators the answer needs.
+func (x *exchange) startStreams() {
+	now := time.Now().Unix()
+	if x.anthropic {
+		x.aStream = translate.NewAnthropicStream(now)
+	}
+	if x.responsesReq != nil {
+		x.rStream = translate.NewResponsesStream(x.responsesReq, now)
+	}
+}
+
 func (x *exchange) respFullDuplex() bool {
 	return x.proto.GetResponseBodyMode() == modeFullDuplex
 }
@@ -646,7 +705,12 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 		// (response_header_mode SKIP): read what the body says.
 		x.status = http.StatusOK
 		x.sse = x.out.Stream && looksLikeEvents(b.GetBody())
-		x.rewriteSSE = x.sse && x.out.DropUsage
+		translating := x.anthropic || x.responsesReq != nil
+		x.rewriteSSE = x.sse && (x.out.DropUsage || translating)
+		x.holdJSON = !x.sse && translating
+		if x.sse {
+			x.startStreams()
+		}
 		x.phase = phaseResponseBody
 	case phasePassthrough:
 		return x.send(x.continueBody(b, true))
@@ -693,7 +757,7 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 		x.scanOff, x.scan = true, dataplane.EventScanner{}
 	default:
 		_ = x.scan.Feed(chunk, func(ev, data []byte) bool {
-			out = x.event(ev, data, rewrite, out)
+			out = x.upstreamEvent(ev, data, rewrite, out)
 			return true
 		})
 		if rewrite {
@@ -714,12 +778,16 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 				changed = true
 			}
 			if ev, data, ok := x.scan.Flush(); ok {
-				out = x.event(ev, data, rewrite, out)
+				out = x.upstreamEvent(ev, data, rewrite, out)
 			}
 		}
 		x.recordUsage()
 		if !x.doneSeen {
-			out = append(append([]byte(nil), out...), dataplane.DoneEvent...)
+			if rewrite {
+				out = x.event(dataplane.DoneEvent, doneData, true, out)
+			} else {
+				out = append(append([]byte(nil), out...), dataplane.DoneEvent...)
+			}
 			changed = true
 		}
 		x.phase = phaseDone
@@ -728,8 +796,33 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 	return x.send(x.bodyReply(true, out, changed, eos))
 }
 
+var doneData = []byte("[DONE]")
+
+// upstreamEvent handles one event as the backend sent it: a Messages API
+// event becomes the chat chunks it stands for, each handled by event.
+func (x *exchange) upstreamEvent(ev, data []byte, rewrite bool, out []byte) []byte {
+	if x.aStream == nil {
+		return x.event(ev, data, rewrite, out)
+	}
+	if data == nil || x.doneSeen {
+		return out
+	}
+	chunks, err := x.aStream.Event(data)
+	if err != nil {
+		x.s.metrics.Error(x.model, metrics.ReasonUpstream5xx)
+		chunks = [][]byte{dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
+			"the backend's event stream could not be translated: "+err.Error()).Body(), doneData}
+	}
+	for _, c := range chunks {
+		raw := append(append(append([]byte(nil), "data: "...), c...), '\n', '\n')
+		out = x.event(raw, c, true, out)
+	}
+	return out
+}
+
 // event handles one complete event of the answer; when rewriting, the
-// events to relay are appended to out.
+// events to relay are appended to out (as response.* events for a
+// Responses API request).
 func (x *exchange) event(ev, data []byte, rewrite bool, out []byte) []byte {
 	if x.doneSeen {
 		return out // the gateway relays nothing after [DONE]
@@ -745,16 +838,26 @@ func (x *exchange) event(ev, data []byte, rewrite bool, out []byte) []byte {
 			}
 			if u, usageOnly := dataplane.ChunkUsage(data); u != nil {
 				x.usage = u
-				if usageOnly && rewrite {
+				if usageOnly && rewrite && x.out.DropUsage {
 					return out
 				}
 			}
 		}
 	}
-	if rewrite {
-		out = append(out, ev...)
+	if !rewrite {
+		return out
 	}
-	return out
+	if x.rStream != nil {
+		if data == nil {
+			return out
+		}
+		events, err := x.rStream.Chunk(data)
+		if err != nil {
+			return out // not a chunk: nothing a response stream can say
+		}
+		return translate.AppendEvents(out, events)
+	}
+	return append(out, ev...)
 }
 
 // recordUsage meters a stream's usage once: at [DONE], at its end, or when
@@ -775,6 +878,9 @@ func (x *exchange) recordUsage() {
 // in pieces (a filter configured to stream answers), it is relayed as it
 // comes and only read for its usage.
 func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
+	if x.holdJSON || x.errBody {
+		return x.heldBody(b)
+	}
 	chunk, eos := b.GetBody(), b.GetEndOfStream()
 	if x.respPieces == 0 && eos {
 		out, changed := x.finishJSON(chunk, true)
@@ -825,6 +931,79 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		x.respBuf = nil
 	}
 	return x.send(x.bodyReply(true, chunk, false, eos))
+}
+
+// heldBody collects an answer that is translated whole: each piece but the
+// last is answered emptied (or, in full duplex, held unanswered); the last
+// carries the translated answer.
+func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
+	chunk, eos := b.GetBody(), b.GetEndOfStream()
+	x.respPieces++
+	if !x.respTooBig {
+		if len(x.respBuf)+len(chunk) > dataplane.MaxUpstreamBody {
+			x.respTooBig, x.respBuf = true, nil
+		} else {
+			x.respBuf = append(x.respBuf, chunk...)
+		}
+	}
+	if !eos {
+		if x.respFullDuplex() {
+			return nil
+		}
+		return x.send(bodyResponse(true, &extprocv3.CommonResponse{BodyMutation: clearBody()}))
+	}
+	out, st := x.translateAnswer(x.respBuf)
+	x.respBuf = nil
+	resp := x.bodyReply(true, out, true, true)
+	if x.respPieces == 1 && !x.respFullDuplex() {
+		// Read whole (BUFFERED): Envoy still holds the answer's headers.
+		var m mutation
+		m.put("content-length", strconv.Itoa(len(out)), false)
+		if st != 0 {
+			m.put(":status", strconv.Itoa(st), false)
+		}
+		resp.GetResponseBody().Response.HeaderMutation = m.proto()
+	}
+	return x.send(resp)
+}
+
+// translateAnswer turns a complete answer into what the client asked for:
+// a Messages API error or message into chat terms, a chat answer into a
+// Responses API object; the chat answer is metered and gains
+// routing_metadata on the way. status is the answer's new status, 0 when it
+// stays.
+func (x *exchange) translateAnswer(body []byte) ([]byte, int) {
+	fail := func(msg string) ([]byte, int) {
+		x.s.metrics.Error(x.model, metrics.ReasonUpstream5xx)
+		x.status = http.StatusBadGateway
+		x.phase = phaseDone
+		x.markComplete()
+		return dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream, msg).Body(), http.StatusBadGateway
+	}
+	if x.respTooBig {
+		return fail(fmt.Sprintf("the backend's answer exceeds %d bytes and cannot be translated", dataplane.MaxUpstreamBody))
+	}
+	if x.errBody {
+		x.phase = phaseDone
+		x.markComplete()
+		return translate.AnthropicErrorToChat(body), 0
+	}
+	if x.anthropic {
+		chat, err := translate.AnthropicToChat(body, time.Now().Unix())
+		if err != nil {
+			return fail(fmt.Sprintf("upstream for model %q answered something that is not a Messages API answer: %v", x.out.Model.Name, err))
+		}
+		body = chat
+	}
+	out, _ := x.finishJSON(body, true)
+	if x.responsesReq != nil {
+		r, err := translate.ChatToResponse(out, x.responsesReq)
+		if err != nil {
+			return fail("the backend's answer could not be given as a response: " + err.Error())
+		}
+		out = r
+	}
+	return out, 0
 }
 
 // finishJSON records a complete non-streamed answer (TTFT is the whole

@@ -445,7 +445,7 @@ func TestBadInput(t *testing.T) {
 		{"malformed JSON", envoytest.Standard, chat(`{"model":"MoM","messages":[`), 400, ""},
 		{"missing messages", envoytest.Standard, chat(`{"model":"MoM"}`), 400, ""},
 		{"unknown model", envoytest.Standard, chat(`{"model":"gpt-nope","messages":[{"role":"user","content":"hi"}]}`), 404, "model_not_found"},
-		{"anthropic model", envoytest.Standard, chat(`{"model":"claude","messages":[{"role":"user","content":"hi"}]}`), 501, ""},
+		{"responses request the Messages API cannot serve", envoytest.Standard, chat(`{"model":"claude","n":3,"messages":[{"role":"user","content":"hi"}]}`), 400, ""},
 		{"plugin on_error fail", envoytest.Standard, chat(userBody("gated")), 500, ""},
 		{"no body", envoytest.Standard, envoytest.Request{Method: "POST", Path: "/v1/chat/completions"}, 400, ""},
 		{"too large by content-length", envoytest.Standard, chat(big), 413, "request_too_large"},
@@ -509,7 +509,7 @@ func TestModelsAndOtherPaths(t *testing.T) {
 	}{
 		{"POST", "/v1/models", 405, "GET"},
 		{"GET", "/v1/chat/completions", 405, "POST"},
-		{"POST", "/v1/responses", 501, ""},
+		{"POST", "/v1/responses", 400, ""}, // no body
 		{"GET", "/v1/responses/resp_1", 501, ""},
 		{"DELETE", "/v1/responses/resp_1/input_items", 405, "GET"},
 	} {
@@ -547,7 +547,8 @@ func TestModelsAndOtherPaths(t *testing.T) {
 	}
 	s.Close()
 	eventually(t, "requests recorded", func() bool {
-		return e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "501"}) == 2
+		return e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "501"}) == 1 &&
+			e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "400"}) == 1
 	})
 	if v := e.scalar("router_requests_total", map[string]string{"endpoint": "other"}); v != 0 {
 		t.Errorf("passthrough requests are not Junction's to count: %v", v)

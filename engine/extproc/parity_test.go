@@ -109,6 +109,8 @@ func TestParityWithGateway(t *testing.T) {
 		{"malformed", `{"model":"MoM","messages":[{"role":"user","content":"hi"}`},
 		{"bad role", `{"model":"MoM","messages":[{"role":"wizard","content":"hi"}]}`},
 		{"unknown model", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`},
+		{"anthropic", `{"model":"claude","messages":[{"role":"user","content":"hi"}]}`},
+		{"anthropic stream", `{"model":"claude","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 		{"plugin failure", userBody("gated request")},
 	}
 	for i, c := range cases {

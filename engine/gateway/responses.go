@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -106,12 +105,10 @@ func (w *responsesWriter) Write(b []byte) (int, error) {
 				werr = err
 				return false
 			}
-			for _, ev := range events {
-				w.event = fmt.Appendf(w.event[:0], "event: %s\ndata: %s\n\n", ev.Name, ev.Data)
-				if _, err := w.ResponseWriter.Write(w.event); err != nil {
-					werr = err
-					return false
-				}
+			w.event = translate.AppendEvents(w.event[:0], events)
+			if _, err := w.ResponseWriter.Write(w.event); err != nil {
+				werr = err
+				return false
 			}
 			return true
 		})

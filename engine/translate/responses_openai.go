@@ -671,3 +671,40 @@ func (s *ResponsesStream) finishAll(out []ResponseEvent) []ResponseEvent {
 
 // Ended reports whether the stream is over ([DONE] or an error seen).
 func (s *ResponsesStream) Ended() bool { return s.ended }
+
+// ResponsesBody translates a complete chat answer, a chat.completion or (with
+// stream) a whole chat event stream, into the Responses API: for answers a
+// front end holds whole, such as fast responses. created is the response's
+// Unix time for a stream.
+func ResponsesBody(body []byte, stream bool, r *ResponsesRequest, created int64) ([]byte, error) {
+	if !stream {
+		return ChatToResponse(body, r)
+	}
+	s := NewResponsesStream(r, created)
+	var out []byte
+	for _, ev := range strings.Split(string(body), "\n\n") {
+		for _, line := range strings.Split(ev, "\n") {
+			data, ok := strings.CutPrefix(line, "data:")
+			if !ok {
+				continue
+			}
+			events, err := s.Chunk([]byte(strings.TrimPrefix(data, " ")))
+			if err != nil {
+				return nil, err
+			}
+			out = AppendEvents(out, events)
+		}
+	}
+	if !s.Ended() {
+		out = AppendEvents(out, s.finishAll(nil))
+	}
+	return out, nil
+}
+
+// AppendEvents appends events in server-sent-event form to dst.
+func AppendEvents(dst []byte, events []ResponseEvent) []byte {
+	for _, ev := range events {
+		dst = fmt.Appendf(dst, "event: %s\ndata: %s\n\n", ev.Name, ev.Data)
+	}
+	return dst
+}
