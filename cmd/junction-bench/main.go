@@ -39,11 +39,26 @@ func main() {
 	rounds := flag.Int("rounds", 3, "alternating rounds per target")
 	conc := flag.Int("concurrency", 64, "closed-loop clients for the throughput run")
 	tput := flag.Duration("throughput-duration", 5*time.Second, "length of the throughput run")
+	gwCPUs := flag.String("server-cpus", "", "pin the gateway to these CPUs (taskset list, e.g. 0,1; GOMAXPROCS follows)")
+	upCPUs := flag.String("backend-cpus", "", "pin the demo backend to these CPUs")
 	flag.Parse()
+	serverCPUs, backendCPUs = *gwCPUs, *upCPUs
 	if err := run(*bin, *rate, *dur, *rounds, *conc, *tput); err != nil {
 		fmt.Fprintln(os.Stderr, "junction-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// serverCPUs and backendCPUs are -server-cpus and -backend-cpus: set once by
+// main before anything starts.
+var serverCPUs, backendCPUs string
+
+// pinned is the command that runs name with args, on cpus when set.
+func pinned(ctx context.Context, cpus, name string, args ...string) *exec.Cmd {
+	if cpus == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus, name}, args...)...)
 }
 
 // config routes with the model-free signals of the example configuration.
@@ -122,8 +137,8 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	up := exec.CommandContext(ctx, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
-	gw := exec.CommandContext(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error", "--extproc=false")
+	up := pinned(ctx, backendCPUs, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
+	gw := pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error", "--extproc=false")
 	for _, c := range []*exec.Cmd{up, gw} {
 		c.Stderr = os.Stderr
 		if err := c.Start(); err != nil {

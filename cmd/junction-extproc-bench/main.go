@@ -58,7 +58,9 @@ func main() {
 	procs := flag.Int("procs", 2, "GOMAXPROCS of the server")
 	conns := flag.Int("conns", 2, "HTTP/2 connections to ext_proc (Envoy opens one per worker thread)")
 	floor := flag.String("floor-server", "", "internal: serve an empty ext_proc processor on this address")
+	cpus := flag.String("server-cpus", "", "pin Junction and the empty server to these CPUs (taskset list, e.g. 0,1); the bench itself should run elsewhere")
 	flag.Parse()
+	serverCPUs = *cpus
 	if *floor != "" {
 		if err := floorServer(*floor); err != nil {
 			fmt.Fprintln(os.Stderr, "junction-extproc-bench:", err)
@@ -70,6 +72,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "junction-extproc-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// serverCPUs is -server-cpus: set once by main before anything starts.
+var serverCPUs string
+
+// pinned is the command that runs name with args, on serverCPUs when set.
+func pinned(ctx context.Context, name string, args ...string) *exec.Cmd {
+	if serverCPUs == "" {
+		return exec.CommandContext(ctx, name, args...)
+	}
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", serverCPUs, name}, args...)...)
 }
 
 // config is junction-bench's (the example configuration's model-free
@@ -147,7 +160,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := exec.CommandContext(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error")
+	srv := pinned(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error")
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
@@ -165,7 +178,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return err
 	}
 	floorPort := freePort()
-	floorSrv := exec.CommandContext(ctx, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
+	floorSrv := pinned(ctx, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
 	floorSrv.Env = srv.Env
 	floorSrv.Stderr = os.Stderr
 	if err := floorSrv.Start(); err != nil {
