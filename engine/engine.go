@@ -85,6 +85,7 @@ type Generation struct {
 	models        map[string]*recipes.Model
 	health        selection.Health
 	signalTimeout time.Duration
+	bindings      signal.Models
 }
 
 type compiledRecipe struct {
@@ -126,6 +127,7 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		defaultRecipe: doc.DefaultRecipe(),
 		models:        map[string]*recipes.Model{},
 		health:        opts.Health,
+		bindings:      opts.Models,
 	}
 	if g.health == nil {
 		g.health = selection.AllHealthy{}
@@ -342,6 +344,11 @@ func (g *Generation) Model(name string) (*recipes.Model, bool) {
 	m, ok := g.models[name]
 	return m, ok
 }
+
+// Models returns the model bindings the generation was compiled with (nil
+// fields: the lexical fallbacks, built per recipe). Diagnostics use them so a
+// call runs on the same models as the routing it explains.
+func (g *Generation) Models() signal.Models { return g.bindings }
 
 // DefaultRecipe is the recipe used when a listener or request names none.
 func (g *Generation) DefaultRecipe() string { return g.defaultRecipe }
