@@ -1,0 +1,223 @@
+package mgmt_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/recipes"
+)
+
+// env is a management API over a real HTTP server with a configuration file
+// in a temporary folder. Every response is validated against the OpenAPI
+// document the server itself serves.
+type env struct {
+	t       *testing.T
+	path    string
+	cfg     *mgmt.Config
+	api     *mgmt.Server
+	srv     *httptest.Server
+	startup *mgmt.Startup
+	router  routers.Router
+	token   string
+}
+
+// compiler shares model bindings and the plugin runtime across generations,
+// as serve does.
+func init() {
+	// The API browser is HTML; the document says text/html with a string schema.
+	openapi3filter.RegisterBodyDecoder("text/html", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	})
+}
+
+func compiler(t *testing.T) mgmt.CompileFunc {
+	plugins := plugin.NewNative()
+	domain, err := signal.LexicalDomain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jb, err := signal.LexicalJailbreak()
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := signal.Models{Domain: domain, Jailbreak: jb, Embedder: signal.HashedEmbedder()}
+	return func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+		return engine.Compile(doc, hash, engine.Options{Plugins: plugins, Models: models})
+	}
+}
+
+func copyBase(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeConfig(t, string(b))
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "junction.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newEnv(t *testing.T, path string) *env {
+	t.Helper()
+	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: path, Compile: compiler(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mgmt.NewStartup()
+	api, err := mgmt.New(mgmt.Options{Config: cfg, Startup: st, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	// The served document, loaded as a client would.
+	resp, err := http.Get(srv.URL + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var doc *openapi3.T
+	if resp.StatusCode == http.StatusOK {
+		doc, err = openapi3.NewLoader().LoadFromData(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		doc = api.OpenAPI() // bearer mode: the test client fetches it with a token later
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("the served OpenAPI document is invalid: %v", err)
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, path: path, cfg: cfg, api: api, srv: srv, startup: st, router: router}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r reply) json(t *testing.T) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("answer is not a JSON object: %v: %s", err, r.body)
+	}
+	return v
+}
+
+func (r reply) errCode(t *testing.T) string {
+	t.Helper()
+	e, _ := r.json(t)["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}
+
+// call sends a request; body is a string (sent as is) or a value (JSON).
+func (e *env) call(method, path string, body any, hdr ...string) reply {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	e.validate(req, resp, b)
+	return reply{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// validate checks the answer against the OpenAPI document: the status must
+// be documented and the body must match its schema.
+func (e *env) validate(req *http.Request, resp *http.Response, body []byte) {
+	e.t.Helper()
+	route, params, err := e.router.FindRoute(req)
+	if err != nil {
+		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
+			return // an undocumented path answered 404/405: nothing to validate
+		}
+		e.t.Fatalf("%s %s is not in the OpenAPI document: %v", req.Method, req.URL.Path, err)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status:  resp.StatusCode,
+		Header:  resp.Header,
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		e.t.Fatalf("%s %s answered %d, which does not match the OpenAPI document: %v\nbody: %.600s", req.Method, req.URL.Path, resp.StatusCode, err, body)
+	}
+}
+
+func (e *env) etag() string {
+	e.t.Helper()
+	r := e.call("GET", "/api/v1/config", nil)
+	if r.status != 200 {
+		e.t.Fatalf("GET config: %d %s", r.status, r.body)
+	}
+	return r.header.Get("ETag")
+}
+
+func must(t *testing.T, r reply, status int) reply {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	return r
+}
