@@ -59,6 +59,10 @@ type Options struct {
 	Health selection.Health
 	// Plugins checks each decision plugin's configuration; nil skips the check.
 	Plugins PluginValidator
+	// Language is a language detector to share across generations (lingua's
+	// models take a while to load); it must know every language the
+	// document's language signals name. Nil builds one per recipe.
+	Language *signal.LanguageDetector
 }
 
 // PluginValidator checks one decision plugin's configuration. An error that
@@ -145,7 +149,7 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		}
 	}
 	for i := range doc.Recipes {
-		cr, err := compileRecipe(doc.Recipes[i], opts.Models)
+		cr, err := compileRecipe(doc.Recipes[i], opts.Models, opts.Language)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %q: %w", doc.Recipes[i].Name, err)
 		}
@@ -195,7 +199,7 @@ func dottedToPointer(field string) string {
 
 func key(kind, name string) string { return kind + "\x00" + name }
 
-func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, error) {
+func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.LanguageDetector) (*compiledRecipe, error) {
 	used := map[string]bool{}
 	var walk func(n recipes.RuleNode)
 	walk = func(n recipes.RuleNode) {
@@ -236,7 +240,7 @@ func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, err
 		}
 	}
 	isUsed := func(kind, name string) bool { return used[key(kind, name)] }
-	sets, err := signal.Compile(r.Signals, isUsed, models)
+	sets, err := signal.CompileWith(context.Background(), r.Signals, isUsed, models, signal.Options{Language: lang})
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,10 @@ type VersionsResponse struct {
 // RollbackRequest names the version to restore: version (the history
 // version number, or its RFC 3339 timestamp) or config_version.
 type RollbackRequest struct {
-	Version       *json.Number `json:"version,omitempty"`
-	ConfigVersion *int64       `json:"config_version,omitempty"`
+	// Version is a number (the history version) or a string (that number, or
+	// the entry's RFC 3339 timestamp).
+	Version       any    `json:"version,omitempty"`
+	ConfigVersion *int64 `json:"config_version,omitempty"`
 }
 
 // RecipeList answers GET /api/v1/config/recipes.

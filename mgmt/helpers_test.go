@@ -84,7 +84,12 @@ func writeConfig(t *testing.T, body string) string {
 
 func newEnv(t *testing.T, path string) *env {
 	t.Helper()
-	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: path, Compile: compiler(t)})
+	return newEnvWith(t, path, compiler(t))
+}
+
+func newEnvWith(t *testing.T, path string, compile mgmt.CompileFunc) *env {
+	t.Helper()
+	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: path, Compile: compile})
 	if err != nil {
 		t.Fatal(err)
 	}

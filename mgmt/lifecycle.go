@@ -527,7 +527,17 @@ func (c *Config) writeFile(canon []byte) error {
 }
 
 // rollbackTarget finds the history entry a rollback body names.
-func (c *Config) rollbackTarget(version *json.Number, configVersion *int64) (HistoryEntry, []byte, error) {
+func (c *Config) rollbackTarget(version any, configVersion *int64) (HistoryEntry, []byte, error) {
+	var s string
+	switch v := version.(type) {
+	case nil:
+	case float64:
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case string:
+		s = v
+	default:
+		return HistoryEntry{}, nil, newErr(http.StatusBadRequest, CodeInvalidInput, "version must be a number or a timestamp string")
+	}
 	c.mu.Lock()
 	entries := c.hist.list(0)
 	c.mu.Unlock()
@@ -537,7 +547,6 @@ func (c *Config) rollbackTarget(version *json.Number, configVersion *int64) (His
 		case configVersion != nil:
 			match = e.ConfigVersion != 0 && e.ConfigVersion == *configVersion
 		case version != nil:
-			s := version.String()
 			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
 				match = e.Version == n
 			} else if t, err := time.Parse(time.RFC3339Nano, s); err == nil {

@@ -89,9 +89,17 @@ func TestConfigLifecycle(t *testing.T) {
 		t.Fatal("rollback did not restore the first document")
 	}
 	must(t, e.call("POST", "/api/v1/config/rollback", map[string]any{"config_version": 99}, "If-Match", e.etag()), 404)
+	// By timestamp (the second version: default_model big).
+	vs = must(t, e.call("GET", "/api/v1/config/versions", nil), 200).json(t)["versions"].([]any)
+	ts := vs[2].(map[string]any)["timestamp"].(string)
+	r = must(t, e.call("POST", "/api/v1/config/rollback", map[string]any{"version": ts}, "If-Match", e.etag()), 200)
+	if e.cfg.Runtime().Current().Document().Providers.Defaults.DefaultModel != "big" {
+		t.Fatalf("rollback by timestamp: %s", r.body)
+	}
+	must(t, e.call("POST", "/api/v1/config/rollback", map[string]any{"version": true}, "If-Match", e.etag()), 400)
 	// Audit: activations and the mutations that caused them, never bodies.
 	a := must(t, e.call("GET", "/api/v1/observability/audit?action=config.activate", nil), 200).json(t)
-	if n := len(a["entries"].([]any)); n != 4 {
+	if n := len(a["entries"].([]any)); n != 5 {
 		t.Fatalf("config.activate entries: %d", n)
 	}
 	all := must(t, e.call("GET", "/api/v1/observability/audit?limit=1000", nil), 200)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/gateway"
@@ -49,8 +50,40 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 		return nil, err
 	}
 	models := signal.Models{Domain: domain, Jailbreak: jailbreak, Embedder: signal.HashedEmbedder()}
+	// The language detector is kept while it knows every language the
+	// document names, so a reload does not reload lingua's models.
+	var lang *signal.LanguageDetector
+	var langMu sync.Mutex
+	detector := func(doc *recipes.Document) (*signal.LanguageDetector, error) {
+		var codes []string
+		for _, r := range doc.Recipes {
+			for _, l := range r.Signals.Language {
+				codes = append(codes, l.Languages...)
+			}
+		}
+		if len(codes) == 0 {
+			return nil, nil
+		}
+		langMu.Lock()
+		defer langMu.Unlock()
+		for _, c := range codes {
+			if lang == nil || !lang.Knows(c) {
+				d, err := signal.NewLanguageDetector(codes...)
+				if err != nil {
+					return nil, err
+				}
+				lang = d
+				break
+			}
+		}
+		return lang, nil
+	}
 	compile := func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
-		return engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models})
+		det, err := detector(doc)
+		if err != nil {
+			return nil, err
+		}
+		return engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models, Language: det})
 	}
 	return mgmt.OpenConfig(ctx, mgmt.ConfigOptions{
 		Path: path, Builtin: recipes.BuiltinYAML(), HistoryLimit: *mf.historyLimit, Compile: compile,
