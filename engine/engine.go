@@ -90,6 +90,7 @@ type Generation struct {
 	health        selection.Health
 	signalTimeout time.Duration
 	bindings      signal.Models
+	language      *signal.LanguageDetector
 }
 
 type compiledRecipe struct {
@@ -132,6 +133,7 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		models:        map[string]*recipes.Model{},
 		health:        opts.Health,
 		bindings:      opts.Models,
+		language:      opts.Language,
 	}
 	if g.health == nil {
 		g.health = selection.AllHealthy{}
@@ -353,6 +355,10 @@ func (g *Generation) Model(name string) (*recipes.Model, bool) {
 // fields: the lexical fallbacks, built per recipe). Diagnostics use them so a
 // call runs on the same models as the routing it explains.
 func (g *Generation) Models() signal.Models { return g.bindings }
+
+// Language returns the shared language detector the generation was compiled
+// with, or nil when each recipe built its own.
+func (g *Generation) Language() *signal.LanguageDetector { return g.language }
 
 // DefaultRecipe is the recipe used when a listener or request names none.
 func (g *Generation) DefaultRecipe() string { return g.defaultRecipe }

@@ -71,9 +71,8 @@ type RecipeValidateRequest struct {
 }
 
 func (s *Server) setConfigHeaders(w http.ResponseWriter) {
-	h := s.cfg.Hashes()
-	w.Header().Set("ETag", h.ETag)
-	w.Header().Set("X-Router-Config-Version", strconv.FormatInt(h.ConfigVersion, 10))
+	w.Header().Set("ETag", s.cfg.ETag())
+	w.Header().Set("X-Router-Config-Version", strconv.FormatInt(s.cfg.ConfigVersion(), 10))
 	w.Header().Set("X-Router-Config-Hash", s.cfg.Runtime().Current().Hash())
 }
 

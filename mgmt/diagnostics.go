@@ -202,7 +202,7 @@ func (s *Server) routingPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	out := PreviewResponse{Recipe: res.Recipe, ConfigVersion: s.cfg.Hashes().ConfigVersion, ConfigHash: gen.Hash(),
+	out := PreviewResponse{Recipe: res.Recipe, ConfigVersion: s.cfg.ConfigVersion(), ConfigHash: gen.Hash(),
 		SignalErrors: []SignalError{}, MatchedRules: res.MatchedRules, Confidence: res.Confidence, ReasonCode: res.ReasonCode,
 		Decision: res.Decision, Block: res.Block, Plugins: []string{}, ClassificationMS: ms(res.ClassificationTime)}
 	if out.MatchedRules == nil {
@@ -299,7 +299,10 @@ func (s *Server) allSignals(ctx context.Context, gen *engine.Generation, rc *rec
 		for _, l := range rc.Signals.Language {
 			codes = append(codes, l.Languages...)
 		}
-		det := s.langDetector
+		det := gen.Language()
+		if det == nil {
+			det = s.langDetector
+		}
 		for _, c := range codes {
 			if det == nil || !det.Knows(c) {
 				det = nil
@@ -307,6 +310,8 @@ func (s *Server) allSignals(ctx context.Context, gen *engine.Generation, rc *rec
 			}
 		}
 		if det == nil {
+			// Built once per server, not per generation: lingua's models
+			// take seconds to load.
 			if det, err = signal.NewLanguageDetector(codes...); err != nil {
 				return nil, err
 			}
@@ -469,7 +474,7 @@ type TextRequest struct {
 // modelErr maps a model failure: a deadline is 504, anything else 500.
 func modelErr(what string, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
-		return newErr(http.StatusGatewayTimeout, "TIMEOUT_ERROR", "%s did not finish within %s", what, modelDeadline)
+		return newErr(http.StatusRequestTimeout, CodeTimeout, "%s did not finish within %s", what, modelDeadline)
 	}
 	return newErr(http.StatusInternalServerError, CodeClassificationError, "%s failed: %v", what, err)
 }

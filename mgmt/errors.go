@@ -20,6 +20,7 @@ const (
 	CodeTextTooLong          = "TEXT_TOO_LONG"
 	CodeModelNotLoaded       = "MODEL_NOT_LOADED"
 	CodeClassificationError  = "CLASSIFICATION_ERROR"
+	CodeTimeout              = "TIMEOUT_ERROR"
 	CodeNotImplemented       = "NOT_IMPLEMENTED"
 	CodeUnauthorized         = "UNAUTHORIZED"
 	CodeForbidden            = "FORBIDDEN"

@@ -28,7 +28,7 @@ import (
 // in a temporary folder. Every response is validated against the OpenAPI
 // document the server itself serves.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	path    string
 	cfg     *mgmt.Config
 	api     *mgmt.Server
@@ -48,7 +48,7 @@ func init() {
 	})
 }
 
-func compiler(t *testing.T) mgmt.CompileFunc {
+func compiler(t testing.TB) mgmt.CompileFunc {
 	plugins := plugin.NewNative()
 	domain, err := signal.LexicalDomain()
 	if err != nil {
@@ -64,7 +64,7 @@ func compiler(t *testing.T) mgmt.CompileFunc {
 	}
 }
 
-func copyBase(t *testing.T) string {
+func copyBase(t testing.TB) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/base.yaml")
 	if err != nil {
@@ -73,7 +73,7 @@ func copyBase(t *testing.T) string {
 	return writeConfig(t, string(b))
 }
 
-func writeConfig(t *testing.T, body string) string {
+func writeConfig(t testing.TB, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "junction.yaml")
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -82,12 +82,12 @@ func writeConfig(t *testing.T, body string) string {
 	return p
 }
 
-func newEnv(t *testing.T, path string) *env {
+func newEnv(t testing.TB, path string) *env {
 	t.Helper()
 	return newEnvWith(t, path, compiler(t))
 }
 
-func newEnvWith(t *testing.T, path string, compile mgmt.CompileFunc) *env {
+func newEnvWith(t testing.TB, path string, compile mgmt.CompileFunc) *env {
 	t.Helper()
 	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: path, Compile: compile})
 	if err != nil {
@@ -132,7 +132,7 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) json(t *testing.T) map[string]any {
+func (r reply) json(t testing.TB) map[string]any {
 	t.Helper()
 	var v map[string]any
 	if err := json.Unmarshal(r.body, &v); err != nil {
@@ -141,7 +141,7 @@ func (r reply) json(t *testing.T) map[string]any {
 	return v
 }
 
-func (r reply) errCode(t *testing.T) string {
+func (r reply) errCode(t testing.TB) string {
 	t.Helper()
 	e, _ := r.json(t)["error"].(map[string]any)
 	code, _ := e["code"].(string)
@@ -219,7 +219,7 @@ func (e *env) etag() string {
 	return r.header.Get("ETag")
 }
 
-func must(t *testing.T, r reply, status int) reply {
+func must(t testing.TB, r reply, status int) reply {
 	t.Helper()
 	if r.status != status {
 		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)

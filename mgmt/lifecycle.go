@@ -94,8 +94,9 @@ type Config struct {
 	status     string
 	activation *Activation
 	rejection  *Activation
-	cfgVersion int64 // serving config_version
-	activeVer  int64 // serving history version
+	cfgVersion int64  // serving config_version
+	activeVer  int64  // serving history version
+	activeHash string // generated hash of the serving document
 }
 
 // OpenConfig loads the persisted document and activates it. When it does not
@@ -190,7 +191,7 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 		}
 		c.rt = engine.NewRuntime(gen)
 		c.auth.Store(auth)
-		c.cfgVersion, c.activeVer = e.ConfigVersion, e.Version
+		c.cfgVersion, c.activeVer, c.activeHash = e.ConfigVersion, e.Version, recipes.Hash(d)
 		_ = h.markActive(e.Version, e.ConfigVersion)
 		if opts.OnActivate != nil {
 			opts.OnActivate(gen)
@@ -250,8 +251,9 @@ func (c *Config) finishActivation(act *Activation, version, cv int64, gen *engin
 	}
 	c.auth.Store(auth)
 	act.Stage, act.Result, act.FinishedAt = "activate", "activated", now()
+	activeHash := recipes.Hash(gen.Document())
 	c.st.Lock()
-	c.cfgVersion, c.activeVer = cv, version
+	c.cfgVersion, c.activeVer, c.activeHash = cv, version, activeHash
 	if c.attempt == act.Attempt {
 		c.status = StatusActive
 	}
@@ -317,7 +319,7 @@ func (c *Config) Hashes() HashStatus {
 	return HashStatus{
 		SourceConfigHash:     c.sourceHash,
 		GeneratedRuntimeHash: c.genHash,
-		ActiveRuntimeHash:    recipes.Hash(c.rt.Current().Document()),
+		ActiveRuntimeHash:    c.activeHash,
 		ActivationStatus:     c.status,
 		Activation:           c.activation,
 		ConfigVersion:        c.cfgVersion,
@@ -326,6 +328,13 @@ func (c *Config) Hashes() HashStatus {
 		ETag:                 etagOf(c.sourceHash),
 		Persisted:            c.opts.Path != "",
 	}
+}
+
+// ConfigVersion is the serving config_version.
+func (c *Config) ConfigVersion() int64 {
+	c.st.RLock()
+	defer c.st.RUnlock()
+	return c.cfgVersion
 }
 
 // persisted returns the persisted document's canonical JSON, parsed form and ETag.

@@ -3,14 +3,18 @@ package mgmt_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/recipes"
 )
 
 func TestConfigLifecycle(t *testing.T) {
@@ -294,5 +298,29 @@ func TestConcurrentMutationsAndTraffic(t *testing.T) {
 	h := e.cfg.Hashes()
 	if h.ConfigVersion < 2 || h.ConfigVersion > 1+writers*each || h.ActivationStatus != "active" || e.cfg.Runtime().Current().Hash() != h.SourceConfigHash {
 		t.Fatalf("after the race: %+v, serving %s", h, e.cfg.Runtime().Current().Hash())
+	}
+}
+
+// Without a configuration file (serve with no --config) changes live in
+// memory: they activate, and the answers say they are not persisted.
+func TestBuiltinInMemory(t *testing.T) {
+	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Builtin: recipes.BuiltinYAML(), Compile: compiler(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := mgmt.New(mgmt.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	e := &env{t: t, cfg: cfg, api: api, srv: srv}
+	e.router, _ = gorillamux.NewRouter(api.OpenAPI())
+	r := must(t, e.call("PATCH", "/api/v1/config", map[string]any{"providers": map[string]any{"defaults": map[string]any{"default_reasoning_effort": "low"}}}, "If-Match", e.etag()), 200)
+	if r.json(t)["persisted"] != false || cfg.Hashes().ConfigVersion != 2 {
+		t.Fatalf("in-memory mutation: %s", r.body)
+	}
+	if n := len(cfg.Versions(0)); n != 2 {
+		t.Fatalf("in-memory history: %d", n)
 	}
 }

@@ -279,6 +279,11 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "mode must be preview or probe (got %q)", req.Mode))
 		return
 	}
+	// RAG previews read stored data.
+	if t.Type == "rag" && !principalOf(r.Context()).Has(PermDataRead) {
+		writeError(w, newErr(http.StatusForbidden, CodeForbidden, "previewing rag needs permission %s", PermDataRead))
+		return
+	}
 	if !t.Available {
 		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
 		e.body.Status = "unavailable"

@@ -61,16 +61,16 @@ func (s *Server) routeTable() []route {
 		{method: "DELETE", path: "/api/v1/config/recipes/{name}", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.recipe.delete", summary: "delete a recipe no listener uses; needs If-Match", out: MutationResult{}, errs: []int{404, 409, 412, 428, 503}, h: s.deleteRecipe},
 
 		// preview and diagnostics
-		{method: "POST", path: "/api/v1/routing/preview", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "every configured signal, matched rules, decision and selection; calls no backend", in: PreviewRequest{}, out: PreviewResponse{}, errs: []int{400, 404}, h: s.routingPreview},
+		{method: "POST", path: "/api/v1/routing/preview", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "every configured signal, matched rules, decision and selection; calls no backend", in: PreviewRequest{}, out: PreviewResponse{}, errs: []int{400, 404, 408}, h: s.routingPreview},
 		{method: "POST", path: "/api/v1/diagnostics/nli", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "premise/hypothesis entailment (needs an NLI model)", in: NLIRequest{}, errs: []int{400, 503}, h: s.nli},
-		{method: "POST", path: "/api/v1/diagnostics/embeddings", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "text embeddings from the recipe's embedding binding", in: EmbeddingsRequest{}, out: EmbeddingsResponse{}, errs: []int{400, 404, 503}, h: s.embeddings},
-		{method: "POST", path: "/api/v1/diagnostics/similarity", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "cosine similarity of a text pair", in: SimilarityRequest{}, out: SimilarityResponse{}, errs: []int{400, 404}, h: s.similarity},
-		{method: "POST", path: "/api/v1/diagnostics/similarity/batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "similarity of a query to each candidate, in input order", in: SimilarityBatchRequest{}, out: SimilarityBatchResponse{}, errs: []int{400, 404}, h: s.similarityBatch},
+		{method: "POST", path: "/api/v1/diagnostics/embeddings", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "text embeddings from the recipe's embedding binding", in: EmbeddingsRequest{}, out: EmbeddingsResponse{}, errs: []int{400, 404, 408, 503}, h: s.embeddings},
+		{method: "POST", path: "/api/v1/diagnostics/similarity", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "cosine similarity of a text pair", in: SimilarityRequest{}, out: SimilarityResponse{}, errs: []int{400, 404, 408}, h: s.similarity},
+		{method: "POST", path: "/api/v1/diagnostics/similarity/batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "similarity of a query to each candidate, in input order", in: SimilarityBatchRequest{}, out: SimilarityBatchResponse{}, errs: []int{400, 404, 408}, h: s.similarityBatch},
 		{method: "GET", path: "/api/v1/diagnostics/models", perm: PermClassifyInvoke, sensitivity: sensInternal, tag: "diagnostics", summary: "prepared model bindings of a recipe", query: []string{"recipe"}, out: BindingList{}, errs: []int{404}, h: s.listBindings},
 	}
 	for _, task := range []string{"labels", "label-scores", "tokens", "embeddings", "rerank"} {
 		rs = append(rs, route{method: "POST", path: "/api/v1/diagnostics/models/" + task, perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics",
-			summary: "typed model call (" + task + ") on a recipe's binding", in: ModelCallRequest{}, out: ModelCallResponse{}, errs: []int{400, 404, 422, 504}, h: s.modelCall(task)})
+			summary: "typed model call (" + task + ") on a recipe's binding", in: ModelCallRequest{}, out: ModelCallResponse{}, errs: []int{400, 404, 408, 422}, h: s.modelCall(task)})
 	}
 	for _, prefix := range []string{"/api/v1/diagnostics/classify/", "/api/v1/classify/"} {
 		earlier := prefix == "/api/v1/classify/"
@@ -78,18 +78,18 @@ func (s *Server) routeTable() []route {
 		if earlier {
 			note = " (earlier revision)"
 		}
-		combined := route{method: "POST", path: prefix + "combined", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent, personal data and security together" + note, in: CombinedRequest{}, out: CombinedResponse{}, errs: bad, h: s.classifyCombined}
+		combined := route{method: "POST", path: prefix + "combined", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent, personal data and security together" + note, in: CombinedRequest{}, out: CombinedResponse{}, errs: []int{400, 408, 503}, h: s.classifyCombined}
 		if earlier {
 			combined.summary, combined.out, combined.errs, combined.h = "placeholder of the earlier revision: 501 NOT_IMPLEMENTED", nil, []int{501}, s.notImplemented("combined classification on the earlier-revision path is a placeholder; use POST /api/v1/diagnostics/classify/combined")
 		}
 		rs = append(rs,
-			route{method: "POST", path: prefix + "intent", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent (domain) classification" + note, in: IntentRequest{}, out: IntentResponse{}, errs: []int{400, 503}, h: s.classifyIntent},
+			route{method: "POST", path: prefix + "intent", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent (domain) classification" + note, in: IntentRequest{}, out: IntentResponse{}, errs: []int{400, 408, 503}, h: s.classifyIntent},
 			route{method: "POST", path: prefix + "pii", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "personal-data detection" + note, in: PIIRequest{}, out: PIIResponse{}, errs: bad, h: s.classifyPII},
-			route{method: "POST", path: prefix + "security", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "jailbreak and prompt-injection classification" + note, in: SecurityRequest{}, out: SecurityResponse{}, errs: []int{400, 503}, h: s.classifySecurity},
+			route{method: "POST", path: prefix + "security", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "jailbreak and prompt-injection classification" + note, in: SecurityRequest{}, out: SecurityResponse{}, errs: []int{400, 408, 503}, h: s.classifySecurity},
 			route{method: "POST", path: prefix + "fact-check", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "whether a text needs fact checking (needs a fact-check model)" + note, in: TextRequest{}, errs: []int{400, 503}, h: s.modelMissing("fact-check")},
 			route{method: "POST", path: prefix + "user-feedback", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "user feedback type (needs a feedback model)" + note, in: TextRequest{}, errs: []int{400, 503}, h: s.modelMissing("user-feedback")},
 			combined,
-			route{method: "POST", path: prefix + "batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "one classifier over a batch" + note, in: BatchRequest{}, out: BatchResponse{}, errs: []int{400, 503}, h: s.classifyBatch},
+			route{method: "POST", path: prefix + "batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "one classifier over a batch" + note, in: BatchRequest{}, out: BatchResponse{}, errs: []int{400, 408, 503}, h: s.classifyBatch},
 		)
 	}
 	rs = append(rs, []route{
