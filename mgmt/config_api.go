@@ -140,7 +140,7 @@ func (s *Server) planConfig(w http.ResponseWriter, r *http.Request) {
 		out.Changed = out.CandidateETag != etag
 		if doc, _, err := recipes.ParseSource(raw); err == nil {
 			out.Sections = changedSections(curDoc, doc)
-			if rs := restartReasons(curDoc, doc); len(rs) > 0 {
+			if rs := restartReasons(s.cfg.Runtime().Current().Document(), doc); len(rs) > 0 {
 				writeError(w, newErr(http.StatusConflict, CodeRestartRequired, "the candidate changes settings that need a restart; nothing was written").withReasons(rs))
 				return
 			}

@@ -378,6 +378,9 @@ type mutation struct {
 	build      func(cur []byte, curDoc *recipes.Document) ([]byte, error)
 	rollbackOf *int64
 	who        who
+	// noPrecondition: the file watcher applies what an operator wrote to the
+	// file; the file is its own precondition.
+	noPrecondition bool
 }
 
 // checkIfMatch enforces the exact-ETag precondition.
@@ -419,18 +422,25 @@ func candidate(raw []byte, cur *recipes.Document) (*recipes.Document, []byte, er
 func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error) {
 	c.mu.Lock()
 	curSrc, curDoc, etag := c.persisted()
-	if err := checkIfMatch(m, etag); err != nil {
-		c.mu.Unlock()
-		return nil, err
+	if !m.noPrecondition {
+		if err := checkIfMatch(m, etag); err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
 	}
 	raw, err := m.build(curSrc, curDoc)
 	if err != nil {
 		c.mu.Unlock()
 		return nil, err
 	}
-	doc, canon, err := candidate(raw, curDoc)
+	// What needs a restart is judged against what is running, which differs
+	// from the persisted document after a rejected activation.
+	doc, canon, err := candidate(raw, c.rt.Current().Document())
 	if err != nil {
 		c.mu.Unlock()
+		if m.source == "file" {
+			c.rejectFile(m, err)
+		}
 		return nil, err
 	}
 	hash := recipes.HashBytes(canon)
@@ -441,9 +451,12 @@ func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error
 			SourceConfigHash: hash, GeneratedRuntimeHash: hs.GeneratedRuntimeHash, ActivationStatus: hs.ActivationStatus,
 			Activation: hs.Activation, Persisted: hs.Persisted, Unchanged: true}, nil
 	}
-	if err := c.writeFile(canon); err != nil {
-		c.mu.Unlock()
-		return nil, newErr(http.StatusInternalServerError, CodeInternal, "could not persist the configuration: %v", err)
+	// A file edit is already persisted, as its author wrote it.
+	if m.source != "file" {
+		if err := c.writeFile(canon); err != nil {
+			c.mu.Unlock()
+			return nil, newErr(http.StatusInternalServerError, CodeInternal, "could not persist the configuration: %v", err)
+		}
 	}
 	entry := HistoryEntry{Version: time.Now().UnixMicro(), Timestamp: now(), Source: m.source, Filename: c.opts.Path,
 		Hash: hash, Status: StatusPending, RollbackOf: m.rollbackOf}
@@ -512,6 +525,98 @@ func (c *Config) superseded(act *Activation, version int64, w who) bool {
 	c.opts.Audit.Record(AuditEntry{Action: "config.supersede", Principal: w.principal, Role: w.role, RequestID: w.requestID,
 		Config: &AuditConfig{Attempt: act.Attempt, Result: "superseded", Source: act.Source, DocumentHash: act.DocumentHash}})
 	return true
+}
+
+// rejectFile records a hand-edited file that cannot become a candidate
+// (unreadable, invalid, or needing a restart): the running version stays,
+// activation_status is failed and the audit log says config.reject.
+func (c *Config) rejectFile(m *mutation, err error) {
+	var ae *apiError
+	reasons := []Reason{{Stage: "parse", Code: "unreadable", Message: err.Error()}}
+	if errors.As(err, &ae) && len(ae.body.Error.Reasons) > 0 {
+		reasons = ae.body.Error.Reasons
+	}
+	c.st.Lock()
+	c.attempt++
+	act := &Activation{Attempt: c.attempt, Source: "file", StartedAt: now(), Stage: reasons[0].Stage, Result: "rejected", FinishedAt: now(), Reasons: redactReasons(reasons)}
+	if raw, rerr := os.ReadFile(c.opts.Path); rerr == nil {
+		if h, herr := recipes.HashSource(raw); herr == nil {
+			act.DocumentHash = h
+		}
+	}
+	c.status, c.activation, c.rejection = StatusFailed, act, act
+	c.st.Unlock()
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
+		codes[i] = r.Code
+	}
+	c.opts.Audit.Record(AuditEntry{Action: "config.reject",
+		Config: &AuditConfig{Attempt: act.Attempt, Result: "rejected", Source: "file", DocumentHash: act.DocumentHash, Stage: act.Stage, ReasonCodes: codes}})
+	c.opts.Logf("the edited configuration file %s was not applied: %v", c.opts.Path, err)
+}
+
+// CheckFile applies the configuration file if its content differs from the
+// persisted document: an operator edited it. A pending API activation is
+// superseded by it. It reports whether a change was seen (applied or
+// rejected).
+func (c *Config) CheckFile(ctx context.Context) bool {
+	if c.opts.Path == "" {
+		return false
+	}
+	raw, err := os.ReadFile(c.opts.Path)
+	if err != nil {
+		return false
+	}
+	canon, err := recipes.CanonicalSource(raw)
+	c.st.RLock()
+	same := err == nil && recipes.HashBytes(canon) == c.sourceHash
+	lastRejected := c.rejection != nil && c.rejection.Source == "file" && c.rejection.DocumentHash != "" && c.rejection.DocumentHash == hashOrEmpty(raw)
+	c.st.RUnlock()
+	if same || lastRejected {
+		return false
+	}
+	_, err = c.apply(ctx, &mutation{source: "file", noPrecondition: true, build: func([]byte, *recipes.Document) ([]byte, error) {
+		if canon == nil {
+			return raw, nil // ParseSource reports the syntax error with its line
+		}
+		return canon, nil
+	}})
+	_ = err // the outcome is in Hashes() and the audit log
+	return true
+}
+
+func hashOrEmpty(raw []byte) string {
+	h, err := recipes.HashSource(raw)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+// WatchFile calls CheckFile every interval until ctx ends, so that a file
+// edited by hand (or rewritten by a deployment tool) is applied without a
+// restart, with the same validation and activation as an API mutation.
+func (c *Config) WatchFile(ctx context.Context, interval time.Duration) {
+	if c.opts.Path == "" || interval <= 0 {
+		return
+	}
+	var lastMod time.Time
+	var lastSize int64 = -1
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := os.Stat(c.opts.Path)
+		if err != nil || (st.ModTime().Equal(lastMod) && st.Size() == lastSize) {
+			continue
+		}
+		lastMod, lastSize = st.ModTime(), st.Size()
+		c.CheckFile(ctx)
+	}
 }
 
 // writeFile persists the document in the file's own format.

@@ -324,3 +324,47 @@ func TestBuiltinInMemory(t *testing.T) {
 		t.Fatalf("in-memory history: %d", n)
 	}
 }
+
+// A file edited by hand is applied like an API change; an invalid edit is
+// rejected and the running version stays.
+func TestFileEdit(t *testing.T) {
+	path := copyBase(t)
+	e := newEnv(t, path)
+	base, _ := os.ReadFile(path)
+	if e.cfg.CheckFile(context.Background()) {
+		t.Fatal("an unchanged file counted as a change")
+	}
+	edited := strings.Replace(string(base), "default_model: small", "default_model: big", 1) + "# edited by hand\n"
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !e.cfg.CheckFile(context.Background()) {
+		t.Fatal("the edit was not seen")
+	}
+	if e.cfg.Runtime().Current().Document().Providers.Defaults.DefaultModel != "big" || e.cfg.Hashes().ConfigVersion != 2 {
+		t.Fatalf("the edit was not activated: %+v", e.cfg.Hashes())
+	}
+	if after, _ := os.ReadFile(path); string(after) != edited {
+		t.Fatal("the operator's file was rewritten")
+	}
+	vs := e.cfg.Versions(0)
+	if vs[0].Source != "file" || !vs[0].Active {
+		t.Fatalf("history: %+v", vs[0])
+	}
+	serving := e.cfg.Runtime().Current()
+	if err := os.WriteFile(path, []byte(strings.Replace(edited, "port: 18801", "port: 18802", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.CheckFile(context.Background())
+	h := e.cfg.Hashes()
+	if e.cfg.Runtime().Current() != serving || h.ActivationStatus != "failed" || h.LastRejection == nil || h.LastRejection.Reasons[0].Code != "restart_required" {
+		t.Fatalf("a restart-only edit: %+v", h)
+	}
+	if e.cfg.CheckFile(context.Background()) {
+		t.Fatal("the same rejected edit was retried")
+	}
+	r := must(t, e.call("GET", "/api/v1/observability/audit?action=config.reject", nil), 200).json(t)
+	if n := len(r["entries"].([]any)); n != 1 {
+		t.Fatalf("config.reject entries: %d", n)
+	}
+}

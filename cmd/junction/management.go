@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/gateway"
@@ -22,6 +23,7 @@ type managementFlags struct {
 	addr         *string
 	allowRemote  *bool
 	historyLimit *int
+	watch        *time.Duration
 }
 
 func addManagementFlags(fs *flag.FlagSet) managementFlags {
@@ -30,6 +32,7 @@ func addManagementFlags(fs *flag.FlagSet) managementFlags {
 		allowRemote: fs.Bool("management-allow-remote", false,
 			"let the management API listen on a non-loopback address without bearer authentication (only behind a private network or tunnel)"),
 		historyLimit: fs.Int("config-history-limit", mgmt.DefaultHistoryLimit, "configuration versions kept beside the configuration file"),
+		watch:        fs.Duration("config-watch", 2*time.Second, "how often to look for hand edits of the configuration file (applied like an API change); 0 disables"),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ global:
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
 		go func() {
-			done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false"}, io.Discard, io.Discard)
+			done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false", "--config-watch", "50ms"}, io.Discard, io.Discard)
 		}()
 		waitFor(t, api+"/health")
 		deadline := time.Now().Add(10 * time.Second)
@@ -96,6 +97,26 @@ global:
 	if !strings.Contains(mustRead(t, cfg), "model: big") {
 		t.Fatal("the configuration file was not rewritten")
 	}
+	// A hand edit of the file is picked up by the watcher.
+	if err := os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "- model: big", "- model: small", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for selected() != "small" {
+		if time.Now().After(deadline) {
+			t.Fatal("the hand edit was not applied")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := os.WriteFile(cfg, []byte(strings.Replace(mustRead(t, cfg), "- model: small", "- model: big", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for selected() != "big" {
+		if time.Now().After(deadline) {
+			t.Fatal("the second hand edit was not applied")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	stop()
 
 	stop = serve()
@@ -113,7 +134,7 @@ global:
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&h)
 	resp.Body.Close()
-	if h.ConfigVersion != 2 || h.Status != "active" {
+	if h.ConfigVersion != 4 || h.Status != "active" { // the PATCH and the two hand edits
 		t.Fatalf("after restart: %+v", h)
 	}
 }

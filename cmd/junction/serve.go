@@ -195,6 +195,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		log.Info("metrics listening", "addr", "http://"+addr+"/metrics")
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go conf.WatchFile(wctx, *mf.watch)
 	startup.Complete()
 	log.Info("junction serving", "config", source, "hash", hash, "signals", describeMethods(gen))
 
