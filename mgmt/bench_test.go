@@ -47,7 +47,7 @@ func BenchmarkRoutingPreview(b *testing.B) {
 	body := []byte(`{"text":"this is urgent, please help"}`)
 	client := e.srv.Client()
 	// The first preview compiles the recipe's unreferenced signals (and
-	// loads the language detector); measure the steady state.
+	// embeds their candidates); measure the steady state.
 	post(b, client, "POST", e.srv.URL+"/api/v1/routing/preview", body)
 	b.ReportAllocs()
 	for b.Loop() {

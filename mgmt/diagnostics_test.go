@@ -16,17 +16,17 @@ func TestRoutingPreview(t *testing.T) {
 	}
 	// Every configured signal is answered; unreferenced ones say so.
 	sigs := p["signals"].([]any)
-	if len(sigs) != 7 {
+	if len(sigs) != 6 {
 		t.Fatalf("signals: %v", sigs)
 	}
-	var german map[string]any
+	var billing map[string]any
 	for _, s := range sigs {
-		if m := s.(map[string]any); m["name"] == "german" {
-			german = m
+		if m := s.(map[string]any); m["name"] == "billing" {
+			billing = m
 		}
 	}
-	if german == nil || german["evaluated"] != true || german["method"] != "lingua" || !strings.Contains(german["note"].(string), "preview only") {
-		t.Fatalf("german: %v", german)
+	if billing == nil || billing["evaluated"] != true || billing["method"] != "hashed-ngrams" || !strings.Contains(billing["note"].(string), "preview only") {
+		t.Fatalf("billing: %v", billing)
 	}
 	// fast_response: no selection needed.
 	p = must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"messages": []any{

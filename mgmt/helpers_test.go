@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -48,17 +49,25 @@ func init() {
 	})
 }
 
+var (
+	modelsOnce   sync.Once
+	sharedModels signal.Models
+	modelsErr    error
+)
+
 func compiler(t testing.TB) mgmt.CompileFunc {
 	plugins := plugin.NewNative()
-	domain, err := signal.LexicalDomain()
-	if err != nil {
-		t.Fatal(err)
+	modelsOnce.Do(func() {
+		sharedModels.Domain, modelsErr = signal.LexicalDomain()
+		if modelsErr == nil {
+			sharedModels.Jailbreak, modelsErr = signal.LexicalJailbreak()
+		}
+		sharedModels.Embedder = signal.HashedEmbedder()
+	})
+	if modelsErr != nil {
+		t.Fatal(modelsErr)
 	}
-	jb, err := signal.LexicalJailbreak()
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := signal.Models{Domain: domain, Jailbreak: jb, Embedder: signal.HashedEmbedder()}
+	models := sharedModels
 	return func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
 		return engine.Compile(doc, hash, engine.Options{Plugins: plugins, Models: models})
 	}

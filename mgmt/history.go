@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 )
 
 // HistoryEntry is one persisted configuration version (GET
@@ -34,6 +35,9 @@ type HistoryEntry struct {
 // beside the configuration file (<file>.history/) or, without a file, in
 // memory.
 type history struct {
+	// mu guards entries and docs: mutations add under Config.mu while
+	// activations (under Config.act) mark their outcome.
+	mu      sync.Mutex
 	dir     string // "" keeps everything in memory
 	limit   int
 	entries []HistoryEntry // newest first
@@ -69,6 +73,8 @@ func (h *history) docPath(v int64) string {
 
 // document returns a recorded version's canonical JSON.
 func (h *history) document(v int64) ([]byte, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.dir == "" {
 		if b, ok := h.docs[v]; ok {
 			return b, nil
@@ -80,14 +86,16 @@ func (h *history) document(v int64) ([]byte, error) {
 
 // add records a new newest entry with its document and drops the oldest
 // entries past the limit.
-func (h *history) add(e HistoryEntry, doc []byte) error {
+func (h *history) add(e HistoryEntry, doc []byte) (HistoryEntry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if len(h.entries) > 0 && e.Version <= h.entries[0].Version {
 		e.Version = h.entries[0].Version + 1 // unique even within one microsecond
 	}
 	if h.dir == "" {
 		h.docs[e.Version] = doc
 	} else if err := writeFileAtomic(h.docPath(e.Version), doc); err != nil {
-		return err
+		return e, err
 	}
 	h.entries = append([]HistoryEntry{e}, h.entries...)
 	for len(h.entries) > h.limit {
@@ -108,11 +116,13 @@ func (h *history) add(e HistoryEntry, doc []byte) error {
 			_ = os.Remove(h.docPath(old.Version))
 		}
 	}
-	return h.save()
+	return e, h.save()
 }
 
 // update changes the entry with version v.
 func (h *history) update(v int64, fn func(*HistoryEntry)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for i := range h.entries {
 		if h.entries[i].Version == v {
 			fn(&h.entries[i])
@@ -124,6 +134,8 @@ func (h *history) update(v int64, fn func(*HistoryEntry)) error {
 
 // markActive makes v the one active entry.
 func (h *history) markActive(v, configVersion int64) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for i := range h.entries {
 		e := &h.entries[i]
 		e.Active = e.Version == v
@@ -147,6 +159,8 @@ func (h *history) save() error {
 }
 
 func (h *history) list(n int) []HistoryEntry {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if n <= 0 || n > len(h.entries) {
 		n = len(h.entries)
 	}
@@ -154,6 +168,8 @@ func (h *history) list(n int) []HistoryEntry {
 }
 
 func (h *history) maxConfigVersion() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	var m int64
 	for _, e := range h.entries {
 		m = max(m, e.ConfigVersion)

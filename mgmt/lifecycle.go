@@ -142,14 +142,13 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 	var entry HistoryEntry
 	if perr == nil {
 		hash := recipes.HashBytes(canon)
-		if len(h.entries) > 0 && h.entries[0].Hash == hash {
-			entry = h.entries[0]
+		if es := h.list(1); len(es) > 0 && es[0].Hash == hash {
+			entry = es[0]
 		} else {
 			entry = HistoryEntry{Version: time.Now().UnixMicro(), Timestamp: now(), Source: "file", Filename: opts.Path, Hash: hash, Status: StatusPending}
-			if err := h.add(entry, canon); err != nil {
+			if entry, err = h.add(entry, canon); err != nil {
 				return nil, err
 			}
-			entry = h.entries[0]
 		}
 		c.setPersisted(canon, hash, doc, entry.Version)
 		c.attempt = 1
@@ -168,7 +167,7 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 		perr = aerr
 	}
 	// The persisted document does not load: serve the last activated version.
-	for _, e := range h.entries {
+	for _, e := range h.list(0) {
 		if !e.Active && e.Status != StatusActive {
 			continue
 		}
@@ -345,11 +344,7 @@ func (c *Config) persisted() ([]byte, *recipes.Document, string) {
 }
 
 // Versions lists the history, newest first.
-func (c *Config) Versions(n int) []HistoryEntry {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.hist.list(n)
-}
+func (c *Config) Versions(n int) []HistoryEntry { return c.hist.list(n) }
 
 // MutationResult answers a successful configuration mutation.
 type MutationResult struct {
@@ -460,11 +455,10 @@ func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error
 	}
 	entry := HistoryEntry{Version: time.Now().UnixMicro(), Timestamp: now(), Source: m.source, Filename: c.opts.Path,
 		Hash: hash, Status: StatusPending, RollbackOf: m.rollbackOf}
-	if err := c.hist.add(entry, canon); err != nil {
+	if entry, err = c.hist.add(entry, canon); err != nil {
 		c.mu.Unlock()
 		return nil, newErr(http.StatusInternalServerError, CodeInternal, "could not record the configuration history: %v", err)
 	}
-	entry = c.hist.entries[0]
 	c.setPersisted(canon, hash, doc, entry.Version)
 	c.st.Lock()
 	c.attempt++
@@ -652,9 +646,7 @@ func (c *Config) rollbackTarget(version any, configVersion *int64) (HistoryEntry
 	default:
 		return HistoryEntry{}, nil, newErr(http.StatusBadRequest, CodeInvalidInput, "version must be a number or a timestamp string")
 	}
-	c.mu.Lock()
 	entries := c.hist.list(0)
-	c.mu.Unlock()
 	for _, e := range entries {
 		match := false
 		switch {
