@@ -186,7 +186,9 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 		opts.Logf("the configuration %s does not load (%v); serving the last activated version %d (config_version %d) instead", opts.Path, perr, e.Version, e.ConfigVersion)
 		if c.doc == nil { // the file itself did not parse: the recorded version is what is persisted
 			c.setPersisted(b, e.Hash, d, e.Version)
-			c.status = StatusFailed
+			c.attempt = 1
+			act := &Activation{Attempt: 1, DocumentHash: hashOrEmpty(raw), Source: "file", StartedAt: now()}
+			c.reject(act, 0, "parse", perr, who{})
 		}
 		c.rt = engine.NewRuntime(gen)
 		c.auth.Store(auth)

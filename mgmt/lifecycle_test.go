@@ -371,3 +371,26 @@ func TestFileEdit(t *testing.T) {
 		t.Fatalf("config.reject entries: %d", n)
 	}
 }
+
+// A file that no longer parses at start: the last activated version serves
+// and the rejection is reported with its line.
+func TestStartOnUnreadableFile(t *testing.T) {
+	path := copyBase(t)
+	newEnv(t, path)
+	if err := os.WriteFile(path, []byte("version: v1\nrecipes: [unclosed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, path)
+	h := e.cfg.Hashes()
+	if h.ActivationStatus != "failed" || h.LastRejection == nil || h.LastRejection.Stage != "parse" || h.ConfigVersion != 1 {
+		t.Fatalf("start on an unreadable file: %+v", h)
+	}
+	if e.cfg.Runtime().Current().Document().Providers.Defaults.DefaultModel != "small" {
+		t.Fatal("the last activated version is not serving")
+	}
+	// Without history there is nothing to fall back on: a clear error.
+	bad := writeConfig(t, "version: v1\nrecipes: [unclosed\n")
+	if _, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: bad, Compile: compiler(t)}); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("no history: %v", err)
+	}
+}
