@@ -70,14 +70,17 @@ type RecipeValidateRequest struct {
 	Delete bool            `json:"delete,omitempty"`
 }
 
-func (s *Server) setConfigHeaders(w http.ResponseWriter) {
-	w.Header().Set("ETag", s.cfg.ETag())
+// setConfigHeaders sets the ETag of the document the answer was built from
+// (read with it, atomically: a later ETag on older content would let a
+// read-modify-write lose a concurrent update) and the serving identity.
+func (s *Server) setConfigHeaders(w http.ResponseWriter, etag string) {
+	w.Header().Set("ETag", etag)
 	w.Header().Set("X-Router-Config-Version", strconv.FormatInt(s.cfg.ConfigVersion(), 10))
 	w.Header().Set("X-Router-Config-Hash", s.cfg.Runtime().Current().Hash())
 }
 
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
-	src, _, _ := s.cfg.persisted()
+	src, _, etag := s.cfg.persisted()
 	v, err := decodeGeneric(src)
 	if err != nil {
 		writeError(w, err)
@@ -86,7 +89,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 	if !principalOf(r.Context()).Has(PermSecretView) {
 		redactDocument(v)
 	}
-	s.setConfigHeaders(w)
+	s.setConfigHeaders(w, etag)
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -206,7 +209,7 @@ func (s *Server) mutate(w http.ResponseWriter, r *http.Request, m *mutation) {
 		writeError(w, err)
 		return
 	}
-	s.setConfigHeaders(w)
+	s.setConfigHeaders(w, res.ETag)
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -339,14 +342,14 @@ func recipeIndex(doc map[string]any, name string) ([]any, int) {
 
 func (s *Server) getRecipe(w http.ResponseWriter, r *http.Request) {
 	name := mux.Vars(r)["name"]
-	src, _, _ := s.cfg.persisted()
+	src, _, etag := s.cfg.persisted()
 	v, _ := decodeGeneric(src)
 	list, i := recipeIndex(v.(map[string]any), name)
 	if i < 0 {
 		writeError(w, newErr(http.StatusNotFound, CodeUnknownRecipe, "no recipe %q; GET /api/v1/config/recipes lists them", name))
 		return
 	}
-	s.setConfigHeaders(w)
+	s.setConfigHeaders(w, etag)
 	writeJSON(w, http.StatusOK, list[i])
 }
 

@@ -251,9 +251,9 @@ func (c *Config) finishActivation(act *Activation, version, cv int64, gen *engin
 		c.rt.Activate(gen)
 	}
 	c.auth.Store(auth)
-	act.Stage, act.Result, act.FinishedAt = "activate", "activated", now()
 	activeHash := recipes.Hash(gen.Document())
 	c.st.Lock()
+	act.Stage, act.Result, act.FinishedAt = "activate", "activated", now()
 	c.cfgVersion, c.activeVer, c.activeHash = cv, version, activeHash
 	if c.attempt == act.Attempt {
 		c.status = StatusActive
@@ -269,13 +269,13 @@ func (c *Config) finishActivation(act *Activation, version, cv int64, gen *engin
 }
 
 func (c *Config) reject(act *Activation, version int64, stage string, err error, w who) {
-	act.Stage, act.Result, act.FinishedAt = stage, "rejected", now()
-	act.Reasons = redactReasons(reasonsOf(stage, err))
-	codes := make([]string, len(act.Reasons))
-	for i, r := range act.Reasons {
+	reasons := redactReasons(reasonsOf(stage, err))
+	codes := make([]string, len(reasons))
+	for i, r := range reasons {
 		codes[i] = r.Code
 	}
 	c.st.Lock()
+	act.Stage, act.Result, act.FinishedAt, act.Reasons = stage, "rejected", now(), reasons
 	if c.attempt == act.Attempt {
 		c.status = StatusFailed
 	}
@@ -322,10 +322,10 @@ func (c *Config) Hashes() HashStatus {
 		GeneratedRuntimeHash: c.genHash,
 		ActiveRuntimeHash:    c.activeHash,
 		ActivationStatus:     c.status,
-		Activation:           c.activation,
+		Activation:           copyActivation(c.activation),
 		ConfigVersion:        c.cfgVersion,
 		ActiveVersion:        c.activeVer,
-		LastRejection:        c.rejection,
+		LastRejection:        copyActivation(c.rejection),
 		ETag:                 etagOf(c.sourceHash),
 		Persisted:            c.opts.Path != "",
 	}
@@ -336,6 +336,16 @@ func (c *Config) ConfigVersion() int64 {
 	c.st.RLock()
 	defer c.st.RUnlock()
 	return c.cfgVersion
+}
+
+// copyActivation is a snapshot an answer can encode while the activation
+// goes on (its fields change under Config.st).
+func copyActivation(a *Activation) *Activation {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
 }
 
 // persisted returns the persisted document's canonical JSON, parsed form and ETag.
@@ -482,18 +492,18 @@ func (c *Config) activate(ctx context.Context, act *Activation, version int64, d
 	c.act.Lock()
 	defer c.act.Unlock()
 	if c.superseded(act, version, w) {
-		res.ActivationStatus, res.Activation = StatusPending, act
+		res.ActivationStatus, res.Activation = StatusPending, c.snapshot(act)
 		return nil
 	}
 	gen, auth, stage, err := c.prepare(ctx, doc, hash)
 	if c.superseded(act, version, w) {
-		res.ActivationStatus, res.Activation = StatusPending, act
+		res.ActivationStatus, res.Activation = StatusPending, c.snapshot(act)
 		return nil
 	}
 	if err != nil {
 		c.reject(act, version, stage, err, w)
 		e := newErr(http.StatusServiceUnavailable, CodeActivationFailed,
-			"the configuration was persisted but its activation failed at stage %s; the previous version keeps serving. Read the new ETag and fix or roll back rather than retrying", stage).withReasons(act.Reasons)
+			"the configuration was persisted but its activation failed at stage %s; the previous version keeps serving. Read the new ETag and fix or roll back rather than retrying", stage).withReasons(c.snapshot(act).Reasons)
 		e.body.Status = "activation_failed"
 		e.body.Error.CurrentETag = etagOf(hash)
 		return e
@@ -505,18 +515,26 @@ func (c *Config) activate(ctx context.Context, act *Activation, version int64, d
 		cv = mcv
 	}
 	c.finishActivation(act, version, cv, gen, auth, w)
-	res.ConfigVersion, res.ActivationStatus, res.Activation = cv, StatusActive, act
+	res.ConfigVersion, res.ActivationStatus, res.Activation = cv, StatusActive, c.snapshot(act)
 	return nil
 }
 
-func (c *Config) superseded(act *Activation, version int64, w who) bool {
+func (c *Config) snapshot(a *Activation) *Activation {
 	c.st.RLock()
+	defer c.st.RUnlock()
+	return copyActivation(a)
+}
+
+func (c *Config) superseded(act *Activation, version int64, w who) bool {
+	c.st.Lock()
 	newer := c.attempt > act.Attempt
-	c.st.RUnlock()
+	if newer {
+		act.Result, act.FinishedAt = "superseded", now()
+	}
+	c.st.Unlock()
 	if !newer {
 		return false
 	}
-	act.Result, act.FinishedAt = "superseded", now()
 	_ = c.hist.update(version, func(e *HistoryEntry) { e.Status = "superseded" })
 	c.opts.Audit.Record(AuditEntry{Action: "config.supersede", Principal: w.principal, Role: w.role, RequestID: w.requestID,
 		Config: &AuditConfig{Attempt: act.Attempt, Result: "superseded", Source: act.Source, DocumentHash: act.DocumentHash}})
