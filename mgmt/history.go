@@ -37,8 +37,12 @@ type HistoryEntry struct {
 type history struct {
 	// mu guards entries and docs: mutations add under Config.mu while
 	// activations (under Config.act) mark their outcome.
-	mu      sync.Mutex
-	dir     string // "" keeps everything in memory
+	mu  sync.Mutex
+	dir string // "" keeps everything in memory
+	// lazy: the folder does not exist yet. Merely starting serve must not
+	// write beside the operator's file, so the history stays in memory until
+	// the first change (materialize) creates the folder.
+	lazy    bool
 	limit   int
 	entries []HistoryEntry // newest first
 	docs    map[int64][]byte
@@ -51,11 +55,9 @@ func openHistory(dir string, limit int) (*history, error) {
 	if dir == "" {
 		return h, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("configuration history folder %s: %w", dir, err)
-	}
 	b, err := os.ReadFile(filepath.Join(dir, historyIndex))
 	if errors.Is(err, fs.ErrNotExist) {
+		h.lazy = true
 		return h, nil
 	}
 	if err != nil {
@@ -75,7 +77,7 @@ func (h *history) docPath(v int64) string {
 func (h *history) document(v int64) ([]byte, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.dir == "" {
+	if h.dir == "" || h.lazy {
 		if b, ok := h.docs[v]; ok {
 			return b, nil
 		}
@@ -92,7 +94,7 @@ func (h *history) add(e HistoryEntry, doc []byte) (HistoryEntry, error) {
 	if len(h.entries) > 0 && e.Version <= h.entries[0].Version {
 		e.Version = h.entries[0].Version + 1 // unique even within one microsecond
 	}
-	if h.dir == "" {
+	if h.dir == "" || h.lazy {
 		h.docs[e.Version] = doc
 	} else if err := writeFileAtomic(h.docPath(e.Version), doc); err != nil {
 		return e, err
@@ -110,7 +112,7 @@ func (h *history) add(e HistoryEntry, doc []byte) (HistoryEntry, error) {
 		} else {
 			h.entries = h.entries[:len(h.entries)-1]
 		}
-		if h.dir == "" {
+		if h.dir == "" || h.lazy {
 			delete(h.docs, old.Version)
 		} else {
 			_ = os.Remove(h.docPath(old.Version))
@@ -147,8 +149,29 @@ func (h *history) markActive(v, configVersion int64) error {
 	return h.save()
 }
 
+// materialize creates the history folder and writes what was kept in
+// memory so far; a no-op once done or without a folder.
+func (h *history) materialize() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dir == "" || !h.lazy {
+		return nil
+	}
+	if err := os.MkdirAll(h.dir, 0o700); err != nil {
+		return fmt.Errorf("configuration history folder %s: %w", h.dir, err)
+	}
+	for v, doc := range h.docs {
+		if err := writeFileAtomic(h.docPath(v), doc); err != nil {
+			return err
+		}
+	}
+	h.lazy = false
+	h.docs = map[int64][]byte{}
+	return h.save()
+}
+
 func (h *history) save() error {
-	if h.dir == "" {
+	if h.dir == "" || h.lazy {
 		return nil
 	}
 	b, err := json.MarshalIndent(h.entries, "", "  ")

@@ -458,6 +458,10 @@ func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error
 			SourceConfigHash: hash, GeneratedRuntimeHash: hs.GeneratedRuntimeHash, ActivationStatus: hs.ActivationStatus,
 			Activation: hs.Activation, Persisted: hs.Persisted, Unchanged: true}, nil
 	}
+	if err := c.hist.materialize(); err != nil {
+		c.mu.Unlock()
+		return nil, newErr(http.StatusInternalServerError, CodeInternal, "could not create the configuration history: %v", err)
+	}
 	// A file edit is already persisted, as its author wrote it.
 	if m.source != "file" {
 		if err := c.writeFile(canon); err != nil {

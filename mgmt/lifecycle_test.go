@@ -376,16 +376,17 @@ func TestFileEdit(t *testing.T) {
 // and the rejection is reported with its line.
 func TestStartOnUnreadableFile(t *testing.T) {
 	path := copyBase(t)
-	newEnv(t, path)
+	first := newEnv(t, path)
+	must(t, first.call("PATCH", "/api/v1/config", map[string]any{"providers": map[string]any{"defaults": map[string]any{"default_model": "big"}}}, "If-Match", first.etag()), 200)
 	if err := os.WriteFile(path, []byte("version: v1\nrecipes: [unclosed\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t, path)
 	h := e.cfg.Hashes()
-	if h.ActivationStatus != "failed" || h.LastRejection == nil || h.LastRejection.Stage != "parse" || h.ConfigVersion != 1 {
+	if h.ActivationStatus != "failed" || h.LastRejection == nil || h.LastRejection.Stage != "parse" || h.ConfigVersion != 2 {
 		t.Fatalf("start on an unreadable file: %+v", h)
 	}
-	if e.cfg.Runtime().Current().Document().Providers.Defaults.DefaultModel != "small" {
+	if e.cfg.Runtime().Current().Document().Providers.Defaults.DefaultModel != "big" {
 		t.Fatal("the last activated version is not serving")
 	}
 	// Without history there is nothing to fall back on: a clear error.
@@ -393,4 +394,20 @@ func TestStartOnUnreadableFile(t *testing.T) {
 	if _, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: bad, Compile: compiler(t)}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("no history: %v", err)
 	}
+}
+
+// Starting on a file writes nothing beside it; the first change creates the
+// history with the original version in it.
+func TestHistoryCreatedOnFirstChange(t *testing.T) {
+	path := copyBase(t)
+	e := newEnv(t, path)
+	if _, err := os.Stat(path + ".history"); !os.IsNotExist(err) {
+		t.Fatalf("starting wrote a history folder: %v", err)
+	}
+	must(t, e.call("PATCH", "/api/v1/config", map[string]any{"providers": map[string]any{"defaults": map[string]any{"default_model": "big"}}}, "If-Match", e.etag()), 200)
+	entries, err := os.ReadDir(path + ".history")
+	if err != nil || len(entries) != 3 { // index and two documents
+		t.Fatalf("history folder: %v %v", entries, err)
+	}
+	must(t, e.call("POST", "/api/v1/config/rollback", map[string]any{"config_version": 1}, "If-Match", e.etag()), 200)
 }
