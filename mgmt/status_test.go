@@ -105,6 +105,13 @@ func TestBearerAuth(t *testing.T) {
 	}
 	must(t, e.call("GET", "/api/v1/observability/audit", nil), 403)
 	must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"text": "hi"}), 403)
+	// Previews are config.read; header values need secret_view, probes classify.invoke.
+	chatReq := map[string]any{"model": "MoM", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	pv := must(t, e.call("POST", "/api/v1/plugins/header_mutation/preview", map[string]any{"binding": map[string]any{"recipe": "default", "decision": "urgent"}, "request": chatReq}), 200).json(t)
+	if pv["headers"].(map[string]any)["X-Route"] != "<redacted>" {
+		t.Fatalf("preview headers for a reader: %v", pv["headers"])
+	}
+	must(t, e.call("POST", "/api/v1/plugins/header_mutation/preview", map[string]any{"mode": "probe", "binding": map[string]any{"recipe": "default", "decision": "urgent"}, "request": chatReq}), 403)
 	e.token = "admin-token-123"
 	full := must(t, e.call("GET", "/api/v1/config", nil), 200)
 	if !strings.Contains(string(full.body), "client-secret-key") {
