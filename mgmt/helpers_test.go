@@ -160,24 +160,28 @@ func (r reply) errCode(t testing.TB) string {
 // call sends a request; body is a string (sent as is) or a value (JSON).
 func (e *env) call(method, path string, body any, hdr ...string) reply {
 	e.t.Helper()
-	var rd io.Reader
+	var raw []byte
+	contentType := "application/json"
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
+		if !strings.HasPrefix(strings.TrimSpace(b), "{") {
+			contentType = "application/yaml"
+		}
 	default:
 		j, err := json.Marshal(b)
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		rd = bytes.NewReader(j)
+		raw = j
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(raw))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
@@ -191,13 +195,13 @@ func (e *env) call(method, path string, body any, hdr ...string) reply {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	e.validate(req, resp, b)
+	e.validate(req, raw, resp, b)
 	return reply{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
 // validate checks the answer against the OpenAPI document: the status must
 // be documented and the body must match its schema.
-func (e *env) validate(req *http.Request, resp *http.Response, body []byte) {
+func (e *env) validate(req *http.Request, reqBody []byte, resp *http.Response, body []byte) {
 	e.t.Helper()
 	route, params, err := e.router.FindRoute(req)
 	if err != nil {
@@ -205,6 +209,16 @@ func (e *env) validate(req *http.Request, resp *http.Response, body []byte) {
 			return // an undocumented path answered 404/405: nothing to validate
 		}
 		e.t.Fatalf("%s %s is not in the OpenAPI document: %v", req.Method, req.URL.Path, err)
+	}
+	// A request the server accepted must match the document's request schema.
+	if resp.StatusCode < 300 {
+		r2 := req.Clone(context.Background())
+		r2.Body = io.NopCloser(bytes.NewReader(reqBody))
+		rin := &openapi3filter.RequestValidationInput{Request: r2, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if err := openapi3filter.ValidateRequest(context.Background(), rin); err != nil {
+			e.t.Fatalf("%s %s was accepted but does not match the OpenAPI request schema: %v", req.Method, req.URL.Path, err)
+		}
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
