@@ -97,6 +97,9 @@ type Config struct {
 	cfgVersion int64  // serving config_version
 	activeVer  int64  // serving history version
 	activeHash string // generated hash of the serving document
+	// where the management API listens (GuardListener)
+	bindAddr    string
+	allowRemote bool
 }
 
 // OpenConfig loads the persisted document and activates it. When it does not
@@ -443,6 +446,9 @@ func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error
 	// What needs a restart is judged against what is running, which differs
 	// from the persisted document after a rejected activation.
 	doc, canon, err := candidate(raw, c.rt.Current().Document())
+	if err == nil {
+		err = c.checkBind(doc)
+	}
 	if err != nil {
 		c.mu.Unlock()
 		if m.source == "file" {
@@ -543,6 +549,29 @@ func (c *Config) superseded(act *Activation, version int64, w who) bool {
 	c.opts.Audit.Record(AuditEntry{Action: "config.supersede", Principal: w.principal, Role: w.role, RequestID: w.requestID,
 		Config: &AuditConfig{Attempt: act.Attempt, Result: "superseded", Source: act.Source, DocumentHash: act.DocumentHash}})
 	return true
+}
+
+// GuardListener tells the lifecycle where the management API listens, so
+// that a change turning authentication off while it listens on a
+// non-loopback address is refused (allowRemote: the operator accepted that).
+func (c *Config) GuardListener(addr string, allowRemote bool) {
+	c.st.Lock()
+	defer c.st.Unlock()
+	c.bindAddr, c.allowRemote = addr, allowRemote
+}
+
+func (c *Config) checkBind(doc *recipes.Document) error {
+	c.st.RLock()
+	addr, allow := c.bindAddr, c.allowRemote
+	c.st.RUnlock()
+	if addr == "" {
+		return nil
+	}
+	if err := ListenAddr(addr, doc.Global.Services.ManagementAPI.Auth.Mode, allow); err != nil {
+		return newErr(http.StatusConflict, CodeInvalidConfig, "the change would leave the management API unauthenticated on a non-loopback address").withReasons([]Reason{{
+			Stage: "validate", Code: "insecure_management_bind", Path: "/global/services/management_api/auth/mode", Message: err.Error()}})
+	}
+	return nil
 }
 
 // rejectFile records a hand-edited file that cannot become a candidate

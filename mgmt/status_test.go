@@ -125,6 +125,13 @@ func TestBearerAuth(t *testing.T) {
 	if keys := e.cfg.Runtime().Current().Document().Listeners[0].APIKeys; keys[0] != "client-secret-key" {
 		t.Fatalf("api_keys after a redacted write: %v", keys)
 	}
+	// Listening beyond loopback, authentication cannot be switched off.
+	e.cfg.GuardListener("0.0.0.0:8080", false)
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"services": map[string]any{"management_api": map[string]any{"auth": map[string]any{"mode": "none"}}}}}, "If-Match", e.etag()), 409)
+	if !strings.Contains(string(r.body), "insecure_management_bind") {
+		t.Fatalf("auth off on a remote bind: %s", r.body)
+	}
+	e.cfg.GuardListener("127.0.0.1:8080", false)
 	// Tokens never reach the audit log; the principal does.
 	a := must(t, e.call("GET", "/api/v1/observability/audit?limit=1000", nil), 200)
 	if strings.Contains(string(a.body), "token-") || !strings.Contains(string(a.body), `"principal":"alice"`) {

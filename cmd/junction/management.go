@@ -96,7 +96,10 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 }
 
 // managementAddr is where the management API listens, or "" when it is off.
-func managementAddr(mf managementFlags, doc *recipes.Document) (string, error) {
+// The lifecycle learns it, so that no later change can turn authentication
+// off while the API listens beyond loopback.
+func managementAddr(mf managementFlags, conf *mgmt.Config) (string, error) {
+	doc := conf.Runtime().Current().Document()
 	addr := *mf.addr
 	if addr == "off" {
 		return "", nil
@@ -108,5 +111,6 @@ func managementAddr(mf managementFlags, doc *recipes.Document) (string, error) {
 	if err := mgmt.ListenAddr(addr, doc.Global.Services.ManagementAPI.Auth.Mode, *mf.allowRemote); err != nil {
 		return "", err
 	}
+	conf.GuardListener(addr, *mf.allowRemote)
 	return addr, nil
 }

@@ -66,7 +66,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	rt := conf.Runtime()
 	gen := rt.Current()
 	doc, hash := gen.Document(), gen.Hash()
-	mAddr, err := managementAddr(mf, doc)
+	mAddr, err := managementAddr(mf, conf)
 	if err != nil {
 		return err
 	}
