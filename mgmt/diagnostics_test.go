@@ -170,7 +170,7 @@ func TestModelDiagnostics(t *testing.T) {
 		t.Fatalf("embedding inventory: %d", n)
 	}
 	ml := must(t, e.call("GET", "/v1/models", nil), 200).json(t)
-	if ml["data"].([]any)[0].(map[string]any)["id"] != "MoM" {
+	if ml["data"].([]any)[0].(map[string]any)["id"] != "MoM" || ml["data"].([]any)[1].(map[string]any)["id"] != "auto" || len(ml["data"].([]any)) != 4 {
 		t.Fatalf("models: %v", ml)
 	}
 }

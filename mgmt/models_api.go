@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
@@ -562,8 +563,20 @@ type ModelListResponse struct {
 	Data   []dataplane.ModelEntry `json:"data"`
 }
 
+// modelList answers GET /v1/models on the management listener: the gateway's
+// list plus the routing alias auto, which document 001 says this listing
+// includes (the gateway lists MoM alone so a model picker shows one entry).
 func (s *Server) modelList(w http.ResponseWriter, r *http.Request) {
-	a := dataplane.ModelList(s.cfg.Runtime().Current(), s.started, w.Header())
-	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Body)
+	a := dataplane.ModelList(s.cfg.Runtime().Current(), s.started, nil)
+	var out ModelListResponse
+	if a.Status != http.StatusOK || json.Unmarshal(a.Body, &out) != nil || len(out.Data) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.Status)
+		_, _ = w.Write(a.Body)
+		return
+	}
+	auto := out.Data[0]
+	auto.ID = engine.ModelAuto
+	out.Data = append([]dataplane.ModelEntry{out.Data[0], auto}, out.Data[1:]...)
+	writeJSON(w, http.StatusOK, out)
 }
