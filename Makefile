@@ -60,6 +60,7 @@ bench: build
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./mgmt/
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

@@ -59,6 +59,10 @@ type Options struct {
 	Health selection.Health
 	// Plugins checks each decision plugin's configuration; nil skips the check.
 	Plugins PluginValidator
+	// Language is a language detector to share across generations (lingua's
+	// models take a while to load); it must know every language the
+	// document's language signals name. Nil builds one per recipe.
+	Language *signal.LanguageDetector
 }
 
 // PluginValidator checks one decision plugin's configuration. An error that
@@ -85,6 +89,8 @@ type Generation struct {
 	models        map[string]*recipes.Model
 	health        selection.Health
 	signalTimeout time.Duration
+	bindings      signal.Models
+	language      *signal.LanguageDetector
 }
 
 type compiledRecipe struct {
@@ -126,6 +132,8 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		defaultRecipe: doc.DefaultRecipe(),
 		models:        map[string]*recipes.Model{},
 		health:        opts.Health,
+		bindings:      opts.Models,
+		language:      opts.Language,
 	}
 	if g.health == nil {
 		g.health = selection.AllHealthy{}
@@ -143,7 +151,7 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		}
 	}
 	for i := range doc.Recipes {
-		cr, err := compileRecipe(doc.Recipes[i], opts.Models)
+		cr, err := compileRecipe(doc.Recipes[i], opts.Models, opts.Language)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %q: %w", doc.Recipes[i].Name, err)
 		}
@@ -193,7 +201,7 @@ func dottedToPointer(field string) string {
 
 func key(kind, name string) string { return kind + "\x00" + name }
 
-func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, error) {
+func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.LanguageDetector) (*compiledRecipe, error) {
 	used := map[string]bool{}
 	var walk func(n recipes.RuleNode)
 	walk = func(n recipes.RuleNode) {
@@ -234,7 +242,7 @@ func compileRecipe(r recipes.Recipe, models signal.Models) (*compiledRecipe, err
 		}
 	}
 	isUsed := func(kind, name string) bool { return used[key(kind, name)] }
-	sets, err := signal.Compile(r.Signals, isUsed, models)
+	sets, err := signal.CompileWith(context.Background(), r.Signals, isUsed, models, signal.Options{Language: lang})
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +350,15 @@ func (g *Generation) Model(name string) (*recipes.Model, bool) {
 	m, ok := g.models[name]
 	return m, ok
 }
+
+// Models returns the model bindings the generation was compiled with (nil
+// fields: the lexical fallbacks, built per recipe). Diagnostics use them so a
+// call runs on the same models as the routing it explains.
+func (g *Generation) Models() signal.Models { return g.bindings }
+
+// Language returns the shared language detector the generation was compiled
+// with, or nil when each recipe built its own.
+func (g *Generation) Language() *signal.LanguageDetector { return g.language }
 
 // DefaultRecipe is the recipe used when a listener or request names none.
 func (g *Generation) DefaultRecipe() string { return g.defaultRecipe }

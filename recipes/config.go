@@ -350,9 +350,37 @@ type ManagementAPI struct {
 	Auth    Auth   `json:"auth,omitempty"`
 }
 
-// Auth configures management authentication.
+// Auth configures management authentication. Mode "bearer" requires every
+// route but GET /health to present a token; Roles grant permissions and Tokens
+// say where each principal's token is read from (never the token itself).
 type Auth struct {
-	Mode string `json:"mode,omitempty"`
+	Mode   string      `json:"mode,omitempty"`
+	Roles  []AuthRole  `json:"roles,omitempty"`
+	Tokens []AuthToken `json:"tokens,omitempty"`
+}
+
+// AuthRole is a named set of management permissions ("config.read",
+// "config.write", "secret_view", ...; "*" grants every permission).
+type AuthRole struct {
+	Name        string   `json:"name"`
+	Permissions []string `json:"permissions"`
+}
+
+// AuthToken is one principal's bearer token source: exactly one of Env (an
+// environment variable holding the token) or File (a file holding it, trailing
+// whitespace ignored).
+type AuthToken struct {
+	// Name identifies the principal in audit records.
+	Name  string   `json:"name"`
+	Roles []string `json:"roles"`
+	Env   string   `json:"env,omitempty"`
+	File  string   `json:"file,omitempty"`
+}
+
+// ManagementPermissions are the permission names a management role may grant.
+var ManagementPermissions = []string{
+	"ready.read", "config.read", "config.write", "secret_view", "data.read", "data.write",
+	"classify.invoke", "audit.read", "learning.ingest", "cache.read", "cache.invalidate", "cache.manage",
 }
 
 // APIService configures the utility APIs.

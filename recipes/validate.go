@@ -669,6 +669,7 @@ func (c *checker) global() {
 	default:
 		c.add("/global/services/management_api/auth/mode", CodeInvalidValue, "must be none or bearer (got %q)", s.ManagementAPI.Auth.Mode)
 	}
+	c.managementAuth(&s.ManagementAPI.Auth)
 	if n := s.API.BatchClassification.MaxBatchSize; n < 1 {
 		c.add("/global/services/api/batch_classification/max_batch_size", CodeInvalidValue, "must be at least 1 (got %d)", n)
 	}
@@ -883,3 +884,46 @@ var iso6391 = func() map[string]bool {
 
 // IsLanguageCode reports whether code is an ISO 639-1 two-letter code (case-insensitive).
 func IsLanguageCode(code string) bool { return iso6391[strings.ToLower(code)] }
+
+// managementAuth checks roles and token sources: unique names, known
+// permissions, known roles, exactly one source per token, and at least one
+// token when bearer mode is on (otherwise nobody could call the API).
+func (c *checker) managementAuth(a *Auth) {
+	const base = "/global/services/management_api/auth"
+	known := map[string]bool{"*": true}
+	for _, p := range ManagementPermissions {
+		known[p] = true
+	}
+	roles := map[string]bool{}
+	for i, r := range a.Roles {
+		p := fmt.Sprintf("%s/roles/%d", base, i)
+		if roles[r.Name] {
+			c.add(p+"/name", CodeDuplicate, "role %q is defined twice", r.Name)
+		}
+		roles[r.Name] = true
+		for j, perm := range r.Permissions {
+			if !known[perm] {
+				c.add(fmt.Sprintf("%s/permissions/%d", p, j), CodeInvalidValue, "unknown permission %q; use one of %s or \"*\"", perm, strings.Join(ManagementPermissions, ", "))
+			}
+		}
+	}
+	names := map[string]bool{}
+	for i, t := range a.Tokens {
+		p := fmt.Sprintf("%s/tokens/%d", base, i)
+		if names[t.Name] {
+			c.add(p+"/name", CodeDuplicate, "token %q is defined twice", t.Name)
+		}
+		names[t.Name] = true
+		if (t.Env == "") == (t.File == "") {
+			c.add(p, CodeConflict, "token %q needs exactly one source: env (an environment variable name) or file (a path); tokens are never written inline", t.Name)
+		}
+		for j, r := range t.Roles {
+			if !roles[r] {
+				c.add(fmt.Sprintf("%s/roles/%d", p, j), CodeUnknownRef, "token %q names role %q, which is not in auth.roles", t.Name, r)
+			}
+		}
+	}
+	if a.Mode == "bearer" && len(a.Tokens) == 0 {
+		c.add(base+"/tokens", CodeMissingField, "bearer mode needs at least one token source (name, roles, env or file)")
+	}
+}

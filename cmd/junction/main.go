@@ -18,7 +18,7 @@ import (
 const usage = `junction — a routing engine for LLM chat traffic
 
 Usage:
-  junction serve [--config FILE]            serve the gateway and the Envoy ext_proc hook
+  junction serve [--config FILE]            serve the gateway, the Envoy ext_proc hook and the management API
                                             (built-in demo recipe without --config)
   junction route [--config FILE] PROMPT     print the routing decision for PROMPT; calls no backend
   junction config validate FILE...          check configuration documents; prints every error with its path

@@ -22,6 +22,7 @@ import (
 	"github.com/junction-router/junction/engine/gateway"
 	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -35,6 +36,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epCert := fs.String("extproc-tls-cert", "", "serve ext_proc over TLS with this certificate (PEM); needs --extproc-tls-key")
 	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
+	mf := addManagementFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -51,7 +53,20 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
 
-	doc, hash, err := loadDocument(*cfg)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
+	defer ups.Close()
+	plugins := plugin.NewNative()
+	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, log)
+	if err != nil {
+		return err
+	}
+	rt := conf.Runtime()
+	gen := rt.Current()
+	doc, hash := gen.Document(), gen.Hash()
+	mAddr, err := managementAddr(mf, conf)
 	if err != nil {
 		return err
 	}
@@ -63,19 +78,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		source = "built-in configuration (demo backends, no network needed)"
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg)
-	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
-	defer ups.Close()
-	ups.Health().SetModels(doc.Providers.Models)
-
-	plugins := plugin.NewNative()
-	gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins})
-	if err != nil {
-		return err
-	}
-	rt := engine.NewRuntime(gen)
+	startup := mgmt.NewStartup()
+	startup.Begin()
 
 	var servers []*http.Server
 	var listeners []net.Listener // closed directly on a failed start: Serve may not hold them yet
@@ -112,6 +116,17 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 		}()
 		return nil
+	}
+	if mAddr != "" {
+		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: version})
+		if err != nil {
+			return err
+		}
+		if err := start("management", mAddr, api.Handler()); err != nil {
+			abandon()
+			return err
+		}
+		log.Info("management API listening", "addr", "http://"+mAddr, "docs", "http://"+mAddr+"/docs")
 	}
 	for _, l := range doc.Listeners {
 		if !*gwOn {
@@ -180,6 +195,10 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		log.Info("metrics listening", "addr", "http://"+addr+"/metrics")
 	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go conf.WatchFile(wctx, *mf.watch)
+	startup.Complete()
 	log.Info("junction serving", "config", source, "hash", hash, "signals", describeMethods(gen))
 
 	select {

@@ -1,0 +1,222 @@
+package mgmt
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3gen"
+)
+
+// buildOpenAPI derives the OpenAPI 3.0 document from the route table: one
+// operation per route, request and response schemas generated from the Go
+// types the handlers encode, the error body on every documented error, and
+// the permission and sensitivity as x- extensions.
+func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
+	if version == "" {
+		version = "dev"
+	}
+	doc := &openapi3.T{
+		OpenAPI: "3.0.3",
+		Info: &openapi3.Info{Title: "Junction management API", Version: version,
+			Description: "The control plane of Junction: configuration lifecycle, previews, diagnostics, plugins, status and audit. Generated from the route table."},
+		Paths: openapi3.NewPaths(),
+		Components: &openapi3.Components{
+			Schemas: openapi3.Schemas{},
+			SecuritySchemes: openapi3.SecuritySchemes{
+				"bearer": &openapi3.SecuritySchemeRef{Value: openapi3.NewJWTSecurityScheme().WithBearerFormat("opaque")},
+			},
+		},
+	}
+	// Slices, maps and pointers may encode as null; say so, so that response
+	// validation checks types rather than tripping over Go's nil.
+	gen := openapi3gen.NewGenerator(openapi3gen.SchemaCustomizer(func(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
+		switch t.Kind() {
+		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
+			s.Nullable = true
+		}
+		return nil
+	}))
+	schema := func(v any) (*openapi3.SchemaRef, error) {
+		return gen.NewSchemaRefForValue(v, doc.Components.Schemas)
+	}
+	errSchema, err := schema(ErrorBody{})
+	if err != nil {
+		return nil, nil, err
+	}
+	doc.Components.Schemas["ErrorBody"] = errSchema
+	errRef := &openapi3.SchemaRef{Ref: "#/components/schemas/ErrorBody", Value: errSchema.Value}
+	anyJSON := &openapi3.SchemaRef{Value: &openapi3.Schema{}}
+	seen := map[string]int{}
+	for _, rt := range routes {
+		op := openapi3.NewOperation()
+		op.Summary = rt.summary
+		op.Tags = []string{rt.tag}
+		op.OperationID = operationID(rt.method, rt.path, seen)
+		op.Extensions = map[string]any{"x-permission": permName(rt.perm), "x-sensitivity": rt.sensitivity}
+		if rt.audit != "" {
+			op.Extensions["x-audit-action"] = rt.audit
+		}
+		if rt.perm == PermPublic {
+			op.Security = &openapi3.SecurityRequirements{}
+		} else {
+			op.Security = &openapi3.SecurityRequirements{{"bearer": []string{}}}
+		}
+		for _, seg := range strings.Split(rt.path, "/") {
+			if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+				p := openapi3.NewPathParameter(seg[1 : len(seg)-1]).WithSchema(openapi3.NewStringSchema())
+				op.AddParameter(p)
+			}
+		}
+		for _, q := range rt.query {
+			op.AddParameter(openapi3.NewQueryParameter(q).WithSchema(openapi3.NewStringSchema()))
+		}
+		if strings.Contains(rt.summary, "If-Match") {
+			p := &openapi3.Parameter{In: "header", Name: "If-Match", Description: "the current ETag (GET /api/v1/config)", Schema: openapi3.NewStringSchema().NewRef()}
+			op.AddParameter(p)
+		}
+		if rt.in != nil {
+			s, err := schema(rt.in)
+			if err != nil {
+				return nil, nil, err
+			}
+			body := openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(s)
+			if strings.HasPrefix(rt.path, "/api/v1/config") && (rt.method == "PUT" || rt.method == "POST") {
+				body.Content["application/yaml"] = openapi3.NewMediaType().WithSchema(openapi3.NewObjectSchema())
+			}
+			if rt.method == "PATCH" {
+				body.Content["application/merge-patch+json"] = openapi3.NewMediaType().WithSchemaRef(s)
+			}
+			op.RequestBody = &openapi3.RequestBodyRef{Value: body}
+		}
+		status := rt.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		ok := openapi3.NewResponse().WithDescription(http.StatusText(status))
+		switch {
+		case rt.contentType == "text/html":
+			ok.WithContent(openapi3.Content{"text/html": openapi3.NewMediaType().WithSchema(openapi3.NewStringSchema())})
+		case rt.out != nil:
+			s, err := schema(rt.out)
+			if err != nil {
+				return nil, nil, err
+			}
+			ok.WithJSONSchemaRef(s)
+		default:
+			ok.WithJSONSchemaRef(anyJSON)
+		}
+		onlyErrors := rt.out == nil && rt.contentType == "" && len(rt.errs) > 0 && (rt.errs[len(rt.errs)-1] == 501 || rt.errs[len(rt.errs)-1] == 503) && rt.h != nil && isRefusal(rt)
+		op.Responses = openapi3.NewResponses()
+		if !onlyErrors {
+			op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: ok})
+		}
+		errs := append([]int{}, rt.errs...)
+		if rt.perm != PermPublic {
+			errs = append(errs, 401, 403)
+		}
+		errs = append(errs, 404, 405, 500)
+		for _, code := range errs {
+			key := strconv.Itoa(code)
+			if op.Responses.Value(key) != nil {
+				continue
+			}
+			op.Responses.Set(key, &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription(http.StatusText(code)).WithJSONSchemaRef(errRef)})
+		}
+		if op.Responses.Len() == 0 {
+			op.Responses.Set("default", &openapi3.ResponseRef{Value: openapi3.NewResponse().WithDescription("error").WithJSONSchemaRef(errRef)})
+		}
+		doc.AddOperation(rt.path, rt.method, op)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, nil, err
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return doc, raw, nil
+}
+
+// isRefusal marks routes that only ever answer an error (the storage
+// services that are not built, the 501 placeholders, the missing models).
+func isRefusal(rt route) bool {
+	return rt.tag == "storage" || strings.Contains(rt.summary, "placeholder") || strings.Contains(rt.summary, "(needs ") ||
+		strings.Contains(rt.summary, "503 while")
+}
+
+func permName(p string) string {
+	if p == PermPublic {
+		return "public"
+	}
+	return p
+}
+
+func operationID(method, path string, seen map[string]int) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(method))
+	for _, seg := range strings.Split(path, "/") {
+		seg = strings.Trim(seg, "{}")
+		for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+			if part == "" {
+				continue
+			}
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	id := b.String()
+	seen[id]++
+	if n := seen[id]; n > 1 {
+		id += strconv.Itoa(n)
+	}
+	return id
+}
+
+// openAPI serves the document, or with path (and optionally method) only the
+// matching operation.
+func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	path, method := q.Get("path"), strings.ToUpper(q.Get("method"))
+	if path == "" && method == "" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.openapiRaw)
+		return
+	}
+	if path == "" {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "method narrows an operation of path: give path too"))
+		return
+	}
+	item := s.openapi.Paths.Value(path)
+	if item == nil {
+		writeError(w, newErr(http.StatusNotFound, CodeNotFound, "no documented path %q (paths are templates, e.g. /api/v1/config/recipes/{name})", path))
+		return
+	}
+	narrowed := *s.openapi
+	narrowed.Paths = openapi3.NewPaths()
+	if method == "" {
+		narrowed.Paths.Set(path, item)
+	} else {
+		op := item.GetOperation(method)
+		if op == nil {
+			writeError(w, newErr(http.StatusNotFound, CodeNotFound, "path %q has no %s operation", path, method))
+			return
+		}
+		pi := &openapi3.PathItem{}
+		pi.SetOperation(method, op)
+		narrowed.Paths.Set(path, pi)
+	}
+	b, err := json.Marshal(&narrowed)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// OpenAPI returns the served document (for tests and tools).
+func (s *Server) OpenAPI() *openapi3.T { return s.openapi }

@@ -1,0 +1,172 @@
+package mgmt
+
+import "net/http"
+
+// route is one management endpoint. The table below is the single source of
+// the router, the permission checks, discovery and the OpenAPI document.
+type route struct {
+	method, path string
+	// perm is the permission a caller needs; PermPublic for none.
+	perm string
+	// sensitivity: public, internal (operational data) or sensitive
+	// (configuration, text under test, audit).
+	sensitivity string
+	tag         string
+	summary     string
+	// audit is the audit action recorded after the call; empty for reads.
+	audit string
+	// in is a value of the request body type (nil: no body); out of the
+	// success body type (nil: free-form JSON). status is the success status.
+	in, out any
+	status  int
+	// errs are the error statuses the route documents (besides 401/403).
+	errs  []int
+	query []string
+	// contentType of the success answer; application/json when empty.
+	contentType string
+	h           http.HandlerFunc
+}
+
+const (
+	sensPublic    = "public"
+	sensInternal  = "internal"
+	sensSensitive = "sensitive"
+)
+
+func (s *Server) routeTable() []route {
+	bad := []int{400}
+	rs := []route{
+		// discovery and health
+		{method: "GET", path: "/health", perm: PermPublic, sensitivity: sensPublic, tag: "health", summary: "process liveness (always public)", out: HealthResponse{}, h: s.health},
+		{method: "GET", path: "/ready", perm: PermReadyRead, sensitivity: sensPublic, tag: "health", summary: "200 once startup completed, else 503", out: ReadyStatus{}, errs: []int{503}, h: s.ready},
+		{method: "GET", path: "/startup-status", perm: PermReadyRead, sensitivity: sensPublic, tag: "health", summary: "startup phases and model deployments; 503 until startup completes", out: StartupStatus{}, errs: []int{503}, h: s.startupStatus},
+		{method: "GET", path: "/api/v1/status", perm: PermReadyRead, sensitivity: sensInternal, tag: "health", summary: "replica-local status document (schema_version v1)", out: StatusDocument{}, h: s.status},
+		{method: "GET", path: "/api/v1", perm: PermReadyRead, sensitivity: sensPublic, tag: "discovery", summary: "endpoint discovery with permission and sensitivity", out: Discovery{}, h: s.discovery},
+		{method: "GET", path: "/openapi.json", perm: PermReadyRead, sensitivity: sensPublic, tag: "discovery", summary: "this OpenAPI 3.0 document; path and method narrow it to one operation", query: []string{"path", "method"}, errs: []int{400, 404}, h: s.openAPI},
+		{method: "GET", path: "/docs", perm: PermPublic, sensitivity: sensPublic, tag: "discovery", summary: "API browser (works offline)", contentType: "text/html", h: s.docs},
+
+		// configuration
+		{method: "GET", path: "/api/v1/config", perm: PermConfigRead, sensitivity: sensSensitive, tag: "config", summary: "the persisted canonical document, with ETag, x-router-config-version and x-router-config-hash; secrets redacted without secret_view", h: s.getConfig},
+		{method: "POST", path: "/api/v1/config/validate", perm: PermConfigRead, sensitivity: sensSensitive, tag: "config", summary: "validate and normalize a document (YAML or JSON) without writing", in: map[string]any{}, out: ValidateResponse{}, errs: bad, h: s.validateConfig},
+		{method: "POST", path: "/api/v1/config/plan", perm: PermConfigRead, sensitivity: sensSensitive, tag: "config", summary: "current and candidate ETags and the changed sections, without writing", in: map[string]any{}, out: PlanResponse{}, errs: []int{400, 409}, h: s.planConfig},
+		{method: "PATCH", path: "/api/v1/config", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.update", summary: "JSON merge patch; needs If-Match; validates, persists, activates", in: map[string]any{}, out: MutationResult{}, errs: []int{400, 409, 412, 428, 503}, h: s.patchConfig},
+		{method: "PUT", path: "/api/v1/config", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.replace", summary: "replace the document (YAML or JSON); needs If-Match", in: map[string]any{}, out: MutationResult{}, errs: []int{400, 409, 412, 428, 503}, h: s.putConfig},
+		{method: "GET", path: "/api/v1/config/versions", perm: PermConfigRead, sensitivity: sensInternal, tag: "config", summary: "history, newest first", query: []string{"limit"}, out: VersionsResponse{}, errs: bad, h: s.versions},
+		{method: "POST", path: "/api/v1/config/rollback", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.rollback", summary: "restore a version (version: number or timestamp, or config_version) as a new version; needs If-Match", in: RollbackRequest{}, out: MutationResult{}, errs: []int{400, 404, 409, 412, 428, 503}, h: s.rollback},
+		{method: "GET", path: "/api/v1/config/hash", perm: PermConfigRead, sensitivity: sensInternal, tag: "config", summary: "persisted, generated and active hashes and the activation state", out: HashStatus{}, h: s.hash},
+		{method: "GET", path: "/api/v1/config/recipes", perm: PermConfigRead, sensitivity: sensInternal, tag: "config", summary: "recipes and the listeners that enter them", out: RecipeList{}, h: s.listRecipes},
+		{method: "POST", path: "/api/v1/config/recipes/validate", perm: PermConfigRead, sensitivity: sensSensitive, tag: "config", summary: "validate a recipe mutation without writing", in: RecipeValidateRequest{}, out: ValidateResponse{}, errs: bad, h: s.validateRecipe},
+		{method: "GET", path: "/api/v1/config/recipes/{name}", perm: PermConfigRead, sensitivity: sensSensitive, tag: "config", summary: "one recipe as persisted", errs: []int{404}, h: s.getRecipe},
+		{method: "PUT", path: "/api/v1/config/recipes/{name}", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.recipe.put", summary: "create or replace a recipe; needs If-Match", in: map[string]any{}, out: MutationResult{}, errs: []int{400, 409, 412, 428, 503}, h: s.putRecipe},
+		{method: "DELETE", path: "/api/v1/config/recipes/{name}", perm: PermConfigWrite, sensitivity: sensSensitive, tag: "config", audit: "config.recipe.delete", summary: "delete a recipe no listener uses; needs If-Match", out: MutationResult{}, errs: []int{404, 409, 412, 428, 503}, h: s.deleteRecipe},
+
+		// preview and diagnostics
+		{method: "POST", path: "/api/v1/routing/preview", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "every configured signal, matched rules, decision and selection; calls no backend", in: PreviewRequest{}, out: PreviewResponse{}, errs: []int{400, 404, 408}, h: s.routingPreview},
+		{method: "POST", path: "/api/v1/diagnostics/nli", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "premise/hypothesis entailment (needs an NLI model)", in: NLIRequest{}, errs: []int{400, 503}, h: s.nli},
+		{method: "POST", path: "/api/v1/diagnostics/embeddings", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "text embeddings from the recipe's embedding binding", in: EmbeddingsRequest{}, out: EmbeddingsResponse{}, errs: []int{400, 404, 408, 503}, h: s.embeddings},
+		{method: "POST", path: "/api/v1/diagnostics/similarity", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "cosine similarity of a text pair", in: SimilarityRequest{}, out: SimilarityResponse{}, errs: []int{400, 404, 408}, h: s.similarity},
+		{method: "POST", path: "/api/v1/diagnostics/similarity/batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics", summary: "similarity of a query to each candidate, in input order", in: SimilarityBatchRequest{}, out: SimilarityBatchResponse{}, errs: []int{400, 404, 408}, h: s.similarityBatch},
+		{method: "GET", path: "/api/v1/diagnostics/models", perm: PermClassifyInvoke, sensitivity: sensInternal, tag: "diagnostics", summary: "prepared model bindings of a recipe", query: []string{"recipe"}, out: BindingList{}, errs: []int{404}, h: s.listBindings},
+	}
+	for _, task := range []string{"labels", "label-scores", "tokens", "embeddings", "rerank"} {
+		rs = append(rs, route{method: "POST", path: "/api/v1/diagnostics/models/" + task, perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "diagnostics",
+			summary: "typed model call (" + task + ") on a recipe's binding", in: ModelCallRequest{}, out: ModelCallResponse{}, errs: []int{400, 404, 408, 422}, h: s.modelCall(task)})
+	}
+	for _, prefix := range []string{"/api/v1/diagnostics/classify/", "/api/v1/classify/"} {
+		earlier := prefix == "/api/v1/classify/"
+		note := ""
+		if earlier {
+			note = " (earlier revision)"
+		}
+		combined := route{method: "POST", path: prefix + "combined", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent, personal data and security together" + note, in: CombinedRequest{}, out: CombinedResponse{}, errs: []int{400, 408, 503}, h: s.classifyCombined}
+		if earlier {
+			combined.summary, combined.out, combined.errs, combined.h = "placeholder of the earlier revision: 501 NOT_IMPLEMENTED", nil, []int{501}, s.notImplemented("combined classification on the earlier-revision path is a placeholder; use POST /api/v1/diagnostics/classify/combined")
+		}
+		rs = append(rs,
+			route{method: "POST", path: prefix + "intent", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "intent (domain) classification" + note, in: IntentRequest{}, out: IntentResponse{}, errs: []int{400, 408, 503}, h: s.classifyIntent},
+			route{method: "POST", path: prefix + "pii", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "personal-data detection" + note, in: PIIRequest{}, out: PIIResponse{}, errs: bad, h: s.classifyPII},
+			route{method: "POST", path: prefix + "security", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "jailbreak and prompt-injection classification" + note, in: SecurityRequest{}, out: SecurityResponse{}, errs: []int{400, 408, 503}, h: s.classifySecurity},
+			route{method: "POST", path: prefix + "fact-check", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "whether a text needs fact checking (needs a fact-check model)" + note, in: TextRequest{}, errs: []int{400, 503}, h: s.modelMissing("fact-check")},
+			route{method: "POST", path: prefix + "user-feedback", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "user feedback type (needs a feedback model)" + note, in: TextRequest{}, errs: []int{400, 503}, h: s.modelMissing("user-feedback")},
+			combined,
+			route{method: "POST", path: prefix + "batch", perm: PermClassifyInvoke, sensitivity: sensSensitive, tag: "classify", summary: "one classifier over a batch" + note, in: BatchRequest{}, out: BatchResponse{}, errs: []int{400, 408, 503}, h: s.classifyBatch},
+		)
+	}
+	rs = append(rs, []route{
+		{method: "GET", path: "/info/models", perm: PermConfigRead, sensitivity: sensInternal, tag: "classify", summary: "model info (earlier revision)", out: ModelInfo{}, h: s.infoModels},
+		{method: "GET", path: "/info/classifier", perm: PermConfigRead, sensitivity: sensInternal, tag: "classify", summary: "classifier info (earlier revision)", out: ClassifierInfo{}, h: s.infoClassifier},
+		{method: "GET", path: "/metrics/classification", perm: PermConfigRead, sensitivity: sensInternal, tag: "classify", summary: "placeholder of the earlier revision: 501", errs: []int{501}, h: s.notImplemented("use GET /api/v1/observability/classification-metrics")},
+		{method: "GET", path: "/config/classification", perm: PermConfigRead, sensitivity: sensInternal, tag: "classify", summary: "placeholder of the earlier revision: 501", errs: []int{501}, h: s.notImplemented("classification settings live in the recipes of /api/v1/config")},
+		{method: "PUT", path: "/config/classification", perm: PermConfigWrite, sensitivity: sensInternal, tag: "classify", summary: "placeholder of the earlier revision: 501", errs: []int{501}, h: s.notImplemented("classification settings live in the recipes of /api/v1/config")},
+
+		// inventory
+		{method: "GET", path: "/api/v1/inventory/models", perm: PermConfigRead, sensitivity: sensInternal, tag: "inventory", summary: "model bindings of the serving generation", out: Inventory{}, h: s.inventoryModels},
+		{method: "GET", path: "/api/v1/inventory/classifier", perm: PermConfigRead, sensitivity: sensInternal, tag: "inventory", summary: "classifier inventory (secrets redacted without secret_view)", out: ClassifierInfo{}, h: s.infoClassifier},
+		{method: "GET", path: "/api/v1/inventory/embedding-models", perm: PermConfigRead, sensitivity: sensInternal, tag: "inventory", summary: "embedding bindings", out: Inventory{}, h: s.inventoryEmbeddings},
+		{method: "GET", path: "/v1/models", perm: PermConfigRead, sensitivity: sensInternal, tag: "inventory", summary: "OpenAI model list (MoM first)", out: ModelListResponse{}, h: s.modelList},
+		{method: "GET", path: "/api/v1/observability/classification-metrics", perm: PermConfigRead, sensitivity: sensInternal, tag: "inventory", summary: "diagnostics call counts and latency per task", out: ClassificationMetrics{}, h: s.classificationMetrics},
+
+		// plugins
+		{method: "GET", path: "/api/v1/plugins", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "plugin descriptors", out: PluginList{}, h: s.listPlugins},
+		{method: "GET", path: "/api/v1/plugins/{type}", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "one plugin descriptor", out: PluginDescriptor{}, errs: []int{404}, h: s.getPlugin},
+		{method: "GET", path: "/api/v1/plugins/{type}/bindings", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "active bindings of a plugin type", query: []string{"recipe", "decision"}, out: PluginBindings{}, errs: []int{404}, h: s.pluginBindings},
+		{method: "POST", path: "/api/v1/plugins/{type}/preview", perm: PermConfigRead, sensitivity: sensSensitive, tag: "plugins", summary: "preview (default) or probe a plugin on a request; never persists, never calls a generation backend", in: PluginPreviewRequest{}, out: PluginPreviewResponse{}, errs: []int{400, 404, 503}, h: s.pluginPreview},
+		{method: "GET", path: "/api/v1/plugins/context_compression/capabilities", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression capabilities", out: Capabilities{}, h: s.compressionCapabilities},
+		{method: "GET", path: "/api/v1/plugins/context_compression/health", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression health (503 while its runtime is unavailable)", errs: []int{503}, h: s.pluginUnavailable("context_compression")},
+		{method: "GET", path: "/api/v1/observability/plugins/context_compression/stats", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression statistics (503 while its runtime is unavailable)", errs: []int{503}, h: s.pluginUnavailable("context_compression")},
+
+		// observability
+		{method: "GET", path: "/api/v1/observability/audit", perm: PermAuditRead, sensitivity: sensSensitive, tag: "observability", summary: "hash-chained audit ring (latest 10,000)", query: []string{"action", "limit", "after_sequence"}, out: AuditPage{}, errs: bad, h: s.audit},
+		{method: "POST", path: "/api/v1/observability/outcomes", perm: PermLearningIngest, sensitivity: sensSensitive, tag: "observability", summary: "outcome submission (needs a learning runtime)", in: OutcomeRequest{}, errs: []int{400, 503}, h: s.unavailable("learning runtime", "outcome ingestion needs router_replay, which runs on the WebAssembly plugin runtime")},
+		{method: "GET", path: "/api/v1/observability/replays", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability", summary: "replay records (needs router_replay)", errs: []int{503}, h: s.unavailable("replay store", "router_replay runs on the WebAssembly plugin runtime")},
+	}...)
+	// Stored data: each answers 503 with the reason until its service exists.
+	type st struct{ method, path, perm, svc string }
+	kb := "knowledge bases need the RAG plugin and a vector store, which are not built yet"
+	vs := "vector stores need an embedded store, which is not built yet"
+	mem := "memories need the memory plugin, which runs on the WebAssembly plugin runtime"
+	files := "file storage is not built yet"
+	rc := "the response cache runs on the WebAssembly plugin runtime"
+	for _, x := range []struct {
+		st
+		why string
+	}{
+		{st{"GET", "/api/v1/storage/knowledge-bases", PermDataRead, "knowledge-base store"}, kb},
+		{st{"POST", "/api/v1/storage/knowledge-bases", PermDataWrite, "knowledge-base store"}, kb},
+		{st{"GET", "/api/v1/storage/knowledge-bases/{name}", PermDataRead, "knowledge-base store"}, kb},
+		{st{"PUT", "/api/v1/storage/knowledge-bases/{name}", PermDataWrite, "knowledge-base store"}, kb},
+		{st{"DELETE", "/api/v1/storage/knowledge-bases/{name}", PermDataWrite, "knowledge-base store"}, kb},
+		{st{"GET", "/api/v1/storage/knowledge-bases/{name}/map/metadata", PermDataRead, "knowledge-base store"}, kb},
+		{st{"GET", "/api/v1/storage/knowledge-bases/{name}/map/data.ndjson", PermDataRead, "knowledge-base store"}, kb},
+		{st{"GET", "/api/v1/storage/memories", PermDataRead, "memory store"}, mem},
+		{st{"DELETE", "/api/v1/storage/memories", PermDataWrite, "memory store"}, mem},
+		{st{"GET", "/api/v1/storage/memories/{id}", PermDataRead, "memory store"}, mem},
+		{st{"DELETE", "/api/v1/storage/memories/{id}", PermDataWrite, "memory store"}, mem},
+		{st{"GET", "/api/v1/storage/vector-stores", PermDataRead, "vector store"}, vs},
+		{st{"POST", "/api/v1/storage/vector-stores", PermDataWrite, "vector store"}, vs},
+		{st{"GET", "/api/v1/storage/vector-stores/{id}", PermDataRead, "vector store"}, vs},
+		{st{"POST", "/api/v1/storage/vector-stores/{id}", PermDataWrite, "vector store"}, vs},
+		{st{"DELETE", "/api/v1/storage/vector-stores/{id}", PermDataWrite, "vector store"}, vs},
+		{st{"POST", "/api/v1/storage/vector-stores/{id}/search", PermDataRead, "vector store"}, vs},
+		{st{"GET", "/api/v1/storage/vector-stores/{id}/files", PermDataRead, "vector store"}, vs},
+		{st{"POST", "/api/v1/storage/vector-stores/{id}/files", PermDataWrite, "vector store"}, vs},
+		{st{"GET", "/api/v1/storage/vector-stores/{id}/files/{file_id}", PermDataRead, "vector store"}, vs},
+		{st{"DELETE", "/api/v1/storage/vector-stores/{id}/files/{file_id}", PermDataWrite, "vector store"}, vs},
+		{st{"GET", "/api/v1/storage/files", PermDataRead, "file store"}, files},
+		{st{"POST", "/api/v1/storage/files", PermDataWrite, "file store"}, files},
+		{st{"GET", "/api/v1/storage/files/{id}", PermDataRead, "file store"}, files},
+		{st{"DELETE", "/api/v1/storage/files/{id}", PermDataWrite, "file store"}, files},
+		{st{"GET", "/api/v1/storage/files/{id}/content", PermDataRead, "file store"}, files},
+		{st{"GET", "/api/v1/storage/response-cache/capabilities", PermCacheRead, "response cache"}, rc},
+		{st{"GET", "/api/v1/storage/response-cache/health", PermCacheRead, "response cache"}, rc},
+		{st{"GET", "/api/v1/storage/response-cache/stats", PermCacheRead, "response cache"}, rc},
+		{st{"POST", "/api/v1/storage/response-cache/test", PermCacheRead, "response cache"}, rc},
+		{st{"POST", "/api/v1/storage/response-cache/invalidate", "cache.invalidate", "response cache"}, rc},
+		{st{"POST", "/api/v1/storage/response-cache/flush", PermCacheManage, "response cache"}, rc},
+		{st{"POST", "/api/v1/storage/context-recovery/invalidate", "cache.invalidate", "context recovery"}, "context recovery belongs to context_compression, which runs on the WebAssembly plugin runtime"},
+	} {
+		rs = append(rs, route{method: x.method, path: x.path, perm: x.perm, sensitivity: sensSensitive, tag: "storage",
+			summary: x.svc + " (503 while the service is unavailable)", errs: []int{503}, h: s.unavailable(x.svc, x.why)})
+	}
+	return rs
+}
