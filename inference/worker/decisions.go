@@ -582,8 +582,11 @@ func (s *Server) planQuestion(p *plan, a *stateAsk, q question) (func([]Result) 
 			return func(res []Result) ([]float64, []float64) {
 				l, pr := make([]float64, len(idx)), make([]float64, len(idx))
 				for i, ui := range idx {
-					if len(res[ui].Scores) > 0 {
-						l[i] = float64(res[ui].Scores[0])
+					switch sc := res[ui].Scores; {
+					case len(sc) > 1:
+						l[i] = float64(sc[1]) // the raw logit
+					case len(sc) == 1:
+						l[i] = float64(sc[0])
 					}
 					pr[i] = sigmoid(l[i])
 				}

@@ -63,7 +63,7 @@ type Span struct {
 // Result is one item's answer from a batched call. Exactly one of the value
 // fields is set unless Err is non-nil; an item error never fails other items.
 type Result struct {
-	Scores []float32 // classify: one per label; rerank: one score
+	Scores []float32 // classify: one per label; rerank: the relevance score, then optionally the raw logit
 	Vector []float32 // embed
 	Spans  []Span    // tokens
 	Err    error
