@@ -72,9 +72,9 @@ type weights struct {
 }
 
 type layer struct {
-	q, k, v, o, f1, f2     [][]float64
+	q, k, v, o, f1, f2       [][]float64
 	qb, kb, vb, ob, f1b, f2b []float64
-	g1, b1, g2, b2         []float64
+	g1, b1, g2, b2           []float64
 }
 
 // DefaultWords is the vocabulary used when Spec.Words is empty.
