@@ -349,8 +349,7 @@ func (m *Model) pooled(it item, rows []rowOutput, outIdx int) []float32 {
 			for k := range vec {
 				vec[k] = float64(data[k])
 			}
-		} else {
-			n := len(data) / width
+		} else if n := len(data) / width; n > 0 { // an input with no tokens at all pools to the zero vector
 			switch m.info.Pooling {
 			case PoolingCLS:
 				for k := range vec {
