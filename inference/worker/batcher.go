@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -58,8 +59,11 @@ type batchHooks struct {
 }
 
 // batcher runs one model's jobs: it groups queued jobs of the same method into
-// forward passes of at most maxBatchTokens tokens, waiting up to window after
-// the oldest queued job arrived for more to join. One batch runs at a time.
+// forward passes of at most maxBatchTokens tokens. One batch runs at a time,
+// so jobs that arrive during a pass join the next one (continuous batching).
+// When the model is idle, the oldest job waits up to window for more to join,
+// but only while another request for the model is still being parsed or
+// tokenized (arriving > 0): a lone request never pays the window.
 type batcher struct {
 	model           Model
 	window          time.Duration
@@ -69,7 +73,10 @@ type batcher struct {
 	maxQueuedTokens int
 	hooks           batchHooks
 
+	arriving atomic.Int64 // requests for this model not yet submitted
+
 	mu           sync.Mutex
+	running      bool // a forward pass is in progress (loop or a caller)
 	q            []*job
 	queuedTokens int
 	closed       bool
@@ -110,6 +117,22 @@ func (b *batcher) submit(j *job) error {
 		b.mu.Unlock()
 		return errOverloaded
 	}
+	if _, bounded := j.ctx.Deadline(); !bounded && len(b.q) == 0 && !b.running && b.arriving.Load() <= 1 {
+		// Nothing to batch with and nobody on the way: run the pass on the
+		// caller's goroutine, saving two goroutine hand-offs. (Not for a
+		// caller with a deadline: its wait must end at the deadline.)
+		b.running = true
+		b.mu.Unlock()
+		b.run([]*job{j})
+		b.mu.Lock()
+		b.running = false
+		pending := len(b.q) > 0
+		b.mu.Unlock()
+		if pending {
+			b.notify()
+		}
+		return nil
+	}
 	b.q = append(b.q, j)
 	b.queuedTokens += j.total
 	depth := len(b.q)
@@ -117,11 +140,35 @@ func (b *batcher) submit(j *job) error {
 	if b.hooks.queued != nil {
 		b.hooks.queued(depth)
 	}
+	b.notify()
+	return nil
+}
+
+// notify wakes the loop without blocking (and never after close).
+func (b *batcher) notify() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	select {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	return nil
+}
+
+// arrive announces a request that will submit a job soon; the returned
+// function withdraws the announcement (call it after submit, or on failure).
+func (b *batcher) arrive() func() {
+	b.arriving.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if b.arriving.Add(-1) == 0 {
+				b.notify()
+			}
+		})
+	}
 }
 
 // wait blocks until j is answered or ctx ends. A forward pass already running
@@ -149,21 +196,20 @@ func (b *batcher) loop() {
 	defer close(b.stopped)
 	for {
 		b.mu.Lock()
-		for len(b.q) == 0 {
-			if b.closed {
+		for len(b.q) == 0 || b.running {
+			if b.closed && len(b.q) == 0 && !b.running {
 				b.mu.Unlock()
 				return
 			}
 			b.mu.Unlock()
 			if _, ok := <-b.wake; !ok {
-				b.mu.Lock()
-				continue
+				time.Sleep(time.Millisecond) // closing while a caller runs a pass
 			}
 			b.mu.Lock()
 		}
 		head := b.q[0]
 		deadline := head.enq.Add(b.window)
-		if b.window > 0 && !b.closed && time.Now().Before(deadline) && b.sameOpTokens(head.op) < b.maxBatchTokens &&
+		if b.window > 0 && !b.closed && b.arriving.Load() > 0 && time.Now().Before(deadline) && b.sameOpTokens(head.op) < b.maxBatchTokens &&
 			(b.maxBatchJobs == 0 || b.sameOpJobs(head.op) < b.maxBatchJobs) {
 			b.mu.Unlock()
 			t := time.NewTimer(time.Until(deadline))
@@ -176,11 +222,17 @@ func (b *batcher) loop() {
 		}
 		batch := b.take(head.op)
 		depth := len(b.q)
+		b.running = len(batch) > 0
 		b.mu.Unlock()
 		if b.hooks.queued != nil {
 			b.hooks.queued(depth)
 		}
-		b.run(batch)
+		if len(batch) > 0 {
+			b.run(batch)
+			b.mu.Lock()
+			b.running = false
+			b.mu.Unlock()
+		}
 	}
 }
 

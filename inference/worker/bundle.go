@@ -82,6 +82,7 @@ func (s *Server) bundle(ctx context.Context, body []byte, t *timing) (any, *apiE
 			}
 			timings[i].start = time.Now()
 			out, aerr := f(ctx, raw, &timings[i])
+			timings[i].release()
 			ends[i] = time.Now()
 			if aerr != nil {
 				results[i] = bundleResult{tk.ID, aerr.status, errBody(aerr.code, aerr.message)}

@@ -305,7 +305,7 @@ func (s *Server) decisions(ctx context.Context, body []byte, t *timing) (any, *a
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	e, info, b, aerr := s.resolve(req.Model, "decisions", TaskEmbedding, TaskRerank, TaskSequence, TaskTokens)
+	e, info, b, aerr := s.resolve(t, req.Model, "decisions", TaskEmbedding, TaskRerank, TaskSequence, TaskTokens)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -25,6 +26,7 @@ type wordModel struct {
 	tokenized atomic.Int64  // Tokenize calls
 	block     chan struct{} // when set, forward passes wait on it
 	fail      atomic.Bool   // forward passes fail
+	delay     time.Duration // each forward pass takes this long
 	mu        sync.Mutex
 	maxRows   int
 }
@@ -93,6 +95,7 @@ func (m *wordModel) pass(n int) error {
 	if m.block != nil {
 		<-m.block
 	}
+	time.Sleep(m.delay)
 	m.calls.Add(1)
 	m.rows.Add(int64(n))
 	m.mu.Lock()
@@ -102,6 +105,50 @@ func (m *wordModel) pass(n int) error {
 		return errors.New("device lost")
 	}
 	return nil
+}
+
+// truncatingModel is a wordModel that cuts over-long inputs itself and
+// reports what it read (worker.Truncator).
+type truncatingModel struct{ *wordModel }
+
+func (truncatingModel) TruncatesInputs() bool { return true }
+
+func (m truncatingModel) cut(text string) (string, int, bool) {
+	w := words(text)
+	if len(w) > m.info.MaxInputTokens {
+		return text[:w[m.info.MaxInputTokens-1][1]], m.info.MaxInputTokens, true
+	}
+	return text, len(w), false
+}
+
+func (m truncatingModel) Classify(ctx context.Context, in []worker.Pair) ([]worker.Result, error) {
+	cut := make([]worker.Pair, len(in))
+	toks := make([]int, len(in))
+	trunc := make([]bool, len(in))
+	for i, p := range in {
+		cut[i].Text, toks[i], trunc[i] = m.cut(p.Text)
+		cut[i].Pair = p.Pair
+		toks[i] += len(words(p.Pair))
+	}
+	res, err := m.wordModel.Classify(ctx, cut)
+	for i := range res {
+		res[i].Tokens, res[i].Truncated = toks[i], trunc[i]
+	}
+	return res, err
+}
+
+func (m truncatingModel) Embed(ctx context.Context, in []string) ([]worker.Result, error) {
+	cut := make([]string, len(in))
+	toks := make([]int, len(in))
+	trunc := make([]bool, len(in))
+	for i, t := range in {
+		cut[i], toks[i], trunc[i] = m.cut(t)
+	}
+	res, err := m.wordModel.Embed(ctx, cut)
+	for i := range res {
+		res[i].Tokens, res[i].Truncated = toks[i], trunc[i]
+	}
+	return res, err
 }
 
 func (m *wordModel) Classify(_ context.Context, in []worker.Pair) ([]worker.Result, error) {

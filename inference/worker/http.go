@@ -76,6 +76,32 @@ func errBody(code, msg string) errorBody { return errorBody{errorDetail{code, ms
 type timing struct {
 	start                                            time.Time
 	parse, tokenize, queue, forward, post, serialize time.Duration
+	// arrivals withdraw this task's announcements to model batchers (see
+	// batcher.arrive); release runs those infer did not.
+	arrivals map[*batcher]func()
+}
+
+func (t *timing) arrive(b *batcher) {
+	if t.arrivals == nil {
+		t.arrivals = map[*batcher]func(){}
+	}
+	if _, ok := t.arrivals[b]; !ok {
+		t.arrivals[b] = b.arrive()
+	}
+}
+
+func (t *timing) arrived(b *batcher) {
+	if f, ok := t.arrivals[b]; ok {
+		f()
+		delete(t.arrivals, b)
+	}
+}
+
+func (t *timing) release() {
+	for b, f := range t.arrivals {
+		f()
+		delete(t.arrivals, b)
+	}
 }
 
 func (t *timing) header(total time.Duration) string {
@@ -130,6 +156,7 @@ func (s *Server) runTask(r *http.Request, f taskFunc, t *timing, mark *time.Time
 	}
 	since(&t.parse, mark)
 	out, aerr := f(r.Context(), body, t)
+	t.release()
 	if aerr != nil {
 		return aerr.status, errBody(aerr.code, aerr.message)
 	}
@@ -173,7 +200,7 @@ func decode(body []byte, v any) *apiError {
 
 // resolve finds the model a request names (the only one when the name is
 // empty) and checks it serves and has one of tasks.
-func (s *Server) resolve(name, endpoint string, tasks ...string) (*entry, Info, *batcher, *apiError) {
+func (s *Server) resolve(t *timing, name, endpoint string, tasks ...string) (*entry, Info, *batcher, *apiError) {
 	if name == "" {
 		if len(s.order) != 1 {
 			return nil, Info{}, nil, badRequest("field /model is required: this worker serves %d models (%s)", len(s.order), strings.Join(s.names(), ", "))
@@ -195,8 +222,9 @@ func (s *Server) resolve(name, endpoint string, tasks ...string) (*entry, Info, 
 		}
 		return nil, Info{}, nil, &apiError{http.StatusServiceUnavailable, "not_ready", msg + "; GET /health shows progress"}
 	}
-	for _, t := range tasks {
-		if info.Task == t {
+	for _, task := range tasks {
+		if info.Task == task {
+			t.arrive(b)
 			return e, info, b, nil
 		}
 	}
@@ -254,6 +282,7 @@ func (s *Server) infer(ctx context.Context, e *entry, b *batcher, o op, units []
 		}
 	}
 	if len(miss) == 0 {
+		t.arrived(b)
 		return out, nil
 	}
 	j := &job{ctx: ctx, op: o, tokens: make([]int, len(miss))}
@@ -265,7 +294,9 @@ func (s *Server) infer(ctx context.Context, e *entry, b *batcher, o op, units []
 			j.texts = append(j.texts, units[i].pair.Text)
 		}
 	}
-	if err := b.submit(j); err != nil {
+	err := b.submit(j)
+	t.arrived(b)
+	if err != nil {
 		if errors.Is(err, errOverloaded) {
 			return nil, &apiError{http.StatusTooManyRequests, "overloaded",
 				fmt.Sprintf("model %q has %d requests or %d tokens queued (--max-queue, --max-queued-tokens); retry later", e.name, s.opt.MaxQueue, s.opt.MaxQueuedTokens)}

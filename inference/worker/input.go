@@ -52,6 +52,27 @@ type prepared struct {
 	tokens     int
 	lowerBound bool
 	err        *itemError
+	// deferred: the model applies the budget itself and reports the tokens
+	// it read (see Truncator); tokens is filled from its result.
+	deferred bool
+}
+
+// handOver reports whether inputs read under b go to the model untokenized:
+// the model truncates by itself to its own limit, which is the budget.
+func handOver(m Model, info Info, b budget) bool {
+	return b.overflow == overflowTruncate && (b.maxTokens == 0 || b.maxTokens >= info.MaxInputTokens) && truncates(m)
+}
+
+// estimateTokens guesses an input's tokens for the batch budget only.
+func estimateTokens(text string, limit int) int {
+	return min(max(len(text)/4, 1), max(limit, 1))
+}
+
+// settle fills the usage of a handed-over input from the model's result.
+func (p *prepared) settle(r Result) {
+	if p.deferred {
+		p.tokens, p.lowerBound = r.Tokens, r.Truncated
+	}
 }
 
 // prepare applies the long-input rules to text: the model reads at most its

@@ -66,7 +66,25 @@ type Result struct {
 	Scores []float32 // classify: one per label; rerank: the relevance score, then optionally the raw logit
 	Vector []float32 // embed
 	Spans  []Span    // tokens
-	Err    error
+	// Tokens and Truncated are reported by a Truncator: the tokens it read of
+	// the input (pair included, special tokens not) and whether it cut it.
+	Tokens    int
+	Truncated bool
+	Err       error
+}
+
+// Truncator is implemented by models that read at most their max input
+// tokens of an over-long input and report what they read in Result.Tokens
+// and Result.Truncated. For inputs whose budget is the model's own limit
+// under overflow truncate, the worker then hands the text over without
+// tokenizing it first, instead of tokenizing it twice.
+type Truncator interface {
+	TruncatesInputs() bool
+}
+
+func truncates(m Model) bool {
+	t, ok := m.(Truncator)
+	return ok && t.TruncatesInputs()
 }
 
 // Model is what the worker needs from a loaded model. Batched methods return

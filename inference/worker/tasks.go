@@ -133,7 +133,7 @@ func (s *Server) classify(ctx context.Context, body []byte, t *timing) (any, *ap
 	if aerr != nil {
 		return nil, aerr
 	}
-	e, info, b, aerr := s.resolve(req.Model, "classify", TaskSequence, TaskTokens)
+	e, info, b, aerr := s.resolve(t, req.Model, "classify", TaskSequence, TaskTokens)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -146,7 +146,13 @@ func (s *Server) classify(ctx context.Context, body []byte, t *timing) (any, *ap
 	// Tokenize: each input becomes one or more pieces (windows).
 	preps := make([]prepared, len(inputs))
 	var units []unit
+	direct := handOver(b.model, info, bud)
 	for i, in := range inputs {
+		if direct {
+			preps[i] = prepared{pieces: []piece{{text: in.Text}}, deferred: true}
+			units = append(units, unit{pair: in, tokens: estimateTokens(in.Text+in.Pair, info.MaxInputTokens)})
+			continue
+		}
 		pb := bud
 		pairTokens := 0
 		if in.Pair != "" {
@@ -165,6 +171,9 @@ func (s *Server) classify(ctx context.Context, body []byte, t *timing) (any, *ap
 			}
 		}
 		preps[i] = prepare(b.model, info, in.Text, pb)
+		if preps[i].err == nil {
+			preps[i].tokens += pairTokens // usage counts the pair too
+		}
 		for _, pc := range preps[i].pieces {
 			units = append(units, unit{pair: Pair{Text: pc.text, Pair: inputs[i].Pair}, tokens: pc.tokens + pairTokens})
 		}
@@ -191,6 +200,7 @@ func (s *Server) classify(ctx context.Context, body []byte, t *timing) (any, *ap
 		}
 		rs := res[k : k+len(p.pieces)]
 		k += len(p.pieces)
+		p.settle(rs[0])
 		if len(p.pieces) > 1 {
 			item.Windows = len(p.pieces)
 		}
@@ -316,7 +326,7 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" {
 		return nil, badRequest("field /encoding_format: only \"float\" is served")
 	}
-	e, info, b, aerr := s.resolve(req.Model, "embeddings", TaskEmbedding)
+	e, info, b, aerr := s.resolve(t, req.Model, "embeddings", TaskEmbedding)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -337,8 +347,15 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 	since(&t.parse, &mark)
 	preps := make([]prepared, len(texts))
 	var units []unit
+	ebud := budget{overflow: overflowTruncate, maxTokens: req.Options.MaxTokens}
+	direct := handOver(b.model, info, ebud)
 	for i, text := range texts {
-		preps[i] = prepare(b.model, info, text, budget{overflow: overflowTruncate, maxTokens: req.Options.MaxTokens})
+		if direct {
+			preps[i] = prepared{pieces: []piece{{text: text}}, deferred: true}
+			units = append(units, unit{pair: Pair{Text: text}, tokens: estimateTokens(text, info.MaxInputTokens)})
+			continue
+		}
+		preps[i] = prepare(b.model, info, text, ebud)
 		for _, pc := range preps[i].pieces {
 			units = append(units, unit{pair: Pair{Text: pc.text}, tokens: pc.tokens})
 		}
@@ -369,6 +386,7 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 		} else {
 			r := res[k]
 			k++
+			p.settle(r)
 			if r.Err != nil {
 				it.Error = &itemError{"inference_failed", r.Err.Error()}
 			} else {
@@ -476,7 +494,7 @@ func (s *Server) rerank(ctx context.Context, body []byte, t *timing) (any, *apiE
 	if req.TopN < 0 {
 		return nil, badRequest("field /top_n: must be positive")
 	}
-	e, info, b, aerr := s.resolve(req.Model, "rerank", TaskRerank, TaskEmbedding)
+	e, info, b, aerr := s.resolve(t, req.Model, "rerank", TaskRerank, TaskEmbedding)
 	if aerr != nil {
 		return nil, aerr
 	}

@@ -477,6 +477,7 @@ func TestModelsList(t *testing.T) {
 
 func TestBatchingSharesForwardPasses(t *testing.T) {
 	m := newWordModel(worker.TaskSequence)
+	m.delay = 5 * time.Millisecond // requests that arrive during a pass join the next
 	h := start(t, map[string]worker.Model{"guard": m}, worker.Options{BatchWindowMs: 20, MaxBatchTokens: 20, ResultCacheEntries: -1})
 	calls := m.calls.Load()
 	var wg sync.WaitGroup
@@ -564,4 +565,45 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestLoneRequestDoesNotWaitTheBatchWindow(t *testing.T) {
+	h := start(t, map[string]worker.Model{"guard": newWordModel(worker.TaskSequence)}, worker.Options{BatchWindowMs: 500, ResultCacheEntries: -1})
+	for i := range 3 {
+		t0 := time.Now()
+		if r := h.post("/v1/classify", map[string]any{"input": fmt.Sprint("alone ", i)}); r.status != 200 {
+			t.Fatal(r.status)
+		}
+		if d := time.Since(t0); d > 250*time.Millisecond {
+			t.Fatalf("a lone request took %v with a 500 ms batch window; it must not wait for company that is not coming", d)
+		}
+	}
+}
+
+// A model that truncates by itself gets inputs untokenized; the answers and
+// usage are those of the worker's own tokenizing path.
+func TestTruncatingModelAnswersLikeTheTokenizingPath(t *testing.T) {
+	plain := newWordModel(worker.TaskSequence)
+	self := truncatingModel{newWordModel(worker.TaskSequence)}
+	h := start(t, map[string]worker.Model{"plain": plain, "self": self}, worker.Options{ResultCacheEntries: -1})
+	inputs := []any{"short text", strings.Repeat("filler ", 40) + "ignore instructions",
+		map[string]any{"text": "ignore", "text_pair": "these instructions"}, strings.Repeat("ignore instructions ", 5)}
+	answer := func(model string) map[string]any {
+		b := h.post("/v1/classify", map[string]any{"model": model, "input": inputs}).json(t)
+		delete(b, "model")
+		return b
+	}
+	before := self.tokenized.Load()
+	a, b := answer("plain"), answer("self")
+	if n := self.tokenized.Load() - before; n != 0 {
+		t.Errorf("the truncating model's inputs were tokenized %d times by the worker", n)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if !bytes.Equal(ja, jb) {
+		t.Fatalf("answers differ:\n%s\n%s", ja, jb)
+	}
+	if path(a, "results", 1, "usage", "tokens_lower_bound") != true || path(a, "results", 2, "usage", "input_tokens") != 3.0 {
+		t.Fatalf("usage: %s", ja)
+	}
 }

@@ -147,8 +147,19 @@ func (a *Model) Classify(ctx context.Context, in []worker.Pair) ([]worker.Result
 		for k, s := range r.Scores {
 			out[i].Scores[k] = s.Score
 		}
+		out[i].Tokens, out[i].Truncated = a.read(r.Usage, in[i].Pair != ""), r.Truncated || r.Usage.TokensLowerBound
 	}
 	return out, nil
+}
+
+// TruncatesInputs: the runtime reads at most the model's max tokens of an
+// input under overflow truncate and reports the tokens it read.
+func (a *Model) TruncatesInputs() bool { return true }
+
+// read converts the runtime's usage (special tokens included) to the
+// content tokens the worker reports.
+func (a *Model) read(u inference.Usage, pair bool) int {
+	return max(u.Tokens-a.m.Tokenizer().NumSpecial(pair), 0)
 }
 
 // Tokens runs token classification; spans carry byte offsets.
@@ -179,7 +190,8 @@ func (a *Model) Embed(ctx context.Context, in []string) ([]worker.Result, error)
 	}
 	out := make([]worker.Result, len(resp.Results))
 	for i, r := range resp.Results {
-		out[i] = worker.Result{Vector: r.Embedding, Err: itemErr(r.Err)}
+		out[i] = worker.Result{Vector: r.Embedding, Err: itemErr(r.Err),
+			Tokens: a.read(r.Usage, false), Truncated: r.Truncated || r.Usage.TokensLowerBound}
 	}
 	return out, nil
 }
