@@ -52,6 +52,8 @@ bench: build
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
+	@$(MAKE) --no-print-directory onnxruntime
+	$(GO) test -run=^$$ -bench=Worker -benchtime=1x -count=1 ./inference/worker/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
 ORT_VERSION ?= 1.24.1

@@ -19,11 +19,20 @@ import (
 	"github.com/junction-router/junction/inference/worker"
 )
 
-// benchSpec is a small encoder of realistic shape (2 layers, hidden 128,
-// 128 positions): big enough that a forward pass costs what small production
-// classifiers cost on CPU, small enough for CI.
-var benchSpec = synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"},
-	Hidden: 128, Layers: 2, FFN: 512, MaxTokens: 128, Seed: 7}
+// benchModels are the models the benchmarks run: a small encoder of
+// realistic shape (2 layers, hidden 128, 128 positions), whose forward pass is
+// compute-bound on CPU like small production classifiers, and a tiny one
+// (1 layer, hidden 32), whose cost is mostly per-pass overhead, like the
+// GloVe-based default models.
+var benchModels = []struct {
+	name string
+	spec synthetic.Spec
+}{
+	{"encoder-h128-l2", synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"},
+		Hidden: 128, Layers: 2, FFN: 512, MaxTokens: 128, Seed: 7}},
+	{"tiny-h32-l1", synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"},
+		Hidden: 32, Layers: 1, MaxTokens: 128, Seed: 8}},
+}
 
 // benchText is a ~40-token input; i makes each text distinct.
 func benchText(i int) string {
@@ -69,7 +78,13 @@ func median(d []time.Duration) time.Duration {
 // Server-Timing, metrics) with the same call on the session directly. It
 // reports the median latency of each and their ratio (target ≤ 1.2).
 func BenchmarkWorkerHTTPOverhead(b *testing.B) {
-	r := openReal(b, map[string]synthetic.Spec{"m": benchSpec})
+	for _, bm := range benchModels {
+		b.Run(bm.name, func(b *testing.B) { benchOverhead(b, bm.spec) })
+	}
+}
+
+func benchOverhead(b *testing.B, spec synthetic.Spec) {
+	r := openReal(b, map[string]synthetic.Spec{"m": spec})
 	url, client := benchServer(b, r, worker.Options{})
 	direct := r.direct(b, "m")
 	ctx := context.Background()
@@ -105,7 +120,13 @@ func BenchmarkWorkerHTTPOverhead(b *testing.B) {
 // forward pass. It reports the median throughput of each over alternating
 // rounds and their ratio (target ≥ 3).
 func BenchmarkWorkerBatching(b *testing.B) {
-	r := openReal(b, map[string]synthetic.Spec{"m": benchSpec})
+	for _, bm := range benchModels {
+		b.Run(bm.name, func(b *testing.B) { benchBatching(b, bm.spec) })
+	}
+}
+
+func benchBatching(b *testing.B, spec synthetic.Spec) {
+	r := openReal(b, map[string]synthetic.Spec{"m": spec})
 	batchedURL, client := benchServer(b, r, worker.Options{})
 	singleURL, _ := benchServer(b, r, worker.Options{MaxBatchRequests: 1, BatchWindowMs: -1})
 	const clients, rounds = 32, 3
