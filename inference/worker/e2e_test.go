@@ -176,6 +176,13 @@ func TestEndToEndWithONNXRuntime(t *testing.T) {
 	if path(b, "usage", "tokens_lower_bound") != true || path(b, "results", 0, "usage", "input_tokens") != 16.0 {
 		t.Errorf("truncate: %v", b)
 	}
+	// the default (truncate to the model's limit) is left to the runtime; usage comes from it.
+	limit := path(h.do("GET", "/v1/models", nil).json(t), "data", 0, "limits", "max_input_tokens")
+	b = h.post("/v1/classify", map[string]any{"model": "guard", "input": []string{long, "hello world"}}).json(t)
+	if path(b, "results", 0, "usage", "tokens_lower_bound") != true || path(b, "results", 0, "usage", "input_tokens") != limit ||
+		path(b, "results", 1, "usage", "input_tokens") != 2.0 || path(b, "results", 1, "usage", "tokens_lower_bound") != nil {
+		t.Errorf("default truncate usage (limit %v): %v", limit, b)
+	}
 	b = h.post("/v1/classify", map[string]any{"model": "guard", "input": long, "options": map[string]any{"overflow": "window"}}).json(t)
 	if path(b, "results", 0, "windows").(float64) < 4 || path(b, "usage", "input_tokens") != 240.0 {
 		t.Errorf("window: %v", b)
