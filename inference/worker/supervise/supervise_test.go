@@ -19,6 +19,9 @@ import (
 	"github.com/junction-router/junction/inference/worker/supervise"
 )
 
+// buildFlags are extra `go build` flags for the junction binary.
+var buildFlags []string
+
 var (
 	binOnce sync.Once
 	binPath string
@@ -43,7 +46,8 @@ func buildJunction(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "junction")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/junction-router/junction/cmd/junction").CombinedOutput()
+		args := append(append([]string{"build"}, buildFlags...), "-o", binPath, "github.com/junction-router/junction/cmd/junction")
+		out, err := exec.Command("go", args...).CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
