@@ -2,11 +2,20 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/inference/synthetic"
 )
 
 func TestWorkerArgs(t *testing.T) {
@@ -57,4 +66,81 @@ func TestWorkerWithoutDefaultModelsFailsClearly(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr.String(), "built-in default models are not available") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+}
+
+func TestWorkerServesAModelsFile(t *testing.T) {
+	orttest.Library(t)
+	dir := t.TempDir()
+	if _, err := synthetic.Write(filepath.Join(dir, "guard"), synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"}, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "models.yaml")
+	os.WriteFile(file, []byte("models:\n  - model: "+filepath.Join(dir, "guard")+"\n    name: guard\n"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var stderr syncWriter
+	go func() {
+		done <- run(ctx, []string{"worker", "--models", file, "--port", fmt.Sprint(port), "--threads", "1"}, &bytes.Buffer{}, &stderr)
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("worker not ready: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(base+"/v1/classify", "application/json", strings.NewReader(`{"input":"a secret sentence"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Model   string `json:"model"`
+		Results []struct {
+			Label string `json:"label"`
+		} `json:"results"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.Model != "guard" || len(out.Results) != 1 || out.Results[0].Label == "" {
+		t.Fatalf("classify: %d %+v", resp.StatusCode, out)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "secret") {
+		t.Fatal("request text reached the log")
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
