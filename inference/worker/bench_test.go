@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -169,4 +170,22 @@ func benchBatching(b *testing.B, spec synthetic.Spec) {
 	b.ReportMetric(mb, "batched-req/s")
 	b.ReportMetric(ms, "unbatched-req/s")
 	b.ReportMetric(mb/ms, "batched/unbatched")
+}
+
+// BenchmarkHandlerClassify is the worker's own cost per classify request, in
+// process (no sockets), on a test model whose forward pass costs nothing.
+func BenchmarkHandlerClassify(b *testing.B) {
+	h := start(b, map[string]worker.Model{"guard": newWordModel(worker.TaskSequence)}, worker.Options{ResultCacheEntries: -1})
+	handler := h.srv.Handler()
+	body, _ := json.Marshal(map[string]any{"input": benchText(1)})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		req := httptest.NewRequest(http.MethodPost, "/v1/classify", bytes.NewReader(body))
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
 }
