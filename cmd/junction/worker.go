@@ -341,7 +341,7 @@ func listenWorker(cfg workerConfig) (net.Listener, string, error) {
 
 // builtinDefaults are the models `junction worker` serves when no model is
 // named: built by `make models` into the models directory.
-var builtinDefaults = []string{"embedding", "domain", "jailbreak"}
+var builtinDefaults = []string{"embed-glove", "domain-glove", "jailbreak-glove"}
 
 // defaultModels returns the built-in default models, or says clearly that
 // they are not installed: the worker never serves a stand-in.
