@@ -40,7 +40,6 @@ type job struct {
 	err     error
 	queue   time.Duration // enqueue until its first forward pass started
 	forward time.Duration // its forward passes
-	post    time.Duration // splitting results back (counted by the batcher)
 }
 
 func (j *job) len() int {
@@ -52,10 +51,9 @@ func (j *job) len() int {
 
 // batchHooks report what the batcher does (metrics, health).
 type batchHooks struct {
-	batch   func(rows, tokens int, forward time.Duration, err error)
-	queued  func(depth int)
-	waited  func(d time.Duration)
-	dropped func()
+	batch  func(rows, tokens int, forward time.Duration, err error)
+	queued func(depth int)
+	waited func(d time.Duration)
 }
 
 // batcher runs one model's jobs: it groups queued jobs of the same method into
@@ -268,9 +266,6 @@ func (b *batcher) take(o op) []*job {
 			b.queuedTokens -= j.total
 			j.err = j.ctx.Err()
 			close(j.done)
-			if b.hooks.dropped != nil {
-				b.hooks.dropped()
-			}
 		case j.op == o && (len(batch) == 0 || (tokens+j.total <= b.maxBatchTokens && (b.maxBatchJobs == 0 || len(batch) < b.maxBatchJobs))):
 			batch = append(batch, j)
 			tokens += j.total
