@@ -46,12 +46,13 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
 	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
 
-## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs (see docs/benchmarks.md)
+## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
+	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
 ORT_VERSION ?= 1.24.1
