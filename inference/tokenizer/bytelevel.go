@@ -54,11 +54,8 @@ func (b *byteLevel) split(words []text, first bool) []text {
 	return out
 }
 
-// isByteLevelSpace says whether a byte-level rune stands for an ASCII whitespace byte.
-func isByteLevelSpace(r rune) bool {
-	b, ok := runeToByte[r]
-	return ok && (b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f')
-}
+// byteLevelSpace is the byte-level rune of the space byte (Ġ).
+var byteLevelSpace = byteToRune[' ']
 
 // decodeByteLevel turns a byte-level token back into its bytes.
 func decodeByteLevel(tok string) []byte {

@@ -273,16 +273,23 @@ func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []To
 			}
 			ps = t.model.tokenize(word.runes, ps[:0])
 			for _, p := range ps {
-				a, b := p.start, p.end
+				start, end := word.span(p.start, p.end)
 				if t.trimOffsets && t.byteLevel != nil {
-					for a < b-1 && isByteLevelSpace(word.runes[a]) {
+					// As HF's ByteLevel offset trimming: leading and trailing Ġ (spaces) leave the offsets; a
+					// token of spaces only keeps an empty range at its end. Other whitespace bytes stay.
+					a, b := p.start, p.end
+					for a < b && word.runes[a] == byteLevelSpace {
 						a++
 					}
-					for b > a+1 && isByteLevelSpace(word.runes[b-1]) {
-						b--
+					if a == b {
+						start = end
+					} else {
+						for b > a && word.runes[b-1] == byteLevelSpace {
+							b--
+						}
+						start, end = word.span(a, b)
 					}
 				}
-				start, end := word.span(a, b)
 				out = append(out, Token{ID: p.id, Text: p.tok, Start: start, End: end})
 			}
 		}
