@@ -3,6 +3,7 @@ package inference_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -46,7 +47,11 @@ func benchSetup(b *testing.B) (*inference.Runtime, string) {
 	if benchModels.err != nil {
 		b.Fatal(benchModels.err)
 	}
-	rt, err := inference.Open(inference.Options{LibraryPath: lib, Device: "cpu"})
+	device := os.Getenv("JUNCTION_BENCH_DEVICE") // e.g. cuda:0 on a GPU machine; default cpu
+	if device == "" {
+		device = "cpu"
+	}
+	rt, err := inference.Open(inference.Options{LibraryPath: lib, Device: device})
 	if err != nil {
 		b.Fatal(err)
 	}
