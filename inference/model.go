@@ -140,6 +140,10 @@ func (r *Runtime) Load(ctx context.Context, dir string, o ModelOptions) (*Model,
 	if err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", dir, err)
 	}
+	if err := r.register(m); err != nil {
+		m.Close()
+		return nil, err
+	}
 	if err := m.selfCheck(ctx); err != nil {
 		m.Close()
 		return nil, fmt.Errorf("loading model %s: self-check failed: %w", dir, err)
@@ -656,6 +660,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.rt.unregister(m)
 	if m.session != nil {
 		return m.session.Destroy()
 	}
