@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./engine/gateway/
 	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
 	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
+	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./inference/tokenizer/
 
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build

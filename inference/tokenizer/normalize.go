@@ -20,9 +20,11 @@ type text struct {
 
 func newText(s string, base int) text {
 	t := text{runes: make([]rune, 0, len(s)), orig: make([][2]int, 0, len(s))}
-	for i, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:]) // an invalid byte is one U+FFFD of width 1
 		t.runes = append(t.runes, r)
-		t.orig = append(t.orig, [2]int{base + i, base + i + utf8.RuneLen(r)})
+		t.orig = append(t.orig, [2]int{base + i, base + i + size})
+		i += size
 	}
 	return t
 }
