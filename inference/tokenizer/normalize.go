@@ -64,30 +64,58 @@ func (t text) mapRunes(f func(r rune, out []rune) []rune) text {
 }
 
 // normalizeForm applies a Unicode normalisation form segment by segment; every output rune of a segment aligns
-// to the segment's whole original range.
+// to the segment's whole original range. ASCII runes followed by ASCII (or the end) are stable under every form
+// and are copied as they are; only the stretches around other runes go through the normaliser.
 func (t text) normalizeForm(f norm.Form) text {
-	s := string(t.runes)
-	if f.IsNormalString(s) {
+	n := len(t.runes)
+	stable := func(i int) bool { return t.runes[i] < utf8.RuneSelf && (i+1 == n || t.runes[i+1] < utf8.RuneSelf) }
+	i := 0
+	for i < n && stable(i) {
+		i++
+	}
+	if i == n {
 		return t
 	}
-	n := text{runes: make([]rune, 0, len(t.runes)), orig: make([][2]int, 0, len(t.runes))}
-	ri := 0 // rune index into t at the start of the segment
-	for len(s) > 0 {
-		end := f.NextBoundaryInString(s, true)
-		if end <= 0 {
-			end = len(s)
+	out := text{runes: make([]rune, 0, n+8), orig: make([][2]int, 0, n+8)}
+	out.runes = append(out.runes, t.runes[:i]...)
+	out.orig = append(out.orig, t.orig[:i]...)
+	for i < n {
+		if stable(i) {
+			out.runes = append(out.runes, t.runes[i])
+			out.orig = append(out.orig, t.orig[i])
+			i++
+			continue
 		}
-		seg := s[:end]
-		cnt := utf8.RuneCountInString(seg)
-		start, stop := t.span(ri, ri+cnt)
-		for _, r := range f.String(seg) {
-			n.runes = append(n.runes, r)
-			n.orig = append(n.orig, [2]int{start, stop})
+		j := i + 1
+		for j < n && !stable(j) {
+			j++
 		}
-		ri += cnt
-		s = s[end:]
+		seg := t.slice(i, j)
+		s := string(seg.runes)
+		if f.IsNormalString(s) {
+			out.runes = append(out.runes, seg.runes...)
+			out.orig = append(out.orig, seg.orig...)
+		} else {
+			ri := 0
+			for len(s) > 0 {
+				end := f.NextBoundaryInString(s, true)
+				if end <= 0 {
+					end = len(s)
+				}
+				part := s[:end]
+				cnt := utf8.RuneCountInString(part)
+				a, b := seg.span(ri, ri+cnt)
+				for _, r := range f.String(part) {
+					out.runes = append(out.runes, r)
+					out.orig = append(out.orig, [2]int{a, b})
+				}
+				ri += cnt
+				s = s[end:]
+			}
+		}
+		i = j
 	}
-	return n
+	return out
 }
 
 // normalizer changes text before pre-tokenisation. first and last say whether the chunk holds the beginning

@@ -182,3 +182,12 @@ func TestRefusesUnsupported(t *testing.T) {
 		}
 	}
 }
+
+func loadB(b *testing.B, name string) *tokenizer.Tokenizer {
+	b.Helper()
+	tk, err := tokenizer.Load("testdata/" + name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tk
+}
