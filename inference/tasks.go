@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/junction-router/junction/inference/tokenizer"
@@ -214,6 +215,21 @@ func (m *Model) tokenSpans(it item, rows []rowOutput, text string) []Span {
 	flush := func() {
 		if cur != nil {
 			cur.Score = float32(float64(cur.Score) / float64(curN))
+			// SentencePiece tokens carry the space before a word (▁word): spans hold the word only.
+			for cur.ByteStart < cur.ByteEnd {
+				r, size := utf8.DecodeRuneInString(text[cur.ByteStart:])
+				if !unicode.IsSpace(r) {
+					break
+				}
+				cur.ByteStart += size
+			}
+			for cur.ByteEnd > cur.ByteStart {
+				r, size := utf8.DecodeLastRuneInString(text[:cur.ByteEnd])
+				if !unicode.IsSpace(r) {
+					break
+				}
+				cur.ByteEnd -= size
+			}
 			cur.Text = text[cur.ByteStart:cur.ByteEnd]
 			spans = append(spans, *cur)
 			cur = nil

@@ -12,7 +12,7 @@ import (
 // on character boundaries; and reading with a limit gives a prefix of the whole text's tokens.
 func FuzzTokens(f *testing.F) {
 	var tks []*tokenizer.Tokenizer
-	for _, name := range []string{"bert-uncased.json", "roberta-bpe.json", "wordlevel.json"} {
+	for _, name := range []string{"bert-uncased.json", "roberta-bpe.json", "wordlevel.json", "unigram.json", "xlmr-unigram.json"} {
 		tk, err := tokenizer.Load("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)

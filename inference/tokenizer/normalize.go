@@ -125,17 +125,18 @@ type normalizer interface {
 }
 
 type normalizerSpec struct {
-	Type               string            `json:"type"`
-	CleanText          *bool             `json:"clean_text"`
-	HandleChineseChars *bool             `json:"handle_chinese_chars"`
-	StripAccents       *bool             `json:"strip_accents"`
-	Lowercase          *bool             `json:"lowercase"`
-	Normalizers        []json.RawMessage `json:"normalizers"`
-	Left               *bool             `json:"left"`
-	Right              *bool             `json:"right"`
-	Pattern            *patternSpec      `json:"pattern"`
-	Content            string            `json:"content"`
-	Prepend            string            `json:"prepend"`
+	Type                string            `json:"type"`
+	CleanText           *bool             `json:"clean_text"`
+	HandleChineseChars  *bool             `json:"handle_chinese_chars"`
+	StripAccents        *bool             `json:"strip_accents"`
+	Lowercase           *bool             `json:"lowercase"`
+	Normalizers         []json.RawMessage `json:"normalizers"`
+	Left                *bool             `json:"left"`
+	Right               *bool             `json:"right"`
+	Pattern             *patternSpec      `json:"pattern"`
+	Content             string            `json:"content"`
+	Prepend             string            `json:"prepend"`
+	PrecompiledCharsmap string            `json:"precompiled_charsmap"`
 }
 
 type patternSpec struct {
@@ -205,6 +206,11 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return nil, fmt.Errorf("Replace normalizer: %v", err)
 		}
 		return replace{re: re, content: s.Content}, nil
+	case "Precompiled":
+		if s.PrecompiledCharsmap == "" { // an empty charsmap normalises nothing
+			return nil, nil
+		}
+		return parsePrecompiled(s.PrecompiledCharsmap)
 	case "Sequence":
 		var seq sequenceNormalizer
 		for i, r := range s.Normalizers {
@@ -218,7 +224,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		}
 		return seq, nil
 	}
-	return nil, fmt.Errorf("normalizer type %q is not supported (supported: BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents, Strip, Prepend, Replace, Sequence)", s.Type)
+	return nil, fmt.Errorf("normalizer type %q is not supported (supported: BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents, Strip, Prepend, Replace, Precompiled, Sequence)", s.Type)
 }
 
 type sequenceNormalizer []normalizer
@@ -315,7 +321,7 @@ func (p prepend) normalize(t text, first, _ bool) text {
 		return t
 	}
 	n := text{}
-	o := [2]int{t.orig[0][0], t.orig[0][0]}
+	o := t.orig[0] // as HF: the prepended characters align with the first character
 	for _, r := range p.s {
 		n.runes = append(n.runes, r)
 		n.orig = append(n.orig, o)

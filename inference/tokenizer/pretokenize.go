@@ -326,7 +326,7 @@ type metaspace struct {
 	splitWords  bool
 }
 
-func (m metaspace) split(words []text, first bool) []text {
+func (m metaspace) split(words []text, _ bool) []text {
 	return splitEach(words, func(w text, out []text) []text {
 		w = w.mapRunes(func(r rune, o []rune) []rune {
 			if r == ' ' {
@@ -334,7 +334,10 @@ func (m metaspace) split(words []text, first bool) []text {
 			}
 			return append(o, r)
 		})
-		if (m.scheme == "always" || (m.scheme == "first" && first)) && len(w.runes) > 0 && w.runes[0] != m.replacement {
+		// As HF: always prepends to every piece it is given (a chunk that continues a text starts with a space,
+		// now ▁, so it gets none); first only at the input's start.
+		atInputStart := len(w.orig) > 0 && w.orig[0][0] == 0
+		if (m.scheme == "always" || (m.scheme == "first" && atInputStart)) && len(w.runes) > 0 && w.runes[0] != m.replacement {
 			w = prepend{string(m.replacement)}.normalize(w, true, false)
 		}
 		if !m.splitWords {

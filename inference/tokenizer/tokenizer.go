@@ -206,19 +206,22 @@ func (t *Tokenizer) EncodePair(a, b string) Encoding {
 // It returns at most limit tokens; complete is false when s has more tokens than that.
 func (t *Tokenizer) Tokens(s string, limit int) (toks []Token, complete bool) {
 	if limit == 0 {
-		return nil, len(s) == 0 || len(t.tokenizeChunk(s, 0, true, true, nil, 1)) == 0
+		toks, _ := t.tokenizeChunk(s, 0, true, true, nil, 1)
+		return nil, len(toks) == 0
 	}
 	if limit < 0 {
-		return t.tokenizeChunk(s, 0, true, true, nil, -1), true
+		toks, _ := t.tokenizeChunk(s, 0, true, true, nil, -1)
+		return toks, true
 	}
 	chunk := 16 * limit
 	if chunk < 4096 {
 		chunk = 4096
 	}
 	pos := 0
+	segmentStart := true // the next chunk begins a segment (the input, or text after an added token)
 	for pos < len(s) {
 		end := cutPoint(s, pos+chunk)
-		toks = t.tokenizeChunk(s[pos:end], pos, pos == 0, end == len(s), toks, limit+1)
+		toks, segmentStart = t.tokenizeChunk(s[pos:end], pos, segmentStart, end == len(s), toks, limit+1)
 		pos = end
 		if len(toks) > limit {
 			return toks[:limit], false
@@ -248,8 +251,10 @@ func cutPoint(s string, want int) int {
 }
 
 // tokenizeChunk tokenises s (which starts at byte base of the input) and appends to out, stopping early once
-// out holds stop tokens (stop < 0: never).
-func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []Token, stop int) []Token {
+// out holds stop tokens (stop < 0: never). Normalizers and pre-tokenizers see each segment between added tokens
+// on its own, as in HF tokenizers: first says whether s begins a segment, last whether it ends the input.
+// endsAtAdded reports whether s ends with an added token (the next chunk then begins a segment).
+func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []Token, stop int) (toks []Token, endsAtAdded bool) {
 	segStart := 0
 	emitText := func(seg string, segBase int, segFirst, segLast bool) {
 		if seg == "" {
@@ -296,19 +301,19 @@ func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []To
 	}
 	for i := 0; i < len(s); {
 		if stop >= 0 && len(out) >= stop {
-			return out
+			return out, false
 		}
 		at, a, mStart, mEnd := t.matchAdded(s, i)
 		if at < 0 {
 			i++
 			continue
 		}
-		emitText(s[segStart:mStart], base+segStart, first && segStart == 0, true)
+		emitText(s[segStart:mStart], base+segStart, first || segStart > 0, true)
 		out = append(out, Token{ID: a.ID, Text: a.Content, Start: base + at, End: base + at + len(a.Content)})
 		segStart, i = mEnd, mEnd
 	}
-	emitText(s[segStart:], base+segStart, first && segStart == 0, last)
-	return out
+	emitText(s[segStart:], base+segStart, first || segStart > 0, last)
+	return out, segStart > 0 && segStart == len(s)
 }
 
 // matchAdded looks for an added token at byte i of s. It returns the token's own start, the token, and the
