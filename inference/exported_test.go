@@ -10,6 +10,7 @@ import (
 	"github.com/junction-router/junction/inference"
 	"github.com/junction-router/junction/inference/onnxgraph"
 	"github.com/junction-router/junction/inference/synthetic"
+	"github.com/junction-router/junction/inference/tokenizer"
 )
 
 // TestWordVectorExports loads graphs of the shape Junction's own exported models have (a WordLevel tokenizer,
@@ -106,5 +107,53 @@ func TestWordVectorExports(t *testing.T) {
 	}
 	for k, s := range cr.Results[0].Scores {
 		near(t, s.Label, s.Score, wantProbs[k], 1e-5)
+	}
+}
+
+// TestSentencePieceSpans tags with the SentencePiece tokenizer of the tokenizer tests (a real precompiled
+// charsmap): its tokens carry the space before a word (▁world), and spans must hold the word alone.
+func TestSentencePieceSpans(t *testing.T) {
+	rt := openRuntime(t, inference.Options{})
+	dir := t.TempDir()
+	tokJSON, err := os.ReadFile("tokenizer/testdata/xlmr-unigram.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Parse(tokJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world, ok := tk.TokenID("▁world")
+	if !ok {
+		t.Fatal("fixture lacks ▁world")
+	}
+	vocab := tk.VocabSize()
+	table := make([]float32, vocab*2)
+	for id := 0; id < vocab; id++ {
+		table[id*2] = 3 // O
+	}
+	table[int(world)*2], table[int(world)*2+1] = 0, 3 // B-LOC
+	g := onnxgraph.New("sp-tagger")
+	ids := g.Input("input_ids", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
+	g.Input("attention_mask", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
+	g.Node("Gather", []string{g.Float32("table", []int64{int64(vocab), 2}, table), ids}, []string{"logits"})
+	g.Output("logits", onnxgraph.Float, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"), onnxgraph.Fixed(2))
+	if err := g.WriteFile(filepath.Join(dir, "model.onnx"), onnxgraph.ModelOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), tokJSON, 0o644)
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"architectures": ["XLMRobertaForTokenClassification"], "model_type": "xlm-roberta", "id2label": {"0": "O", "1": "B-LOC"}}`), 0o644)
+	m := load(t, rt, dir, inference.ModelOptions{})
+	if m.Info().Tokenizer != "Unigram" {
+		t.Fatalf("tokenizer %s", m.Info().Tokenizer)
+	}
+	text := "Ｈｅｌｌｏ  world, this"
+	resp, err := m.Classify(context.Background(), inference.Texts(text), inference.ClassifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := resp.Results[0].Spans
+	if len(spans) != 1 || spans[0].Label != "LOC" || spans[0].Text != "world" || spans[0].Start != 7 || spans[0].End != 12 {
+		t.Fatalf("spans %+v", spans)
 	}
 }

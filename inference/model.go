@@ -72,7 +72,7 @@ type Info struct {
 	Pooling              Pooling `json:"pooling,omitempty"`
 	Normalize            bool    `json:"normalize,omitempty"`
 	Layers               []int   `json:"layers,omitempty"`
-	// Tokenizer is WordPiece, BPE or WordLevel; MaxTokenChars is the largest character span of one token.
+	// Tokenizer is WordPiece, BPE, WordLevel or Unigram; MaxTokenChars is the largest character span of one token.
 	Tokenizer     string   `json:"tokenizer"`
 	MaxTokenChars int      `json:"max_token_chars"`
 	Inputs        []string `json:"inputs"`

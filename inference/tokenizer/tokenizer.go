@@ -1,15 +1,16 @@
 // Package tokenizer is a pure-Go implementation of the Hugging Face `tokenizer.json` format, enough to run the
 // exports Junction serves: WordPiece (BERT: BertNormalizer, BertPreTokenizer), byte-level BPE (GPT-2, RoBERTa,
-// ModernBERT), WordLevel (with Whitespace pre-tokenisation), added and special tokens, and the TemplateProcessing,
-// BertProcessing, RobertaProcessing and ByteLevel post-processors. Every token carries its byte offsets in the
-// input text.
+// ModernBERT, Llama 3 and Qwen style splits), WordLevel (with Whitespace pre-tokenisation), SentencePiece
+// Unigram with its precompiled charsmap (XLM-R, DeBERTa-v3), added and special tokens, and the
+// TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel post-processors. Every token carries its
+// byte offsets in the input text.
 //
 // Long texts are tokenised only as far as a caller's limit needs: the text is read in chunks cut where a word
 // ends, and reading stops once the limit is passed, so the tokens returned equal the first tokens of the whole
 // text (Tokens reports whether the text was read to its end).
 //
-// It must not run models or decide budgets: package inference does that. Unigram (SentencePiece) models and
-// normalizers needing precompiled character maps are refused with a clear error at Load.
+// It must not run models or decide budgets: package inference does that. Components it does not implement are
+// refused with a clear error at Load.
 package tokenizer
 
 import (
@@ -154,7 +155,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-// Model names the tokenisation model: WordPiece, BPE or WordLevel.
+// Model names the tokenisation model: WordPiece, BPE, WordLevel or Unigram.
 func (t *Tokenizer) Model() string { return t.model.kind() }
 
 // VocabSize is the number of ids (vocabulary plus added tokens).
