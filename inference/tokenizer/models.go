@@ -42,7 +42,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 	}
 	var vocab map[string]int64
 	if s.Type == "Unigram" {
-		return nil, fmt.Errorf("model type Unigram (SentencePiece) is not supported; supported: WordPiece, BPE, WordLevel")
+		return parseUnigram(raw)
 	}
 	if err := json.Unmarshal(s.Vocab, &vocab); err != nil {
 		return nil, fmt.Errorf("model.vocab: %v", err)
@@ -95,7 +95,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("model type %q is not supported; supported: WordPiece, BPE, WordLevel", s.Type)
+	return nil, fmt.Errorf("model type %q is not supported; supported: WordPiece, BPE, WordLevel, Unigram", s.Type)
 }
 
 // parseMerges reads merges written as "a b" strings (older files) or as ["a","b"] pairs.
