@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,6 +162,23 @@ func TestRestartBackoffDoublesUpToTheMaximum(t *testing.T) {
 	// doubling there would be about 25, without a cap about 4.
 	if n := w.Restarts(); n < 4 || n > 8 {
 		t.Fatalf("%d restarts in 1s; want 4 to 8 with backoff 40ms doubling to 160ms", n)
+	}
+}
+
+func TestAttachByTCPAddress(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/health/live" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"status":"alive","api_version":"v1"}`))
+	}))
+	defer srv.Close()
+	for _, addr := range []string{srv.URL, strings.TrimPrefix(srv.URL, "http://")} {
+		r, err := supervise.Attach(context.Background(), addr)
+		if err != nil || r.BaseURL() != srv.URL {
+			t.Fatalf("attach %s: %v", addr, err)
+		}
 	}
 }
 
