@@ -26,6 +26,7 @@ Usage:
   junction config schema                    print the configuration JSON Schema
   junction config builtin                   print the built-in configuration
   junction demo-backend [--listen ADDR]     run the demo OpenAI-compatible backend
+  junction worker [flags] [MODEL...]        serve task models over HTTP (127.0.0.1:8100); see docs/worker.md
   junction version
 
 Run 'junction COMMAND -h' for a command's flags.
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = configCmd(args[1:], stdout, stderr)
 	case "demo-backend":
 		err = demoCmd(ctx, args[1:], stderr)
+	case "worker":
+		err = workerCmd(ctx, args[1:], stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "junction", version)
 	case "help", "-h", "--help":

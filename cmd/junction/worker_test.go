@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/inference/synthetic"
+)
+
+func TestWorkerArgs(t *testing.T) {
+	var stderr bytes.Buffer
+	cfg, err := parseWorkerArgs([]string{"--port", "8123", "./a@0123456789abcdef0123456789abcdef01234567", "--max-queue", "7", "./b",
+		"--batch-window-ms", "0", "--result-cache-entries", "0", "--load-retry-seconds", "0.5", "--log-level", "warning"}, &stderr)
+	if err != nil {
+		t.Fatal(err, stderr.String())
+	}
+	if cfg.port != 8123 || len(cfg.specs) != 2 || cfg.specs[0].Revision != "0123456789abcdef0123456789abcdef01234567" ||
+		cfg.specs[1].Model != "./b" || cfg.opt.MaxQueue != 7 || cfg.opt.BatchWindowMs != -1 || cfg.opt.ResultCacheEntries != -1 ||
+		cfg.opt.LoadRetry != 500*time.Millisecond || cfg.defaults {
+		t.Fatalf("parsed %+v", cfg)
+	}
+	cfg, err = parseWorkerArgs(nil, &stderr)
+	if err != nil || !cfg.defaults || cfg.host != "127.0.0.1" || cfg.port != 8100 || cfg.opt.MaxBatchTokens != 65536 ||
+		cfg.opt.MaxQueuedTokens != 4194304 || cfg.opt.MaxRequestBytes != 8388608 || cfg.opt.MaxBundleTasks != 64 || cfg.opt.LoadAttempts != 5 {
+		t.Fatalf("defaults: %+v %v", cfg, err)
+	}
+	for _, bad := range [][]string{
+		{"m@main"}, {"--profile", "max_speed", "m"}, {"--engine", "native", "m"}, {"--log-level", "loud"},
+		{"--revision", "0123456789abcdef0123456789abcdef01234567", "a", "b"}, {"--port", "0"}, {"--max-queue", "0"},
+		{"--models", "x.yaml", "m"},
+	} {
+		if _, err := parseWorkerArgs(bad, &stderr); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestWorkerModelsFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "models.yaml")
+	os.WriteFile(p, []byte("models:\n  - model: ./guard\n    name: guard\n    options: {scan_budget_tokens: 4096}\n  - model: ./emb\n"), 0o600)
+	cfg, err := parseWorkerArgs([]string{"--models", p}, &bytes.Buffer{})
+	if err != nil || len(cfg.specs) != 2 || cfg.specs[0].ServedName() != "guard" || cfg.specs[1].ServedName() != "./emb" {
+		t.Fatalf("%+v %v", cfg.specs, err)
+	}
+	os.WriteFile(p, []byte("models:\n  - model: ./guard\n    nmae: typo\n"), 0o600)
+	if _, err := parseWorkerArgs([]string{"--models", p}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "nmae") {
+		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+func TestWorkerWithoutDefaultModelsFailsClearly(t *testing.T) {
+	var stderr bytes.Buffer
+	code := run(t.Context(), []string{"worker", "--cache-dir", t.TempDir()}, &bytes.Buffer{}, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "built-in default models are not available") {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestWorkerServesAModelsFile(t *testing.T) {
+	orttest.Library(t)
+	dir := t.TempDir()
+	if _, err := synthetic.Write(filepath.Join(dir, "guard"), synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"}, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "models.yaml")
+	os.WriteFile(file, []byte("models:\n  - model: "+filepath.Join(dir, "guard")+"\n    name: guard\n"), 0o600)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var stderr syncWriter
+	go func() {
+		done <- run(ctx, []string{"worker", "--models", file, "--port", fmt.Sprint(port), "--threads", "1"}, &bytes.Buffer{}, &stderr)
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("worker not ready: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(base+"/v1/classify", "application/json", strings.NewReader(`{"input":"a secret sentence"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Model   string `json:"model"`
+		Results []struct {
+			Label string `json:"label"`
+		} `json:"results"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || out.Model != "guard" || len(out.Results) != 1 || out.Results[0].Label == "" {
+		t.Fatalf("classify: %d %+v", resp.StatusCode, out)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "secret") {
+		t.Fatal("request text reached the log")
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
