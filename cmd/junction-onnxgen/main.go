@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/junction-router/junction/inference/synthetic"
 )
@@ -60,12 +61,6 @@ func sortedNames(m map[string]synthetic.Spec) []string {
 	for n := range m {
 		names = append(names, n)
 	}
-	for i := range names {
-		for j := i + 1; j < len(names); j++ {
-			if names[j] < names[i] {
-				names[i], names[j] = names[j], names[i]
-			}
-		}
-	}
+	sort.Strings(names)
 	return names
 }

@@ -158,8 +158,12 @@ func (bertPre) split(words []text, _ bool) []text {
 	})
 }
 
+// isWordRune is Rust regex's Unicode \w (what HF's Whitespace pre-tokenizer uses): alphabetic (letters and
+// letter numbers such as Ⅻ), marks, decimal digits, connector punctuation and the join controls; not other
+// numbers such as ½ or ².
 func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.Is(unicode.Pc, r) || unicode.IsNumber(r)
+	return unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) || unicode.IsMark(r) || unicode.Is(unicode.Nd, r) ||
+		unicode.Is(unicode.Pc, r) || r == 0x200C || r == 0x200D
 }
 
 // whitespacePre is the regex \w+|[^\w\s]+.

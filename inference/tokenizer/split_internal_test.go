@@ -55,3 +55,22 @@ func TestSplitsMatchHF(t *testing.T) {
 		}
 	}
 }
+
+// Symbols, numbers that are not digits, connector punctuation and a zero-width joiner (Whitespace, Bert), and
+// contractions, no-break spaces, emoji and trailing newlines (GPT-2 byte level): HF tokenizers 0.23.2's splits.
+func TestSplitsMatchHFSymbols(t *testing.T) {
+	s := "x² ½ Ⅻ a_b c‿d 3.14 e\u200dz €5 ©x"
+	if got, want := splitStrings(whitespacePre{}, s), []string{"x", "²", "½", "Ⅻ", "a_b", "c‿d", "3", ".", "14", "e\u200dz", "€", "5", "©", "x"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("whitespace: got %q\nwant %q", got, want)
+	}
+	if got, want := splitStrings(bertPre{}, s), []string{"x²", "½", "Ⅻ", "a", "_", "b", "c", "‿", "d", "3", ".", "14", "e\u200dz", "€5", "©x"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("bert: got %q\nwant %q", got, want)
+	}
+	var got []string
+	for _, w := range (&byteLevel{useRegex: true}).split([]text{newText("I'M don'T  \u00a0x 12ab 💡!! it's\n\n ", 0)}, true) {
+		got = append(got, w.String())
+	}
+	if want := []string{"I", "'", "M", "Ġdon", "'", "T", "ĠĠ", "Âł", "x", "Ġ12", "ab", "ĠðŁĴ¡!!", "Ġit", "'s", "ĊĊĠ"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("byte level: got %q\nwant %q", got, want)
+	}
+}
