@@ -35,6 +35,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epCert := fs.String("extproc-tls-cert", "", "serve ext_proc over TLS with this certificate (PEM); needs --extproc-tls-key")
 	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
+	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -71,7 +72,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	ups.Health().SetModels(doc.Providers.Models)
 
 	plugins := plugin.NewNative()
-	gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins})
+	models, closeModels, err := signalModels(ctx, *sigModels, log)
+	if err != nil {
+		return err
+	}
+	defer closeModels()
+	gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models})
 	if err != nil {
 		return err
 	}
