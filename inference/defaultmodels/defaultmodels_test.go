@@ -213,3 +213,27 @@ func TestWriteIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheDirIsReused(t *testing.T) {
+	root := t.TempDir()
+	d1, err := CacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(d1, DomainName, "model.onnx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := CacheDir(root)
+	if err != nil || d2 != d1 {
+		t.Fatalf("second call: %q, %v; want %q", d2, err, d1)
+	}
+	st2, err := os.Stat(filepath.Join(d2, DomainName, "model.onnx"))
+	if err != nil || !st2.ModTime().Equal(st.ModTime()) {
+		t.Errorf("the cached model was rewritten")
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 1 {
+		t.Errorf("the cache root holds %d entries, want one directory", len(entries))
+	}
+}

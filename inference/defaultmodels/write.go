@@ -2,6 +2,7 @@ package defaultmodels
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,20 +112,33 @@ func (b *Bundle) Write(dir string) error {
 }
 
 // CacheDir returns a directory holding the model directories of the committed
-// bundle, writing them on first use under the user cache directory (named by
-// the manifest's digest, so a new bundle gets a new directory). root overrides
-// the cache root when not empty.
+// bundle, writing them on first use under the user cache directory, or the
+// temporary directory when that cannot be written (named by the manifest's
+// digest, so a new bundle gets a new directory). root overrides the cache
+// root when not empty.
 func CacheDir(root string) (string, error) {
+	if root != "" {
+		return cacheDir(root)
+	}
+	var errs []error
+	if c, err := os.UserCacheDir(); err == nil {
+		dir, err := cacheDir(filepath.Join(c, "junction", "defaultmodels"))
+		if err == nil {
+			return dir, nil
+		}
+		errs = append(errs, err)
+	}
+	dir, err := cacheDir(filepath.Join(os.TempDir(), "junction-defaultmodels"))
+	if err == nil {
+		return dir, nil
+	}
+	return "", errors.Join(append(errs, err)...)
+}
+
+func cacheDir(root string) (string, error) {
 	man, err := data.ReadFile("data/" + ManifestFile)
 	if err != nil {
 		return "", fmt.Errorf("defaultmodels: %s is missing; run `make models`", ManifestFile)
-	}
-	if root == "" {
-		c, err := os.UserCacheDir()
-		if err != nil {
-			c = os.TempDir()
-		}
-		root = filepath.Join(c, "junction", "defaultmodels")
 	}
 	dir := filepath.Join(root, Digest(man)[len("sha256:"):][:16])
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
