@@ -45,30 +45,34 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./engine/gateway/
 	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
 	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
+	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./inference/tokenizer/
 
-## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs (see docs/benchmarks.md)
+## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./inference/defaultmodels/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
+	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
 ORT_VERSION ?= 1.24.1
 ORT_DIR     := third_party/onnxruntime
 ORT_ARCH    := $(shell uname -m | sed -e 's/x86_64/x64/' -e 's/aarch64/arm64/')
-onnxruntime: $(ORT_DIR)/libonnxruntime.so.1
+onnxruntime: $(ORT_DIR)/.fetched-$(ORT_VERSION)
 
-$(ORT_DIR)/libonnxruntime.so.1:
+$(ORT_DIR)/.fetched-$(ORT_VERSION):
 	@command -v npm >/dev/null 2>&1 || { echo "make onnxruntime needs npm (Debian: apt-get install npm)"; exit 1; }
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	echo "fetching onnxruntime-node@$(ORT_VERSION) (libonnxruntime.so.1 for linux/$(ORT_ARCH))"; \
 	( cd "$$tmp" && npm pack --silent onnxruntime-node@$(ORT_VERSION) >/dev/null ); \
 	tar -xzf "$$tmp/onnxruntime-node-$(ORT_VERSION).tgz" -C "$$tmp" package/bin/napi-v6/linux/$(ORT_ARCH)/libonnxruntime.so.1; \
 	mkdir -p $(ORT_DIR); \
-	cp "$$tmp/package/bin/napi-v6/linux/$(ORT_ARCH)/libonnxruntime.so.1" $@.tmp; \
-	echo "$(ORT_VERSION)" > $(ORT_DIR)/VERSION; mv $@.tmp $@; echo "wrote $@"
+	cp "$$tmp/package/bin/napi-v6/linux/$(ORT_ARCH)/libonnxruntime.so.1" $(ORT_DIR)/libonnxruntime.so.1.tmp; \
+	mv $(ORT_DIR)/libonnxruntime.so.1.tmp $(ORT_DIR)/libonnxruntime.so.1; \
+	rm -f $(ORT_DIR)/.fetched-*; echo "$(ORT_VERSION)" > $(ORT_DIR)/VERSION; touch $@; \
+	echo "wrote $(ORT_DIR)/libonnxruntime.so.1 (ONNX Runtime $(ORT_VERSION))"
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

@@ -66,6 +66,20 @@ func (m *Model) pass(ctx context.Context, encs []tokenizer.Encoding, rows []int,
 		}
 	}
 	B := len(rows)
+	// The session (and ONNX Runtime's environment) must stay alive from the first tensor to the last Destroy.
+	queued := time.Now()
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-m.sem }()
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return ErrClosed
+	}
+	tm.Queue += time.Since(queued)
 	inputs := make([]ort.Value, len(m.inputs))
 	defer func() {
 		for _, v := range inputs {
@@ -98,35 +112,26 @@ func (m *Model) pass(ctx context.Context, encs []tokenizer.Encoding, rows []int,
 				}
 			}
 		}
-		var err error
 		if in.int32 {
 			v32 := make([]int32, len(vals))
 			for i, v := range vals {
 				v32[i] = int32(v)
 			}
-			inputs[k], err = ort.NewTensor(ort.NewShape(int64(B), int64(T)), v32)
+			t, err := ort.NewTensor(ort.NewShape(int64(B), int64(T)), v32)
+			if err != nil {
+				return fmt.Errorf("input %s: %w", in.name, err)
+			}
+			inputs[k] = t
 		} else {
-			inputs[k], err = ort.NewTensor(ort.NewShape(int64(B), int64(T)), vals)
-		}
-		if err != nil {
-			return fmt.Errorf("input %s: %w", in.name, err)
+			t, err := ort.NewTensor(ort.NewShape(int64(B), int64(T)), vals)
+			if err != nil {
+				return fmt.Errorf("input %s: %w", in.name, err)
+			}
+			inputs[k] = t
 		}
 	}
 
-	queued := time.Now()
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-m.sem }()
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return ErrClosed
-	}
 	began := time.Now()
-	tm.Queue += began.Sub(queued)
 	outputs := make([]ort.Value, len(m.outputs))
 	err := m.session.Run(inputs, outputs)
 	tm.Forward += time.Since(began)

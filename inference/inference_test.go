@@ -491,6 +491,24 @@ func TestDevices(t *testing.T) {
 	}
 }
 
+func TestRuntimeCloseClosesModels(t *testing.T) {
+	rt := openRuntime(t, inference.Options{})
+	dir, _ := writeModel(t, synthetic.Spec{Task: synthetic.SequenceClassification})
+	m, err := rt.Load(context.Background(), dir, inference.ModelOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Classify(context.Background(), inference.Texts("x"), inference.ClassifyOptions{}); !errors.Is(err, inference.ErrClosed) {
+		t.Errorf("a model of a closed runtime: %v", err)
+	}
+	if _, err := rt.Load(context.Background(), dir, inference.ModelOptions{}); !errors.Is(err, inference.ErrClosed) {
+		t.Errorf("Load after Close: %v", err)
+	}
+}
+
 func TestMissingLibraryNamesTheFetchCommand(t *testing.T) {
 	_, err := inference.Open(inference.Options{LibraryPath: filepath.Join(t.TempDir(), "libonnxruntime.so.1")})
 	if err == nil || !strings.Contains(err.Error(), "make onnxruntime") {

@@ -56,6 +56,10 @@ type Info struct {
 	// Labels in id order (sequence and token classification).
 	Labels     []string `json:"labels,omitempty"`
 	MultiLabel bool     `json:"multi_label,omitempty"` // independent sigmoid scores (problem_type multi_label_classification)
+	// Activation turns the graph's output into scores: softmax, sigmoid, or none when the graph already
+	// outputs probabilities (config.json junction.activation; default softmax, sigmoid for multi-label and
+	// one-logit rerank).
+	Activation string `json:"activation,omitempty"`
 	// MaxTokens is the token budget cap in effect: the model's max input tokens, lowered by
 	// ModelOptions.MaxTokens. ModelMaxTokens is the model's own.
 	MaxTokens      int      `json:"max_tokens"`
@@ -68,7 +72,7 @@ type Info struct {
 	Pooling              Pooling `json:"pooling,omitempty"`
 	Normalize            bool    `json:"normalize,omitempty"`
 	Layers               []int   `json:"layers,omitempty"`
-	// Tokenizer is WordPiece, BPE or WordLevel; MaxTokenChars is the largest character span of one token.
+	// Tokenizer is WordPiece, BPE, WordLevel or Unigram; MaxTokenChars is the largest character span of one token.
 	Tokenizer     string   `json:"tokenizer"`
 	MaxTokenChars int      `json:"max_token_chars"`
 	Inputs        []string `json:"inputs"`
@@ -121,6 +125,7 @@ type hfConfig struct {
 		MaxTokens            int               `json:"max_tokens"`
 		Output               string            `json:"output"`
 		Layers               map[string]string `json:"layers"`
+		Activation           string            `json:"activation"`
 	} `json:"junction"`
 }
 
@@ -134,6 +139,10 @@ func (r *Runtime) Load(ctx context.Context, dir string, o ModelOptions) (*Model,
 	m, err := r.load(dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("loading model %s: %w", dir, err)
+	}
+	if err := r.register(m); err != nil {
+		m.Close()
+		return nil, err
 	}
 	if err := m.selfCheck(ctx); err != nil {
 		m.Close()
@@ -296,12 +305,20 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 		}
 		info.Labels = labels
 		info.MultiLabel = cfg.ProblemType == "multi_label_classification"
+		info.Activation = "softmax"
+		if info.MultiLabel {
+			info.Activation = "sigmoid"
+		}
 		for i, l := range labels {
 			m.labelIdx[l] = i
 		}
 	case TaskRerank:
 		if rank != 2 || (last > 0 && last != 1 && last != 2) {
 			return nil, fmt.Errorf("rerank reads output %q as [batch, 1] or [batch, 2]; it has shape %v", output, outInfo.Dimensions)
+		}
+		info.Activation = "sigmoid"
+		if last == 2 {
+			info.Activation = "softmax"
 		}
 	case TaskEmbedding:
 		switch rank {
@@ -345,6 +362,20 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 			info.Layers = append(info.Layers, layer)
 		}
 		sort.Ints(info.Layers)
+	}
+
+	switch a := cfg.Junction.Activation; a {
+	case "":
+	case "softmax", "sigmoid", "none":
+		if info.Task == TaskEmbedding {
+			return nil, fmt.Errorf("config.json junction.activation applies to classification and rerank, not %s", info.Task)
+		}
+		info.Activation = a
+		if info.Task == TaskSequenceClassification || info.Task == TaskTokenClassification {
+			info.MultiLabel = a == "sigmoid" || (a == "none" && info.MultiLabel)
+		}
+	default:
+		return nil, fmt.Errorf("config.json junction.activation %q is not one of softmax, sigmoid, none", a)
 	}
 
 	// Token budget.
@@ -629,6 +660,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.rt.unregister(m)
 	if m.session != nil {
 		return m.session.Destroy()
 	}

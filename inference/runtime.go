@@ -36,6 +36,7 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	closed  bool
+	models  map[*Model]struct{} // open models, closed by Close
 	release func()
 }
 
@@ -99,7 +100,7 @@ func Open(o Options) (*Runtime, error) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	return &Runtime{libPath: path, version: version, device: dev, threads: threads, release: release}, nil
+	return &Runtime{libPath: path, version: version, device: dev, threads: threads, release: release, models: map[*Model]struct{}{}}, nil
 }
 
 // Version is the ONNX Runtime version string of the loaded library.
@@ -108,17 +109,45 @@ func (r *Runtime) Version() string { return r.version }
 // LibraryPath is the library file in use.
 func (r *Runtime) LibraryPath() string { return r.libPath }
 
-// Close releases the ONNX Runtime environment. Models loaded from it must be closed first; calls on them after
-// Close fail.
+// Close closes every model still open (calls in flight finish first; later calls fail with ErrClosed) and
+// releases the ONNX Runtime environment.
 func (r *Runtime) Close() error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.closed {
+		r.mu.Unlock()
 		return nil
 	}
 	r.closed = true
+	models := make([]*Model, 0, len(r.models))
+	for m := range r.models {
+		models = append(models, m)
+	}
+	r.mu.Unlock()
+	var first error
+	for _, m := range models {
+		if err := m.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
 	r.release()
+	return first
+}
+
+// register records an open model; it fails when the runtime was closed meanwhile.
+func (r *Runtime) register(m *Model) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	r.models[m] = struct{}{}
 	return nil
+}
+
+func (r *Runtime) unregister(m *Model) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.models, m)
 }
 
 // sessionOptions builds ORT session options for a device; it reports the device used and, for auto, why CUDA

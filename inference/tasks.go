@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/junction-router/junction/inference/tokenizer"
@@ -129,17 +130,27 @@ func (m *Model) sequenceScores(it item, rows []rowOutput, agg Aggregate) []Label
 	return scores
 }
 
-// activate turns logits into softmax probabilities or independent sigmoid scores.
+// activate turns a row of outputs into scores: softmax probabilities, independent sigmoid scores, or the
+// values themselves when the graph already computes probabilities.
 func (m *Model) activate(logits []float32) []float64 {
 	out := make([]float64, len(logits))
-	if m.info.MultiLabel {
+	m.activateInto(logits, out)
+	return out
+}
+
+func (m *Model) activateInto(logits []float32, out []float64) {
+	switch m.info.Activation {
+	case "sigmoid":
 		for i, x := range logits {
 			out[i] = sigmoid(float64(x))
 		}
-		return out
+	case "none":
+		for i, x := range logits {
+			out[i] = float64(x)
+		}
+	default:
+		softmax(logits, out)
 	}
-	softmax(logits, out)
-	return out
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
@@ -188,14 +199,7 @@ func (m *Model) tokenSpans(it item, rows []rowOutput, text string) []Span {
 			if preds[g].set && preds[g].dist <= dist {
 				continue
 			}
-			logits := row.data[0][pos*nl : (pos+1)*nl]
-			if m.info.MultiLabel {
-				for i, x := range logits {
-					probs[i] = sigmoid(float64(x))
-				}
-			} else {
-				softmax(logits, probs)
-			}
+			m.activateInto(row.data[0][pos*nl:(pos+1)*nl], probs)
 			best := 0
 			for i := range probs {
 				if probs[i] > probs[best] {
@@ -211,6 +215,21 @@ func (m *Model) tokenSpans(it item, rows []rowOutput, text string) []Span {
 	flush := func() {
 		if cur != nil {
 			cur.Score = float32(float64(cur.Score) / float64(curN))
+			// SentencePiece tokens carry the space before a word (▁word): spans hold the word only.
+			for cur.ByteStart < cur.ByteEnd {
+				r, size := utf8.DecodeRuneInString(text[cur.ByteStart:])
+				if !unicode.IsSpace(r) {
+					break
+				}
+				cur.ByteStart += size
+			}
+			for cur.ByteEnd > cur.ByteStart {
+				r, size := utf8.DecodeLastRuneInString(text[:cur.ByteEnd])
+				if !unicode.IsSpace(r) {
+					break
+				}
+				cur.ByteEnd -= size
+			}
 			cur.Text = text[cur.ByteStart:cur.ByteEnd]
 			spans = append(spans, *cur)
 			cur = nil
@@ -449,11 +468,13 @@ func (m *Model) Rerank(ctx context.Context, query string, docs []string, o Reran
 		for w, row := range outs[p.first[i] : p.first[i]+len(it.encs)] {
 			logits := row.data[0]
 			var score, logit float64
-			if len(logits) >= 2 {
-				probs := make([]float64, len(logits))
-				softmax(logits, probs)
+			switch {
+			case len(logits) >= 2:
+				probs := m.activate(logits)
 				score, logit = probs[1], float64(logits[1]-logits[0])
-			} else {
+			case m.info.Activation == "none":
+				score, logit = float64(logits[0]), float64(logits[0])
+			default:
 				logit = float64(logits[0])
 				score = sigmoid(logit)
 			}

@@ -32,8 +32,12 @@ func byteTables() ([256]rune, map[rune]byte) {
 }
 
 func (b *byteLevel) split(words []text, first bool) []text {
-	if b.addPrefixSpace && first && len(words) > 0 && len(words[0].runes) > 0 && words[0].runes[0] != ' ' {
-		words[0] = prepend{" "}.normalize(words[0], true, false)
+	if b.addPrefixSpace { // as HF, to every piece it is given; a chunk that continues a text starts with a space
+		for i, w := range words {
+			if len(w.runes) > 0 && w.runes[0] != ' ' {
+				words[i] = prepend{" "}.normalize(w, true, false)
+			}
+		}
 	}
 	if b.useRegex {
 		words = gpt2Split{}.split(words, first)
@@ -54,11 +58,8 @@ func (b *byteLevel) split(words []text, first bool) []text {
 	return out
 }
 
-// isByteLevelSpace says whether a byte-level rune stands for an ASCII whitespace byte.
-func isByteLevelSpace(r rune) bool {
-	b, ok := runeToByte[r]
-	return ok && (b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == '\v' || b == '\f')
-}
+// byteLevelSpace is the byte-level rune of the space byte (Ġ).
+var byteLevelSpace = byteToRune[' ']
 
 // decodeByteLevel turns a byte-level token back into its bytes.
 func decodeByteLevel(tok string) []byte {

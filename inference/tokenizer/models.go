@@ -42,7 +42,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 	}
 	var vocab map[string]int64
 	if s.Type == "Unigram" {
-		return nil, fmt.Errorf("model type Unigram (SentencePiece) is not supported; supported: WordPiece, BPE, WordLevel")
+		return parseUnigram(raw)
 	}
 	if err := json.Unmarshal(s.Vocab, &vocab); err != nil {
 		return nil, fmt.Errorf("model.vocab: %v", err)
@@ -95,7 +95,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 		}
 		return b, nil
 	}
-	return nil, fmt.Errorf("model type %q is not supported; supported: WordPiece, BPE, WordLevel", s.Type)
+	return nil, fmt.Errorf("model type %q is not supported; supported: WordPiece, BPE, WordLevel, Unigram", s.Type)
 }
 
 // parseMerges reads merges written as "a b" strings (older files) or as ["a","b"] pairs.
@@ -139,18 +139,28 @@ func (w *wordPiece) tokenize(word []rune, out []piece) []piece {
 		return append(out, piece{id: w.unkID, tok: w.unk, start: 0, end: len(word)})
 	}
 	mark := len(out)
-	var sb strings.Builder
+	// byteAt[i] is the UTF-8 offset of rune i in the word's encoding; candidates are slices of one buffer, and
+	// the map lookup with string(bytes) does not allocate.
+	enc := make([]byte, 0, len(w.prefix)+4*len(word))
+	enc = append(enc, w.prefix...)
+	byteAt := make([]int, len(word)+1)
+	for i, r := range word {
+		byteAt[i] = len(enc)
+		enc = utf8.AppendRune(enc, r)
+	}
+	byteAt[len(word)] = len(enc)
+	key := make([]byte, 0, len(enc))
 	for start := 0; start < len(word); {
 		end := len(word)
 		found := false
 		for end > start {
-			sb.Reset()
+			key = key[:0]
 			if start > 0 {
-				sb.WriteString(w.prefix)
+				key = append(key, w.prefix...)
 			}
-			sb.WriteString(string(word[start:end]))
-			if id, ok := w.v[sb.String()]; ok {
-				out = append(out, piece{id: id, tok: sb.String(), start: start, end: end})
+			key = append(key, enc[byteAt[start]:byteAt[end]]...)
+			if id, ok := w.v[string(key)]; ok {
+				out = append(out, piece{id: id, tok: string(key), start: start, end: end})
 				found = true
 				break
 			}

@@ -20,9 +20,11 @@ type text struct {
 
 func newText(s string, base int) text {
 	t := text{runes: make([]rune, 0, len(s)), orig: make([][2]int, 0, len(s))}
-	for i, r := range s {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:]) // an invalid byte is one U+FFFD of width 1
 		t.runes = append(t.runes, r)
-		t.orig = append(t.orig, [2]int{base + i, base + i + utf8.RuneLen(r)})
+		t.orig = append(t.orig, [2]int{base + i, base + i + size})
+		i += size
 	}
 	return t
 }
@@ -62,30 +64,58 @@ func (t text) mapRunes(f func(r rune, out []rune) []rune) text {
 }
 
 // normalizeForm applies a Unicode normalisation form segment by segment; every output rune of a segment aligns
-// to the segment's whole original range.
+// to the segment's whole original range. ASCII runes followed by ASCII (or the end) are stable under every form
+// and are copied as they are; only the stretches around other runes go through the normaliser.
 func (t text) normalizeForm(f norm.Form) text {
-	s := string(t.runes)
-	if f.IsNormalString(s) {
+	n := len(t.runes)
+	stable := func(i int) bool { return t.runes[i] < utf8.RuneSelf && (i+1 == n || t.runes[i+1] < utf8.RuneSelf) }
+	i := 0
+	for i < n && stable(i) {
+		i++
+	}
+	if i == n {
 		return t
 	}
-	n := text{runes: make([]rune, 0, len(t.runes)), orig: make([][2]int, 0, len(t.runes))}
-	ri := 0 // rune index into t at the start of the segment
-	for len(s) > 0 {
-		end := f.NextBoundaryInString(s, true)
-		if end <= 0 {
-			end = len(s)
+	out := text{runes: make([]rune, 0, n+8), orig: make([][2]int, 0, n+8)}
+	out.runes = append(out.runes, t.runes[:i]...)
+	out.orig = append(out.orig, t.orig[:i]...)
+	for i < n {
+		if stable(i) {
+			out.runes = append(out.runes, t.runes[i])
+			out.orig = append(out.orig, t.orig[i])
+			i++
+			continue
 		}
-		seg := s[:end]
-		cnt := utf8.RuneCountInString(seg)
-		start, stop := t.span(ri, ri+cnt)
-		for _, r := range f.String(seg) {
-			n.runes = append(n.runes, r)
-			n.orig = append(n.orig, [2]int{start, stop})
+		j := i + 1
+		for j < n && !stable(j) {
+			j++
 		}
-		ri += cnt
-		s = s[end:]
+		seg := t.slice(i, j)
+		s := string(seg.runes)
+		if f.IsNormalString(s) {
+			out.runes = append(out.runes, seg.runes...)
+			out.orig = append(out.orig, seg.orig...)
+		} else {
+			ri := 0
+			for len(s) > 0 {
+				end := f.NextBoundaryInString(s, true)
+				if end <= 0 {
+					end = len(s)
+				}
+				part := s[:end]
+				cnt := utf8.RuneCountInString(part)
+				a, b := seg.span(ri, ri+cnt)
+				for _, r := range f.String(part) {
+					out.runes = append(out.runes, r)
+					out.orig = append(out.orig, [2]int{a, b})
+				}
+				ri += cnt
+				s = s[end:]
+			}
+		}
+		i = j
 	}
-	return n
+	return out
 }
 
 // normalizer changes text before pre-tokenisation. first and last say whether the chunk holds the beginning
@@ -95,17 +125,18 @@ type normalizer interface {
 }
 
 type normalizerSpec struct {
-	Type               string            `json:"type"`
-	CleanText          *bool             `json:"clean_text"`
-	HandleChineseChars *bool             `json:"handle_chinese_chars"`
-	StripAccents       *bool             `json:"strip_accents"`
-	Lowercase          *bool             `json:"lowercase"`
-	Normalizers        []json.RawMessage `json:"normalizers"`
-	Left               *bool             `json:"left"`
-	Right              *bool             `json:"right"`
-	Pattern            *patternSpec      `json:"pattern"`
-	Content            string            `json:"content"`
-	Prepend            string            `json:"prepend"`
+	Type                string            `json:"type"`
+	CleanText           *bool             `json:"clean_text"`
+	HandleChineseChars  *bool             `json:"handle_chinese_chars"`
+	StripAccents        *bool             `json:"strip_accents"`
+	Lowercase           *bool             `json:"lowercase"`
+	Normalizers         []json.RawMessage `json:"normalizers"`
+	Left                *bool             `json:"left"`
+	Right               *bool             `json:"right"`
+	Pattern             *patternSpec      `json:"pattern"`
+	Content             string            `json:"content"`
+	Prepend             string            `json:"prepend"`
+	PrecompiledCharsmap string            `json:"precompiled_charsmap"`
 }
 
 type patternSpec struct {
@@ -175,6 +206,11 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 			return nil, fmt.Errorf("Replace normalizer: %v", err)
 		}
 		return replace{re: re, content: s.Content}, nil
+	case "Precompiled":
+		if s.PrecompiledCharsmap == "" { // an empty charsmap normalises nothing
+			return nil, nil
+		}
+		return parsePrecompiled(s.PrecompiledCharsmap)
 	case "Sequence":
 		var seq sequenceNormalizer
 		for i, r := range s.Normalizers {
@@ -188,7 +224,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 		}
 		return seq, nil
 	}
-	return nil, fmt.Errorf("normalizer type %q is not supported (supported: BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents, Strip, Prepend, Replace, Sequence)", s.Type)
+	return nil, fmt.Errorf("normalizer type %q is not supported (supported: BertNormalizer, Lowercase, NFC, NFD, NFKC, NFKD, StripAccents, Strip, Prepend, Replace, Precompiled, Sequence)", s.Type)
 }
 
 type sequenceNormalizer []normalizer
@@ -203,32 +239,43 @@ func (s sequenceNormalizer) normalize(t text, first, last bool) text {
 type bertNormalizer struct{ clean, chinese, strip, lower bool }
 
 func (b bertNormalizer) normalize(t text, first, last bool) text {
-	if b.clean {
-		t = t.mapRunes(func(r rune, out []rune) []rune {
+	// Cleaning and the spaces around Chinese characters in one pass; then NFD (a no-op on ASCII); then accent
+	// removal and lowercasing in one pass — the same result as BERT's four steps, with two copies of the text.
+	t = t.mapRunes(func(r rune, out []rune) []rune {
+		if b.clean {
 			if r == 0 || r == 0xfffd || isControl(r) {
 				return out
 			}
 			if isBertWhitespace(r) {
 				return append(out, ' ')
 			}
-			return append(out, r)
-		})
+		}
+		if b.chinese && isChinese(r) {
+			return append(out, ' ', r, ' ')
+		}
+		return append(out, r)
+	})
+	if b.strip {
+		t = t.normalizeForm(norm.NFD)
 	}
-	if b.chinese {
-		t = t.mapRunes(func(r rune, out []rune) []rune {
-			if isChinese(r) {
-				return append(out, ' ', r, ' ')
+	if !b.strip && !b.lower {
+		return t
+	}
+	return t.mapRunes(func(r rune, out []rune) []rune {
+		if b.strip && r >= utf8.RuneSelf && unicode.Is(unicode.Mn, r) {
+			return out
+		}
+		if !b.lower {
+			return append(out, r)
+		}
+		if r < utf8.RuneSelf {
+			if 'A' <= r && r <= 'Z' {
+				r += 'a' - 'A'
 			}
 			return append(out, r)
-		})
-	}
-	if b.strip {
-		t = stripAccents{}.normalize(t, first, last)
-	}
-	if b.lower {
-		t = lowercase{}.normalize(t, first, last)
-	}
-	return t
+		}
+		return append(out, []rune(strings.ToLower(string(r)))...)
+	})
 }
 
 type lowercase struct{}
@@ -285,7 +332,7 @@ func (p prepend) normalize(t text, first, _ bool) text {
 		return t
 	}
 	n := text{}
-	o := [2]int{t.orig[0][0], t.orig[0][0]}
+	o := t.orig[0] // as HF: the prepended characters align with the first character
 	for _, r := range p.s {
 		n.runes = append(n.runes, r)
 		n.orig = append(n.orig, o)

@@ -57,6 +57,14 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, *byteLevel, error) {
 		if s.Pattern != nil && s.Pattern.Regex != nil && isGPT2Pattern(*s.Pattern.Regex) && !s.Invert && s.Behavior == "Isolated" {
 			return gpt2Split{}, nil, nil
 		}
+		if s.Pattern != nil && s.Pattern.Regex != nil && !s.Invert && orDefault(s.Behavior, "Isolated") == "Isolated" {
+			if ws, ok, err := newWhitespaceLookahead(*s.Pattern.Regex); ok {
+				if err != nil {
+					return nil, nil, fmt.Errorf("Split pre-tokenizer: %v", err)
+				}
+				return ws, nil, nil
+			}
+		}
 		re, err := s.Pattern.compile()
 		if err != nil {
 			return nil, nil, fmt.Errorf("Split pre-tokenizer: %v", err)
@@ -150,8 +158,12 @@ func (bertPre) split(words []text, _ bool) []text {
 	})
 }
 
+// isWordRune is Rust regex's Unicode \w (what HF's Whitespace pre-tokenizer uses): alphabetic (letters and
+// letter numbers such as Ⅻ), marks, decimal digits, connector punctuation and the join controls; not other
+// numbers such as ½ or ².
 func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || unicode.Is(unicode.Pc, r) || unicode.IsNumber(r)
+	return unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) || unicode.IsMark(r) || unicode.Is(unicode.Nd, r) ||
+		unicode.Is(unicode.Pc, r) || r == 0x200C || r == 0x200D
 }
 
 // whitespacePre is the regex \w+|[^\w\s]+.
@@ -318,7 +330,7 @@ type metaspace struct {
 	splitWords  bool
 }
 
-func (m metaspace) split(words []text, first bool) []text {
+func (m metaspace) split(words []text, _ bool) []text {
 	return splitEach(words, func(w text, out []text) []text {
 		w = w.mapRunes(func(r rune, o []rune) []rune {
 			if r == ' ' {
@@ -326,7 +338,10 @@ func (m metaspace) split(words []text, first bool) []text {
 			}
 			return append(o, r)
 		})
-		if (m.scheme == "always" || (m.scheme == "first" && first)) && len(w.runes) > 0 && w.runes[0] != m.replacement {
+		// As HF: always prepends to every piece it is given (a chunk that continues a text starts with a space,
+		// now ▁, so it gets none); first only at the input's start.
+		atInputStart := len(w.orig) > 0 && w.orig[0][0] == 0
+		if (m.scheme == "always" || (m.scheme == "first" && atInputStart)) && len(w.runes) > 0 && w.runes[0] != m.replacement {
 			w = prepend{string(m.replacement)}.normalize(w, true, false)
 		}
 		if !m.splitWords {
@@ -434,4 +449,64 @@ func contraction(rs []rune) int {
 		return 1
 	}
 	return 0
+}
+
+// The split patterns of GPT-4-style tokenizers (Llama 3, Qwen 2 and 3, OLMo, …) end like GPT-2's with
+// `\s+(?!\S)|\s+`, a look-ahead RE2 lacks. whitespaceLookahead runs the rest of the pattern with Go's regexp,
+// anchored at each position (leftmost-first alternation, as the original), and applies those two alternatives by
+// hand: a whitespace run followed by a non-space leaves its last character to the next match. Go's \s is
+// ASCII-only where the original's is Unicode; other Unicode spaces then fall to the alternatives by hand.
+const lookaheadTail = `|\s+(?!\S)|\s+`
+
+type whitespaceLookahead struct{ re *regexp.Regexp }
+
+func newWhitespaceLookahead(pattern string) (whitespaceLookahead, bool, error) {
+	if len(pattern) <= len(lookaheadTail) || pattern[len(pattern)-len(lookaheadTail):] != lookaheadTail {
+		return whitespaceLookahead{}, false, nil
+	}
+	re, err := regexp.Compile(`^(?:` + pattern[:len(pattern)-len(lookaheadTail)] + `)`)
+	if err != nil {
+		return whitespaceLookahead{}, true, fmt.Errorf("regex %q is not supported by Go's regexp (RE2): %v", pattern, err)
+	}
+	return whitespaceLookahead{re: re}, true, nil
+}
+
+func (w whitespaceLookahead) split(words []text, _ bool) []text {
+	return splitEach(words, func(word text, out []text) []text {
+		s := string(word.runes)
+		runeAt := make([]int, len(s)+1) // byte offset in s → rune index
+		ri := 0
+		for bi := range s {
+			runeAt[bi] = ri
+			ri++
+		}
+		runeAt[len(s)] = ri
+		byteAt := make([]int, len(word.runes)+1) // rune index → byte offset
+		for bi := range s {
+			byteAt[runeAt[bi]] = bi
+		}
+		byteAt[len(word.runes)] = len(s)
+		n := len(word.runes)
+		for i := 0; i < n; {
+			if loc := w.re.FindStringIndex(s[byteAt[i]:]); loc != nil && loc[1] > 0 {
+				j := runeAt[byteAt[i]+loc[1]]
+				out = append(out, word.slice(i, j))
+				i = j
+				continue
+			}
+			j := i
+			for j < n && unicode.IsSpace(word.runes[j]) {
+				j++
+			}
+			switch {
+			case j == i: // not whitespace and no alternative matched: the character alone
+				j = i + 1
+			case j < n && j-i > 1: // \s+(?!\S): leave the last space to the next match
+				j--
+			}
+			out = append(out, word.slice(i, j))
+			i = j
+		}
+		return out
+	})
 }

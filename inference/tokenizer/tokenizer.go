@@ -1,15 +1,16 @@
 // Package tokenizer is a pure-Go implementation of the Hugging Face `tokenizer.json` format, enough to run the
 // exports Junction serves: WordPiece (BERT: BertNormalizer, BertPreTokenizer), byte-level BPE (GPT-2, RoBERTa,
-// ModernBERT), WordLevel (with Whitespace pre-tokenisation), added and special tokens, and the TemplateProcessing,
-// BertProcessing, RobertaProcessing and ByteLevel post-processors. Every token carries its byte offsets in the
-// input text.
+// ModernBERT, Llama 3 and Qwen style splits), WordLevel (with Whitespace pre-tokenisation), SentencePiece
+// Unigram with its precompiled charsmap (XLM-R, DeBERTa-v3), added and special tokens, and the
+// TemplateProcessing, BertProcessing, RobertaProcessing and ByteLevel post-processors. Every token carries its
+// byte offsets in the input text.
 //
 // Long texts are tokenised only as far as a caller's limit needs: the text is read in chunks cut where a word
 // ends, and reading stops once the limit is passed, so the tokens returned equal the first tokens of the whole
 // text (Tokens reports whether the text was read to its end).
 //
-// It must not run models or decide budgets: package inference does that. Unigram (SentencePiece) models and
-// normalizers needing precompiled character maps are refused with a clear error at Load.
+// It must not run models or decide budgets: package inference does that. Components it does not implement are
+// refused with a clear error at Load.
 package tokenizer
 
 import (
@@ -154,7 +155,7 @@ func Parse(data []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-// Model names the tokenisation model: WordPiece, BPE or WordLevel.
+// Model names the tokenisation model: WordPiece, BPE, WordLevel or Unigram.
 func (t *Tokenizer) Model() string { return t.model.kind() }
 
 // VocabSize is the number of ids (vocabulary plus added tokens).
@@ -206,19 +207,22 @@ func (t *Tokenizer) EncodePair(a, b string) Encoding {
 // It returns at most limit tokens; complete is false when s has more tokens than that.
 func (t *Tokenizer) Tokens(s string, limit int) (toks []Token, complete bool) {
 	if limit == 0 {
-		return nil, len(s) == 0 || len(t.tokenizeChunk(s, 0, true, true, nil, 1)) == 0
+		toks, _ := t.tokenizeChunk(s, 0, true, true, nil, 1)
+		return nil, len(toks) == 0
 	}
 	if limit < 0 {
-		return t.tokenizeChunk(s, 0, true, true, nil, -1), true
+		toks, _ := t.tokenizeChunk(s, 0, true, true, nil, -1)
+		return toks, true
 	}
 	chunk := 16 * limit
 	if chunk < 4096 {
 		chunk = 4096
 	}
 	pos := 0
+	segmentStart := true // the next chunk begins a segment (the input, or text after an added token)
 	for pos < len(s) {
 		end := cutPoint(s, pos+chunk)
-		toks = t.tokenizeChunk(s[pos:end], pos, pos == 0, end == len(s), toks, limit+1)
+		toks, segmentStart = t.tokenizeChunk(s[pos:end], pos, segmentStart, end == len(s), toks, limit+1)
 		pos = end
 		if len(toks) > limit {
 			return toks[:limit], false
@@ -248,8 +252,10 @@ func cutPoint(s string, want int) int {
 }
 
 // tokenizeChunk tokenises s (which starts at byte base of the input) and appends to out, stopping early once
-// out holds stop tokens (stop < 0: never).
-func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []Token, stop int) []Token {
+// out holds stop tokens (stop < 0: never). Normalizers and pre-tokenizers see each segment between added tokens
+// on its own, as in HF tokenizers: first says whether s begins a segment, last whether it ends the input.
+// endsAtAdded reports whether s ends with an added token (the next chunk then begins a segment).
+func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []Token, stop int) (toks []Token, endsAtAdded bool) {
 	segStart := 0
 	emitText := func(seg string, segBase int, segFirst, segLast bool) {
 		if seg == "" {
@@ -273,35 +279,42 @@ func (t *Tokenizer) tokenizeChunk(s string, base int, first, last bool, out []To
 			}
 			ps = t.model.tokenize(word.runes, ps[:0])
 			for _, p := range ps {
-				a, b := p.start, p.end
+				start, end := word.span(p.start, p.end)
 				if t.trimOffsets && t.byteLevel != nil {
-					for a < b-1 && isByteLevelSpace(word.runes[a]) {
+					// As HF's ByteLevel offset trimming: leading and trailing Ġ (spaces) leave the offsets; a
+					// token of spaces only keeps an empty range at its end. Other whitespace bytes stay.
+					a, b := p.start, p.end
+					for a < b && word.runes[a] == byteLevelSpace {
 						a++
 					}
-					for b > a+1 && isByteLevelSpace(word.runes[b-1]) {
-						b--
+					if a == b {
+						start = end
+					} else {
+						for b > a && word.runes[b-1] == byteLevelSpace {
+							b--
+						}
+						start, end = word.span(a, b)
 					}
 				}
-				start, end := word.span(a, b)
 				out = append(out, Token{ID: p.id, Text: p.tok, Start: start, End: end})
 			}
 		}
 	}
 	for i := 0; i < len(s); {
 		if stop >= 0 && len(out) >= stop {
-			return out
+			return out, false
 		}
 		at, a, mStart, mEnd := t.matchAdded(s, i)
 		if at < 0 {
 			i++
 			continue
 		}
-		emitText(s[segStart:mStart], base+segStart, first && segStart == 0, true)
+		emitText(s[segStart:mStart], base+segStart, first || segStart > 0, true)
 		out = append(out, Token{ID: a.ID, Text: a.Content, Start: base + at, End: base + at + len(a.Content)})
 		segStart, i = mEnd, mEnd
 	}
-	emitText(s[segStart:], base+segStart, first && segStart == 0, last)
-	return out
+	emitText(s[segStart:], base+segStart, first || segStart > 0, last)
+	return out, segStart > 0 && segStart == len(s)
 }
 
 // matchAdded looks for an added token at byte i of s. It returns the token's own start, the token, and the
