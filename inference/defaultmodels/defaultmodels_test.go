@@ -30,6 +30,30 @@ var heldOut = []string{
 	"qwzx flurbo",
 }
 
+// sharedRoot is one cache root for the package's tests: writing the model
+// directories is the slow part (seconds under the race detector), so they
+// are written once and reused, which also exercises the cache.
+var sharedRoot string
+
+func TestMain(m *testing.M) {
+	var err error
+	if sharedRoot, err = os.MkdirTemp("", "defaultmodels-test-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(sharedRoot)
+	os.Exit(code)
+}
+
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, err := CacheDir(sharedRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func openRuntime(t *testing.T) *inference.Runtime { return openRuntimeB(t) }
 
 func openRuntimeB(t testing.TB) *inference.Runtime {
@@ -63,10 +87,7 @@ func TestRuntimeMatchesReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	if err := b.Write(dir); err != nil {
-		t.Fatal(err)
-	}
+	dir := sharedDir(t)
 	ctx := context.Background()
 	texts := append(append([]string{}, heldOut...), sampleTexts(t, 40)...)
 	nonEmpty := texts[:0:0]
@@ -196,10 +217,7 @@ func TestWriteIsDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d1, d2 := t.TempDir(), t.TempDir()
-	if err := b.Write(d1); err != nil {
-		t.Fatal(err)
-	}
+	d1, d2 := sharedDir(t), t.TempDir()
 	if err := b.Write(d2); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +233,7 @@ func TestWriteIsDeterministic(t *testing.T) {
 }
 
 func TestCacheDirIsReused(t *testing.T) {
-	root := t.TempDir()
+	root := sharedRoot
 	d1, err := CacheDir(root)
 	if err != nil {
 		t.Fatal(err)

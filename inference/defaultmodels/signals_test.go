@@ -13,7 +13,7 @@ import (
 func openModels(t *testing.T) *Models {
 	t.Helper()
 	rt := openRuntime(t)
-	ms, err := Open(context.Background(), rt, t.TempDir(), 1)
+	ms, err := Open(context.Background(), rt, sharedRoot, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
