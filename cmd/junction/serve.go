@@ -37,6 +37,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
 	mf := addManagementFlags(fs)
+	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -59,7 +60,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
 	plugins := plugin.NewNative()
-	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, log)
+	models, closeModels, err := signalModels(ctx, *sigModels, log)
+	if err != nil {
+		return err
+	}
+	defer closeModels()
+	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, log)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/junction-router/junction/inference/defaultmodels"
 	"github.com/junction-router/junction/inference/worker"
 )
 
@@ -272,6 +273,16 @@ func workerCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	dir := modelsDir(cfg.cacheDir)
 	if cfg.defaults {
 		cfg.specs, err = defaultModels(dir)
+		if err != nil && cfg.cacheDir == "" && os.Getenv("JUNCTION_MODELS_DIR") == "" {
+			// Nothing prepared by hand: serve the committed default models,
+			// written out as model directories on first use.
+			cdir, cerr := defaultmodels.CacheDir("")
+			if cerr != nil {
+				return errors.Join(err, cerr)
+			}
+			dir = cdir
+			cfg.specs, err = defaultModels(dir)
+		}
 		if err != nil {
 			return err
 		}
@@ -341,7 +352,7 @@ func listenWorker(cfg workerConfig) (net.Listener, string, error) {
 
 // builtinDefaults are the models `junction worker` serves when no model is
 // named: built by `make models` into the models directory.
-var builtinDefaults = []string{"embed-glove", "domain-glove", "jailbreak-glove"}
+var builtinDefaults = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
 
 // defaultModels returns the built-in default models, or says clearly that
 // they are not installed: the worker never serves a stand-in.

@@ -144,3 +144,58 @@ func (w *syncWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// With no model argument, `junction worker` serves the committed default
+// models (inference/defaultmodels), written into the cache on first use.
+func TestWorkerServesTheDefaultModels(t *testing.T) {
+	orttest.Library(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("JUNCTION_MODELS_DIR", "")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	var stderr syncWriter
+	go func() {
+		done <- run(ctx, []string{"worker", "--port", fmt.Sprint(port), "--threads", "1"}, &bytes.Buffer{}, &stderr)
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("worker not ready: %s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Post(base+"/v1/classify", "application/json",
+		strings.NewReader(`{"model":"domain-glove","input":"Prove that every finite group of prime order is cyclic"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Results []struct {
+			Label string `json:"label"`
+		} `json:"results"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(out.Results) != 1 || out.Results[0].Label != "math" {
+		t.Fatalf("classify: %d %+v", resp.StatusCode, out)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
