@@ -41,7 +41,7 @@ type Config struct {
 	MaxTokensLimit *float64 `json:"max_tokens_limit,omitempty"`
 	MaxN           *float64 `json:"max_n,omitempty"`
 	limit, n       *int64
-	StripUnknown   bool     `json:"strip_unknown,omitempty"`
+	StripUnknown   bool `json:"strip_unknown,omitempty"`
 }
 
 // OpenAIParams are the parameters of the OpenAI chat-completions API (plus
