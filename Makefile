@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build run run-example test vet fmt-check fuzz bench models-lexical clean help
+.PHONY: all build run run-example test vet fmt-check fuzz bench models-lexical plugins clean help
 
 all: build
 
@@ -29,6 +29,9 @@ run-example: build
 ## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
 test: vet fmt-check
 	$(GO) test -race -count=1 ./...
+	# Built-in plugin modules in the wasm host: wazero compiles a Go module in
+	# seconds natively but about thirty under -race, so these run without it.
+	$(GO) test -count=1 ./plugins/builtin/
 
 vet:
 	$(GO) vet ./...
@@ -52,6 +55,10 @@ bench: build
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
+
+## plugins: rebuild the built-in plugin modules (plugins/*/guest) into plugins/builtin/modules, reproducibly
+plugins:
+	$(GO) run ./plugins/builtin/gen
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

@@ -14,7 +14,6 @@ package headermutation
 import (
 	_ "embed"
 	"fmt"
-	"net/textproto"
 	"slices"
 	"strings"
 
@@ -147,7 +146,7 @@ func checkName(field, name string) (string, error) {
 			return "", pconfig.Errorf(field, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 		}
 	}
-	canon := textproto.CanonicalMIMEHeaderKey(name)
+	canon := canonical(name)
 	if why := Forbidden(canon); why != "" {
 		return "", pconfig.Errorf(field, "%s cannot be changed by a plugin: %s", canon, why)
 	}
@@ -186,4 +185,21 @@ func validValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// canonical is the canonical form of a valid header name (X-Route-Family), as
+// net/http writes it; net/textproto itself would double the module's size.
+func canonical(name string) string {
+	b := []byte(name)
+	upper := true
+	for i, c := range b {
+		switch {
+		case upper && 'a' <= c && c <= 'z':
+			b[i] = c - ('a' - 'A')
+		case !upper && 'A' <= c && c <= 'Z':
+			b[i] = c + ('a' - 'A')
+		}
+		upper = c == '-'
+	}
+	return string(b)
 }

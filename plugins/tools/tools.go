@@ -122,8 +122,11 @@ type Result struct {
 	// SetTools, when not nil, replaces the tools field; DeleteTools removes it
 	// (when no tool is left). DeleteToolChoice removes a tool_choice that names
 	// a removed tool (or any tool_choice when no tool is left).
-	SetTools         json.RawMessage
-	DeleteTools      bool
+	SetTools    json.RawMessage
+	DeleteTools bool
+	// Removed are the function names of the tools removed, in request order
+	// (each once).
+	Removed          []string
 	DeleteToolChoice bool
 	// Edits strip tool history from the messages.
 	Edits []chatmsg.Edit
@@ -205,6 +208,11 @@ func (c *Config) Run(in Input) (*Result, error) {
 		}
 	}
 	res.Selected = len(kept)
+	for _, t := range all {
+		if !slices.ContainsFunc(kept, func(k tool) bool { return k.name == t.name }) && !slices.Contains(res.Removed, t.name) {
+			res.Removed = append(res.Removed, t.name)
+		}
+	}
 	if len(kept) != len(all) {
 		if len(kept) == 0 {
 			res.DeleteTools = true

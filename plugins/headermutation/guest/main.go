@@ -1,0 +1,9 @@
+// Command guest is the headermutation plugin as a WebAssembly module (build with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
+package main
+
+import "github.com/junction-router/junction/plugins/headermutation"
+
+func init() { headermutation.Register() }
+
+func main() {}

@@ -1,0 +1,9 @@
+// Command guest is the responsecache plugin as a WebAssembly module (build with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
+package main
+
+import "github.com/junction-router/junction/plugins/responsecache"
+
+func init() { responsecache.Register() }
+
+func main() {}

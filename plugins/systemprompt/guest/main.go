@@ -1,0 +1,9 @@
+// Command guest is the systemprompt plugin as a WebAssembly module (build with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
+package main
+
+import "github.com/junction-router/junction/plugins/systemprompt"
+
+func init() { systemprompt.Register() }
+
+func main() {}
