@@ -21,7 +21,6 @@ import (
 	"github.com/junction-router/junction/engine/extproc"
 	"github.com/junction-router/junction/engine/gateway"
 	"github.com/junction-router/junction/engine/metrics"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -35,6 +34,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epCert := fs.String("extproc-tls-cert", "", "serve ext_proc over TLS with this certificate (PEM); needs --extproc-tls-key")
 	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
+	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts; in memory when empty")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -70,7 +70,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	defer ups.Close()
 	ups.Health().SetModels(doc.Providers.Models)
 
-	plugins := plugin.NewNative()
+	plugins, stopPlugins, err := startPlugins(ctx, doc, *pluginCache, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopPlugins()
 	gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins})
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -50,6 +51,13 @@ func (x *exchange) chatCompletions() {
 	case out.Answer != nil:
 		x.answer(out.Answer)
 		return
+	}
+	if plane.WantsResponse(&out) {
+		// The answer has been sent: the response phase runs beside the
+		// handler's end so that the client is not kept waiting, under the
+		// plugins' own deadlines rather than the client's connection.
+		ctx := context.WithoutCancel(x.r.Context())
+		x.onAnswer = func(status int, body []byte) { go plane.ResponsePhase(ctx, &out, status, body) }
 	}
 	r := out.Routing
 	rt := &routing{res: r.Result, cacheStatus: r.CacheStatus, processing: r.Processing, tools: r.Tools, plugins: r.Plugins}

@@ -184,6 +184,10 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	}
 	total := time.Since(x.start)
 	ans := parseAnswer(body)
+	var upstreamBody []byte
+	if x.onAnswer != nil {
+		upstreamBody = bytes.Clone(body) // the splice below may reuse body's bytes
+	}
 	if ans.object {
 		var md [256]byte
 		body = withRoutingMetadata(body, ans, appendRoutingMetadata(md[:0], rt))
@@ -198,6 +202,9 @@ func (x *exchange) relayJSON(rt *routing, c *upstreamCall, resp *http.Response) 
 	x.writeHead(rt, resp)
 	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
+	}
+	if x.onAnswer != nil && !x.cancelled {
+		x.onAnswer(resp.StatusCode, upstreamBody)
 	}
 }
 

@@ -1,0 +1,370 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Modules runs the plugin types implemented by modules (the WebAssembly
+// plugin host: package engine/plugin/wasm implements it). The stage asks it
+// first: a type with a module runs as a module, even one also built natively.
+type Modules interface {
+	// Has reports whether a module implements typ.
+	Has(typ string) bool
+	// HasResponse reports whether typ's module has a response phase.
+	HasResponse(typ string) bool
+	// Validate checks a configuration of typ against its module's schema.
+	// An error with a FieldPath() method names the field.
+	Validate(typ string, config json.RawMessage) error
+	// Call runs typ's handler for req.Phase with config in req.Mode.
+	Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (ModuleResult, error)
+}
+
+// ModuleResult is a module's result and what the host counted.
+type ModuleResult struct {
+	abi.Result
+	BackendCalls int
+	Persisted    bool
+}
+
+// Signal is a matched signal, as plugins see it.
+type Signal struct {
+	Kind, Name string
+}
+
+// NewWithModules returns a runner that runs each type mods implements as a
+// module and the others natively (NewNative when mods is nil).
+func NewWithModules(mods Modules) *Native {
+	n := NewNative()
+	n.mods = mods
+	return n
+}
+
+// moduleInstance is a binding run by Modules.
+type moduleInstance struct {
+	mods   Modules
+	typ    string
+	config json.RawMessage
+}
+
+func (m *moduleInstance) run(*Request) (*mutations, error) {
+	return nil, errors.New("a module plugin needs a context")
+}
+
+// runContext calls the module and turns its result into mutations.
+func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutations, *ModuleResult, error) {
+	mode, ok := abi.ParseMode(req.Mode)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown mode %q", req.Mode)
+	}
+	in := abiRequest(req, mode)
+	res, err := m.mods.Call(ctx, m.typ, m.config, in)
+	if err != nil {
+		return nil, &res, err
+	}
+	if res.Failed {
+		return nil, &res, fmt.Errorf("the plugin failed: %s", res.Error)
+	}
+	mu, err := fromResult(req, &res.Result)
+	return mu, &res, err
+}
+
+// abiRequest is the request record a module reads.
+func abiRequest(req *Request, mode abi.Mode) *abi.Request {
+	in := &abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model}
+	if len(req.Header) > 0 {
+		names := make([]string, 0, len(req.Header))
+		for k := range req.Header {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			for _, v := range req.Header[k] {
+				in.Headers = append(in.Headers, abi.Header{Name: k, Value: v})
+			}
+		}
+	}
+	if len(req.Signals) > 0 {
+		in.Signals = make([]abi.Signal, len(req.Signals))
+		for i, s := range req.Signals {
+			in.Signals[i] = abi.Signal{Kind: s.Kind, Name: s.Name}
+		}
+	}
+	if c := req.Chat; c != nil {
+		in.Messages = make([]abi.Message, len(c.Messages))
+		for i, m := range c.Messages {
+			in.Messages[i] = abi.Message{Role: m.Role, Content: m.Content}
+		}
+		in.Body, _ = c.Encode()
+	}
+	return in
+}
+
+// fromResult checks a module's mutations and turns them into the stage's.
+// Anything malformed fails the step with the op's index.
+func fromResult(req *Request, r *abi.Result) (*mutations, error) {
+	m := &mutations{skipped: r.Skipped, detail: r.Detail}
+	if r.Immediate != nil {
+		st := int(r.Immediate.Status)
+		if st == 0 {
+			st = http.StatusOK
+		}
+		if st < 200 || st > 599 {
+			return nil, fmt.Errorf("the plugin answered with HTTP status %d", st)
+		}
+		m.immediate = &Immediate{Status: st, Content: r.Immediate.Content}
+	}
+	var tools []json.RawMessage
+	toolsChanged := false
+	for k, op := range r.Mutations {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("mutation %d (%s): %s", k, abi.OpName(op.Op), fmt.Sprintf(format, args...))
+		}
+		switch op.Op {
+		case abi.OpMessageInsert, abi.OpMessageReplace:
+			msg, err := checkMessage(op.Value)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			m.messages = append(m.messages, messageEdit{index: int(op.Index), insert: op.Op == abi.OpMessageInsert,
+				raw: json.RawMessage(bytes.Clone(op.Value)), msg: msg})
+		case abi.OpMessageRemove:
+			m.messages = append(m.messages, messageEdit{index: int(op.Index), remove: true})
+		case abi.OpFieldSet:
+			if op.Name == "" {
+				return nil, bad("no field name")
+			}
+			if op.Name == "tools" {
+				return nil, bad("tools change only through tool_add and tool_remove")
+			}
+			if !json.Valid(op.Value) {
+				return nil, bad("the value of %s is not valid JSON", op.Name)
+			}
+			m.set = append(m.set, field{name: op.Name, raw: json.RawMessage(bytes.Clone(op.Value))})
+		case abi.OpFieldRemove:
+			if op.Name == "" {
+				return nil, bad("no field name")
+			}
+			m.del = append(m.del, op.Name)
+		case abi.OpHeaderAdd, abi.OpHeaderSet, abi.OpHeaderRemove:
+			if !validHeaderName(op.Name) {
+				return nil, bad("%q is not a valid header name", op.Name)
+			}
+			if bytes.ContainsAny(op.Value, "\r\n\x00") {
+				return nil, bad("the value of header %s holds a line break or NUL", op.Name)
+			}
+			kind := map[abi.Op]headerKind{abi.OpHeaderAdd: headerAdd, abi.OpHeaderSet: headerSet, abi.OpHeaderRemove: headerDel}[op.Op]
+			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
+		case abi.OpToolAdd, abi.OpToolRemove:
+			if !toolsChanged {
+				var err error
+				if tools, err = currentTools(req); err != nil {
+					return nil, bad("%v", err)
+				}
+				toolsChanged = true
+			}
+			if op.Op == abi.OpToolAdd {
+				var t struct {
+					Type string `json:"type"`
+				}
+				if json.Unmarshal(op.Value, &t) != nil || t.Type == "" {
+					return nil, bad("the tool is not a JSON object with a type")
+				}
+				tools = append(tools, json.RawMessage(bytes.Clone(op.Value)))
+				continue
+			}
+			if op.Name == "" {
+				return nil, bad("no tool name")
+			}
+			tools = slices.DeleteFunc(tools, func(t json.RawMessage) bool { return toolName(t) == op.Name })
+		default:
+			return nil, bad("unknown op %d", op.Op)
+		}
+	}
+	if toolsChanged {
+		if len(tools) == 0 {
+			m.del = append(m.del, "tools")
+		} else {
+			m.tools, _ = json.Marshal(tools)
+			m.toolCount = len(tools)
+		}
+	}
+	m.values = r.Values
+	m.cacheStatus = r.CacheStatus
+	return m, nil
+}
+
+func checkMessage(raw []byte) (chat.Message, error) {
+	var msg struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
+	}
+	if msg.Role == "" {
+		return chat.Message{}, errors.New("the message has no role")
+	}
+	text := ""
+	if len(msg.Content) > 0 {
+		var err error
+		if text, err = chat.ContentText(msg.Content); err != nil {
+			return chat.Message{}, fmt.Errorf("the message's content: %v", err)
+		}
+	}
+	return chat.Message{Role: msg.Role, Content: text}, nil
+}
+
+func currentTools(req *Request) ([]json.RawMessage, error) {
+	if req.Chat == nil {
+		return nil, errors.New("the request has no chat body")
+	}
+	raw := req.Chat.Fields["tools"]
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, fmt.Errorf("the request's tools are not an array: %v", err)
+	}
+	return tools, nil
+}
+
+func toolName(raw json.RawMessage) string {
+	var t struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return ""
+	}
+	if t.Function.Name != "" {
+		return t.Function.Name
+	}
+	return t.Name
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Response is the response phase's input: the request as it was sent and
+// the upstream's successful answer.
+type Response struct {
+	Request *Request
+	Status  int
+	Body    []byte
+}
+
+// ResponseOutcome is one report per plugin with a response phase.
+type ResponseOutcome struct {
+	Reports []Report
+}
+
+// ResponseRunner runs the response phase of a decision's plugins.
+type ResponseRunner interface {
+	Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error)
+}
+
+var _ ResponseRunner = (*Native)(nil)
+
+// HasResponsePhase reports whether any of refs has a response phase, so a
+// front end keeps the answer's body only when one will read it.
+func (n *Native) HasResponsePhase(refs []recipes.PluginRef) bool {
+	if n.mods == nil {
+		return false
+	}
+	for _, r := range refs {
+		if n.mods.HasResponse(r.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// Response runs the response phase of every plugin in refs that has one, in
+// order, on a successful (2xx) upstream answer. A failure is reported; with
+// on_error fail the error is returned too (the answer has usually been sent
+// by then, so the caller can only log and count it).
+func (n *Native) Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error) {
+	var out ResponseOutcome
+	if n.mods == nil || resp == nil || resp.Request == nil || resp.Status < 200 || resp.Status > 299 {
+		return out, nil
+	}
+	mode, ok := abi.ParseMode(resp.Request.Mode)
+	if !ok {
+		return out, fmt.Errorf("plugin response phase: unknown mode %q", resp.Request.Mode)
+	}
+	var in *abi.Request
+	for i, ref := range refs {
+		if !n.mods.HasResponse(ref.Type) {
+			continue
+		}
+		if in == nil {
+			in = abiRequest(resp.Request, mode)
+			in.Phase, in.Status, in.ResponseBody = abi.PhaseResponse, uint32(resp.Status), resp.Body
+		}
+		res, err := n.mods.Call(ctx, ref.Type, ref.Configuration, in)
+		if err == nil && res.Failed {
+			err = fmt.Errorf("the plugin failed: %s", res.Error)
+		}
+		rep := moduleReport(ref.Type, &res, resp.Request.Mode)
+		if err != nil {
+			rep.Module.Values = nil
+		}
+		if err != nil {
+			rep.Status, rep.Detail = StatusFailed, err.Error()
+			out.Reports = append(out.Reports, rep)
+			if ref.OnError == recipes.OnErrorFail {
+				return out, fmt.Errorf("plugin %d (%s) response phase failed (on_error: fail): %w", i, ref.Type, err)
+			}
+			continue
+		}
+		out.Reports = append(out.Reports, rep)
+	}
+	return out, nil
+}
+
+func moduleReport(typ string, res *ModuleResult, mode string) Report {
+	if mode == "" {
+		mode = ModeLive
+	}
+	rep := Report{Type: typ, Status: StatusApplied, Detail: res.Detail,
+		Module: &ModuleReport{Mode: mode, BackendCalls: res.BackendCalls, Persisted: res.Persisted, Values: kvMap(res.Values)}}
+	if res.Skipped {
+		rep.Status = StatusSkipped
+	}
+	return rep
+}
+
+func kvMap(kvs []abi.KV) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
