@@ -1,0 +1,34 @@
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/junction-router/junction/hostapi"
+)
+
+// Register adds every built-in module to reg.
+func Register(reg *hostapi.Registry) error {
+	for _, s := range Sources {
+		wasm, err := Module(s.Type)
+		if err != nil {
+			return err
+		}
+		if err := reg.Register(s.Type, wasm); err != nil {
+			return fmt.Errorf("registering the built-in %s plugin: %w", s.Type, err)
+		}
+	}
+	return nil
+}
+
+// Importing the package registers the built-in modules with the host's
+// registry of modules compiled into the binary, the way Caddy modules
+// register themselves.
+func init() {
+	for _, s := range Sources {
+		wasm, err := Module(s.Type)
+		if err != nil {
+			panic(err)
+		}
+		hostapi.RegisterBuiltin(s.Type, wasm)
+	}
+}
