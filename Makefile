@@ -33,10 +33,10 @@ run-example: build
 ## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
 test: vet fmt-check
 	$(GO) test -race -count=1 ./...
-	# Built-in plugin modules in the wasm host: wazero compiles a Go module in
+	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
-	$(GO) test -count=1 -tags wasmbuiltins -run TestServeBuiltinWasmPlugins ./cmd/junction/
+	$(GO) test -count=1 -tags wasmbuiltins -run 'TestServeBuiltinWasmPlugins|TestPluginCommands|TestPluginPreviewBuiltin' ./cmd/junction/
 
 vet:
 	$(GO) vet ./...

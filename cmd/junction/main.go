@@ -26,6 +26,8 @@ Usage:
   junction config schema                    print the configuration JSON Schema
   junction config builtin                   print the built-in configuration
   junction demo-backend [--listen ADDR]     run the demo OpenAI-compatible backend
+  junction plugin new|build|inspect|test|preview
+                                            write, build and try WebAssembly plugins ('junction plugin help')
   junction version
 
 Run 'junction COMMAND -h' for a command's flags.
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = configCmd(args[1:], stdout, stderr)
 	case "demo-backend":
 		err = demoCmd(ctx, args[1:], stderr)
+	case "plugin":
+		err = pluginCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "junction", version)
 	case "help", "-h", "--help":

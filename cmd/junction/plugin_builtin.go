@@ -10,4 +10,4 @@ package main
 // the host compiles every registered module when serve starts, about 4 s per
 // module natively and 30 s under the race detector, which the serve tests
 // cannot wait for. See docs/plugins-builtin.md.
-import _ "github.com/junction-router/junction/plugins/builtin"
+import _ "github.com/junction-router/junction/plugins/builtin/register"

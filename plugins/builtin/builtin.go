@@ -2,13 +2,14 @@
 // WebAssembly modules, embedded in the binary: system_prompt, request_params,
 // header_mutation, fast_response, tools, rag, response_cache and
 // context_compression. Each module is built from its guest package under
-// plugins/ by `make plugins` (reproducibly: see internal/modbuild), and the
+// plugins/ by `make plugins` (reproducibly: see plugins/modbuild), and the
 // package's tests fail when an embedded module differs from what its sources
 // build to.
 //
-// The package only hands out module bytes and their manifest; loading them
-// into a plugin host is the host's business. It must not build anything at
-// run time.
+// The package hands out module bytes and their manifest, and Register adds
+// them to a host registry; importing plugins/builtin/register does that for
+// the binary's registry. Loading them into a plugin host is the host's
+// business. It must not build anything at run time.
 package builtin
 
 import (

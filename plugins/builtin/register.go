@@ -20,15 +20,3 @@ func Register(reg *hostapi.Registry) error {
 	return nil
 }
 
-// Importing the package registers the built-in modules with the host's
-// registry of modules compiled into the binary, the way Caddy modules
-// register themselves.
-func init() {
-	for _, s := range Sources {
-		wasm, err := Module(s.Type)
-		if err != nil {
-			panic(err)
-		}
-		hostapi.RegisterBuiltin(s.Type, wasm)
-	}
-}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/plugins/builtin"
-	"github.com/junction-router/junction/plugins/builtin/internal/modbuild"
+	"github.com/junction-router/junction/plugins/modbuild"
 )
 
 // TestModulesMatchSources rebuilds every built-in module from its guest

@@ -1,7 +1,7 @@
 // Command gen rebuilds the built-in plugin modules from their guest packages
 // and writes them, compressed, with their manifest into plugins/builtin/modules
 // (make plugins runs it from the repository root). The build is reproducible:
-// see plugins/builtin/internal/modbuild.
+// see plugins/modbuild.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	"sync"
 
 	"github.com/junction-router/junction/plugins/builtin"
-	"github.com/junction-router/junction/plugins/builtin/internal/modbuild"
+	"github.com/junction-router/junction/plugins/modbuild"
 )
 
 func main() {

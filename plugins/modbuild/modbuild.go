@@ -1,6 +1,7 @@
-// Package modbuild compiles the built-in plugins' guests into WebAssembly
-// modules the same way every time, so that the modules embedded in the binary
-// can be checked against their sources: GOOS=wasip1 GOARCH=wasm,
+// Package modbuild compiles plugin guests (the built-ins, and authors' plugins
+// through `junction plugin build`) into WebAssembly modules the same way every
+// time, so that the modules embedded in the binary can be checked against
+// their sources: GOOS=wasip1 GOARCH=wasm,
 // -buildmode=c-shared, -trimpath, -buildvcs=false, no cgo, and the caller's
 // GOFLAGS ignored. The same toolchain gives the same bytes.
 //
