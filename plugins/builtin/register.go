@@ -19,4 +19,3 @@ func Register(reg *hostapi.Registry) error {
 	}
 	return nil
 }
-
