@@ -36,7 +36,7 @@ test: vet fmt-check
 	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
-	$(GO) test -count=1 -tags wasmbuiltins -run 'TestServeBuiltinWasmPlugins|TestPluginCommands|TestPluginPreviewBuiltin' ./cmd/junction/
+	$(GO) test -count=1 -tags wasmbuiltins -run 'TestServeBuiltinWasmPlugins|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
 
 vet:
 	$(GO) vet ./...
@@ -61,9 +61,12 @@ bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
 
-## plugins: rebuild the built-in plugin modules (plugins/*/guest) into plugins/builtin/modules, reproducibly
+## plugins: rebuild the built-in plugin modules (plugins/*/guest) into plugins/builtin/modules, reproducibly,
+##          and the example third-party plugins (examples/plugins/*/*.wasm, whose sha256 recipe.yaml pins)
 plugins:
 	$(GO) run ./plugins/builtin/gen
+	$(GO) run ./cmd/junction plugin build examples/plugins/piiredact
+	$(GO) run ./cmd/junction plugin build examples/plugins/langprompt
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

@@ -25,7 +25,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 			doc, canon, err := recipes.LoadFile(path)
 			if err == nil {
 				// Compiling catches what only the engine knows: plugin configurations.
-				_, err = engine.Compile(doc, "", engine.Options{Plugins: plugin.NewNative()})
+				_, err = engine.Compile(doc, "", engine.Options{Plugins: moduleAware{plugin.NewNative()}})
 			}
 			if err != nil {
 				failed++

@@ -26,6 +26,7 @@ Usage:
                                       run the request fixtures (DIR/testdata/*.json) through the module
   junction plugin preview (--module FILE | --type TYPE) --config JSON|@FILE --request JSON|@FILE
                           [--mode preview|probe] [--decision NAME] [--model NAME] [--header K=V]...
+                          [--signal KIND:NAME]... [--store NAME=FILE]...
                                       run one request through a plugin and print its mutations
 `
 

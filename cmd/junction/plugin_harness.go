@@ -144,6 +144,8 @@ type pluginCase struct {
 	Decision string
 	Model    string
 	Headers  map[string]string
+	// Signals are the matched signals the plugin sees, as kind:name.
+	Signals []string
 }
 
 // run loads wasmBytes (once per harness and bytes: the host caches the
@@ -182,6 +184,13 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		header.Add(k, v)
 	}
 	req := &plugin.Request{Chat: parsed, Header: header, Decision: c.Decision, Model: c.Model, Mode: c.Mode}
+	for _, s := range c.Signals {
+		kind, name, ok := strings.Cut(s, ":")
+		if !ok || kind == "" || name == "" {
+			return nil, fmt.Errorf("signal %q: want KIND:NAME (for example language:german)", s)
+		}
+		req.Signals = append(req.Signals, plugin.Signal{Kind: kind, Name: name})
+	}
 	if req.Decision == "" {
 		req.Decision = "preview"
 	}

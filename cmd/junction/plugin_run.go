@@ -50,8 +50,9 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	mode := fs.String("mode", "preview", "preview (no backend calls) or probe (may embed and search, persists nothing)")
 	decision := fs.String("decision", "preview", "the decision name the plugin sees")
 	model := fs.String("model", "", "the selected model the plugin sees")
-	var headers, stores stringList
+	var headers, stores, signals stringList
 	fs.Var(&headers, "header", "a request header NAME=VALUE (repeatable)")
+	fs.Var(&signals, "signal", "a matched signal KIND:NAME the plugin sees, e.g. language:german (repeatable)")
 	fs.Var(&stores, "store", "fill vector store NAME from FILE, one passage a line (NAME=FILE, repeatable; for probe)")
 	if _, err := parseInterleaved(fs, args); err != nil {
 		return err
@@ -67,7 +68,7 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	c := pluginCase{Mode: *mode, Decision: *decision, Model: *model, Headers: map[string]string{}}
+	c := pluginCase{Mode: *mode, Decision: *decision, Model: *model, Headers: map[string]string{}, Signals: signals}
 	if c.Config, err = jsonArg("config", *config); err != nil {
 		return err
 	}
@@ -111,6 +112,7 @@ type fixture struct {
 	Decision string            `json:"decision"`
 	Model    string            `json:"model"`
 	Headers  map[string]string `json:"headers"`
+	Signals  []string          `json:"signals"`
 	Request  json.RawMessage   `json:"request"`
 	Expect   struct {
 		Status            string              `json:"status"`
@@ -211,7 +213,7 @@ func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func checkFixture(ctx context.Context, h *pluginHarness, wasmBytes []byte, f *fixture) []string {
-	run, err := h.run(ctx, wasmBytes, pluginCase{Config: f.Config, Body: f.Request, Mode: f.Mode, Decision: f.Decision, Model: f.Model, Headers: f.Headers})
+	run, err := h.run(ctx, wasmBytes, pluginCase{Config: f.Config, Body: f.Request, Mode: f.Mode, Decision: f.Decision, Model: f.Model, Headers: f.Headers, Signals: f.Signals})
 	if err != nil {
 		return []string{err.Error()}
 	}

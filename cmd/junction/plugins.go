@@ -29,7 +29,12 @@ func startPlugins(ctx context.Context, doc *recipes.Document, cacheDir string, r
 		return nil, nil, err
 	}
 	start := time.Now()
-	mods, err := wasm.Load(ctx, host, hostapi.Builtins(), hostapi.Limits{})
+	modules, err := pluginRegistry(doc, hostapi.Builtins())
+	if err != nil {
+		_ = host.Close(ctx)
+		return nil, nil, err
+	}
+	mods, err := wasm.Load(ctx, host, modules, hostapi.Limits{})
 	if err != nil {
 		_ = host.Close(ctx)
 		return nil, nil, err

@@ -32,7 +32,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: plugin.NewNative()})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: moduleAware{plugin.NewNative()}})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/recipes"
+)
+
+// maxModuleBytes bounds a plugin module file.
+const maxModuleBytes = 64 << 20
+
+// pluginRegistry is the registry serve loads modules from: every module of
+// base (those built into the binary) and every module file a plugin
+// reference of doc names (module: {path, sha256}), read once and checked
+// against its sha256. A type may come from one module only.
+func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Registry, error) {
+	reg := &hostapi.Registry{}
+	for _, typ := range base.Types() {
+		wasm, _ := base.Module(typ)
+		if err := reg.Register(typ, wasm); err != nil {
+			return nil, err
+		}
+	}
+	files := map[string]string{} // type → path
+	for ri, r := range doc.Recipes {
+		for di, d := range r.Decisions {
+			for pi, p := range d.Plugins {
+				if p.Module == nil {
+					continue
+				}
+				at := fmt.Sprintf("/recipes/%d/decisions/%d/plugins/%d/module", ri, di, pi)
+				if prev, ok := files[p.Type]; ok {
+					if prev != p.Module.Path {
+						return nil, fmt.Errorf("%s: plugin type %s is loaded from %s elsewhere; one type comes from one module", at, p.Type, prev)
+					}
+					continue
+				}
+				if _, ok := base.Module(p.Type); ok {
+					return nil, fmt.Errorf("%s: %s is a built-in plugin type; give the module's plugin another type name", at, p.Type)
+				}
+				wasm, err := readModuleFile(p.Module)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", at, err)
+				}
+				if err := reg.Register(p.Type, wasm); err != nil {
+					return nil, fmt.Errorf("%s: %w", at, err)
+				}
+				files[p.Type] = p.Module.Path
+			}
+		}
+	}
+	return reg, nil
+}
+
+func readModuleFile(m *recipes.PluginModule) ([]byte, error) {
+	st, err := os.Stat(m.Path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin module %s: %w (a relative path is relative to the working directory)", m.Path, err)
+	}
+	if st.Size() > maxModuleBytes {
+		return nil, fmt.Errorf("plugin module %s is %d bytes; the limit is %d", m.Path, st.Size(), maxModuleBytes)
+	}
+	wasm, err := os.ReadFile(m.Path)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(wasm)
+	if got := hex.EncodeToString(sum[:]); got != m.SHA256 {
+		return nil, fmt.Errorf("plugin module %s has sha256 %s, the recipe pins %s: rebuild the module the recipe was written for, or update its sha256 (junction plugin build prints it)", m.Path, got, m.SHA256)
+	}
+	return wasm, nil
+}
+
+// moduleAware checks plugin references without loading modules (config
+// validate, route): a reference that names a module file is accepted here
+// (serve checks its sha256 and its configuration against the module's
+// schema when it loads it); the rest go to v.
+type moduleAware struct{ v engine.PluginValidator }
+
+func (m moduleAware) Validate(ref recipes.PluginRef) error {
+	if ref.Module != nil {
+		return nil
+	}
+	return m.v.Validate(ref)
+}
