@@ -177,12 +177,11 @@ func parseInt(raw []byte) (int64, bool) {
 	if len(raw) == 0 || (raw[0] != '-' && (raw[0] < '0' || raw[0] > '9')) {
 		return 0, false
 	}
-	var n int64
-	if err := json.Unmarshal(raw, &n); err == nil {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
 		return n, true
 	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		return 0, false
 	}
 	return int64(f), true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/sdk"
 )
 
@@ -30,9 +31,13 @@ func Register() {
 
 // OnRequest polices the body's parameters.
 func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(req.Body(), &fields); err != nil {
+	ms, err := chatmsg.Members(req.Body())
+	if err != nil {
 		return fmt.Errorf("the request body is not a JSON object: %v", err)
+	}
+	fields := make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		fields[m.Name] = m.Value
 	}
 	r, err := c.Run(fields)
 	if err != nil {

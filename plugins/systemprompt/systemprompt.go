@@ -88,11 +88,11 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 			Edits:  []chatmsg.Edit{{Kind: chatmsg.Insert, Index: 0, Raw: chatmsg.New("system", c.SystemPrompt)}},
 		}, nil
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(msgs[0].Raw, &m); err != nil {
+	ms, err := chatmsg.Members(msgs[0].Raw)
+	if err != nil {
 		return nil, fmt.Errorf("messages[0]: %v", err)
 	}
-	content := bytes.TrimSpace(m["content"])
+	content := bytes.TrimSpace(chatmsg.Lookup(ms, "content"))
 	next := chatmsg.String(c.SystemPrompt)
 	detail := "replaced the system message's content"
 	if c.Mode == "insert" {

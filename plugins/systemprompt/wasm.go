@@ -1,6 +1,9 @@
 package systemprompt
 
 import (
+	"errors"
+
+	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/guest"
 	"github.com/junction-router/junction/sdk"
 )
@@ -28,11 +31,17 @@ func Register() {
 
 // OnRequest runs the plugin on one request.
 func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
-	msgs, err := guest.Messages(req)
-	if err != nil {
-		return err
+	// Only the first message matters: take its role and text from the
+	// request record and its JSON from the body, without parsing the rest.
+	var first []chatmsg.Message
+	if msgs := req.Messages(); len(msgs) > 0 {
+		raw, ok := req.MessageJSON(0)
+		if !ok {
+			return errors.New("messages[0] is missing from the body")
+		}
+		first = []chatmsg.Message{{Raw: raw, Role: msgs[0].Role, Text: msgs[0].Content}}
 	}
-	r, err := c.Run(msgs)
+	r, err := c.Run(first)
 	if err != nil {
 		return err
 	}

@@ -155,25 +155,19 @@ func (c *Config) Run(in Input) (*Result, error) {
 	var notes []string
 	var all []tool
 	if len(in.Tools) > 0 && string(in.Tools) != "null" {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(in.Tools, &raws); err != nil {
+		raws, err := chatmsg.Elements(in.Tools)
+		if err != nil {
 			return nil, fmt.Errorf("tools must be an array of tool objects: %v", err)
 		}
 		if len(raws) > MaxTools {
 			return nil, fmt.Errorf("the request offers %d tools; the plugin handles at most %d", len(raws), MaxTools)
 		}
 		for i, r := range raws {
-			var t struct {
-				Type     string `json:"type"`
-				Function struct {
-					Name        string `json:"name"`
-					Description string `json:"description"`
-				} `json:"function"`
-			}
-			if err := json.Unmarshal(r, &t); err != nil {
+			name, descr, err := toolNames(r)
+			if err != nil {
 				return nil, fmt.Errorf("tools[%d] must be an object with a function: %v", i, err)
 			}
-			all = append(all, tool{raw: r, name: t.Function.Name, descr: t.Function.Description})
+			all = append(all, tool{raw: r, name: name, descr: descr})
 		}
 	}
 	res.Offered = len(all)
@@ -283,6 +277,29 @@ func (c *Config) selectSemantic(embed func([]string) ([][]float32, error), query
 		out[i] = p.t
 	}
 	return out, len(kept) - len(out), nil
+}
+
+// toolNames reads a tool's function name and description.
+func toolNames(raw []byte) (name, descr string, err error) {
+	ms, err := chatmsg.Members(raw)
+	if err != nil {
+		return "", "", err
+	}
+	fn := chatmsg.Lookup(ms, "function")
+	if fn == nil || fn[0] != '{' {
+		return "", "", nil
+	}
+	fm, err := chatmsg.Members(fn)
+	if err != nil {
+		return "", "", err
+	}
+	if v := chatmsg.Lookup(fm, "name"); v != nil {
+		name, _ = chatmsg.Unquote(v)
+	}
+	if v := chatmsg.Lookup(fm, "description"); v != nil {
+		descr, _ = chatmsg.Unquote(v)
+	}
+	return name, descr, nil
 }
 
 // Cosine is the cosine similarity of a and b (0 when either is zero or their

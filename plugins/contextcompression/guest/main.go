@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/contextcompression"
+import (
+	"github.com/junction-router/junction/plugins/contextcompression"
+	"github.com/junction-router/junction/plugins/internal/guest"
+)
 
-func init() { contextcompression.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	contextcompression.Register()
+}
 
 func main() {}

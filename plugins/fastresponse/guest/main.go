@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/fastresponse"
+import (
+	"github.com/junction-router/junction/plugins/fastresponse"
+	"github.com/junction-router/junction/plugins/internal/guest"
+)
 
-func init() { fastresponse.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	fastresponse.Register()
+}
 
 func main() {}

@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/headermutation"
+import (
+	"github.com/junction-router/junction/plugins/headermutation"
+	"github.com/junction-router/junction/plugins/internal/guest"
+)
 
-func init() { headermutation.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	headermutation.Register()
+}
 
 func main() {}

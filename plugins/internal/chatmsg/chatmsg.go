@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/junction-router/junction/hostapi/abi"
 )
 
 // Message is one element of the messages array.
@@ -36,33 +38,45 @@ func Parse(raw json.RawMessage) ([]Message, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
+	elems, err := Elements(raw)
+	if err != nil {
 		return nil, fmt.Errorf("messages must be an array of message objects: %v", err)
 	}
 	out := make([]Message, len(elems))
 	for i, e := range elems {
-		var m struct {
-			Role       string          `json:"role"`
-			Content    json.RawMessage `json:"content"`
-			ToolCallID string          `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID string `json:"id"`
-			} `json:"tool_calls"`
-		}
-		if err := json.Unmarshal(e, &m); err != nil {
-			return nil, fmt.Errorf("messages[%d] must be an object with a string role: %v", i, err)
-		}
-		text, err := ContentText(m.Content)
+		ms, err := Members(e)
 		if err != nil {
+			return nil, fmt.Errorf("messages[%d] must be an object: %v", i, err)
+		}
+		m := Message{Raw: e}
+		if r := Lookup(ms, "role"); r != nil {
+			if m.Role, err = Unquote(r); err != nil {
+				return nil, fmt.Errorf("messages[%d].role must be a string", i)
+			}
+		}
+		content := bytes.TrimSpace(Lookup(ms, "content"))
+		if m.Text, err = ContentText(content); err != nil {
 			return nil, fmt.Errorf("messages[%d].content %v", i, err)
 		}
-		out[i] = Message{Raw: e, Role: m.Role, Text: text, ToolCallID: m.ToolCallID}
-		c := bytes.TrimSpace(m.Content)
-		out[i].HasContent = len(c) > 0 && string(c) != "null" && string(c) != `""`
-		for _, tc := range m.ToolCalls {
-			out[i].ToolCallIDs = append(out[i].ToolCallIDs, tc.ID)
+		m.HasContent = len(content) > 0 && string(content) != "null" && string(content) != `""`
+		if id := Lookup(ms, "tool_call_id"); id != nil {
+			m.ToolCallID, _ = Unquote(id)
 		}
+		if calls := Lookup(ms, "tool_calls"); len(calls) > 0 && calls[0] == '[' {
+			list, err := Elements(calls)
+			if err != nil {
+				return nil, fmt.Errorf("messages[%d].tool_calls: %v", i, err)
+			}
+			for _, c := range list {
+				cm, err := Members(c)
+				if err != nil {
+					return nil, fmt.Errorf("messages[%d].tool_calls: %v", i, err)
+				}
+				id, _ := Unquote(Lookup(cm, "id"))
+				m.ToolCallIDs = append(m.ToolCallIDs, id)
+			}
+		}
+		out[i] = m
 	}
 	return out, nil
 }
@@ -76,27 +90,34 @@ func ContentText(raw json.RawMessage) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := Unquote(raw)
+		if err != nil {
 			return "", fmt.Errorf("is not a valid string")
 		}
 		return s, nil
 	case '[':
-		var parts []struct {
-			Text *string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &parts); err != nil {
+		parts, err := Elements(raw)
+		if err != nil {
 			return "", fmt.Errorf("must be a string or an array of content parts")
 		}
 		var b strings.Builder
 		for _, p := range parts {
-			if p.Text == nil {
+			pm, err := Members(p)
+			if err != nil {
+				return "", fmt.Errorf("must be a string or an array of content parts")
+			}
+			t := Lookup(pm, "text")
+			if t == nil || string(t) == "null" {
 				continue
+			}
+			text, err := Unquote(t)
+			if err != nil {
+				return "", fmt.Errorf("must be a string or an array of content parts")
 			}
 			if b.Len() > 0 {
 				b.WriteByte('\n')
 			}
-			b.WriteString(*p.Text)
+			b.WriteString(text)
 		}
 		return b.String(), nil
 	}
@@ -123,21 +144,22 @@ func LastUserText(msgs []Message) string {
 
 // New builds a message with string content.
 func New(role, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{role, content})
-	return b
+	b := make([]byte, 0, len(role)+len(content)+32)
+	b = append(b, `{"role":`...)
+	b = abi.AppendJSONString(b, role)
+	b = append(b, `,"content":`...)
+	b = abi.AppendJSONString(b, content)
+	return append(b, '}')
 }
 
 // NewTool builds a tool message answering toolCallID.
 func NewTool(toolCallID, content string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Role       string `json:"role"`
-		ToolCallID string `json:"tool_call_id"`
-		Content    string `json:"content"`
-	}{"tool", toolCallID, content})
-	return b
+	b := make([]byte, 0, len(toolCallID)+len(content)+48)
+	b = append(b, `{"role":"tool","tool_call_id":`...)
+	b = abi.AppendJSONString(b, toolCallID)
+	b = append(b, `,"content":`...)
+	b = abi.AppendJSONString(b, content)
+	return append(b, '}')
 }
 
 // NewToolCall builds an assistant message that calls one function.
@@ -159,28 +181,15 @@ func NewToolCall(id, function, arguments string) json.RawMessage {
 	return b
 }
 
-// SetMember returns obj with member name set to value (added when absent).
-// The other members keep their bytes; their order becomes sorted.
+// SetMember returns obj with member name set to value (appended when
+// absent). The other members keep their bytes and order.
 func SetMember(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
-	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	m[name] = value
-	return json.Marshal(m)
+	return splice(obj, name, value)
 }
 
 // DeleteMember returns obj without member name.
 func DeleteMember(obj json.RawMessage, name string) (json.RawMessage, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(obj, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %v", err)
-	}
-	delete(m, name)
-	return json.Marshal(m)
+	return splice(obj, name, nil)
 }
 
 // Raws returns the raw bytes of msgs, in order.
@@ -193,10 +202,7 @@ func Raws(msgs []Message) []json.RawMessage {
 }
 
 // String encodes s as a JSON string literal.
-func String(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
-}
+func String(s string) json.RawMessage { return Quote(s) }
 
 // EditKind is what an Edit does to the messages array.
 type EditKind uint8

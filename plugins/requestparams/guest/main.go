@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/requestparams"
+import (
+	"github.com/junction-router/junction/plugins/internal/guest"
+	"github.com/junction-router/junction/plugins/requestparams"
+)
 
-func init() { requestparams.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	requestparams.Register()
+}
 
 func main() {}

@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/systemprompt"
+import (
+	"github.com/junction-router/junction/plugins/internal/guest"
+	"github.com/junction-router/junction/plugins/systemprompt"
+)
 
-func init() { systemprompt.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	systemprompt.Register()
+}
 
 func main() {}

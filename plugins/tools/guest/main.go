@@ -2,8 +2,14 @@
 // GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
 package main
 
-import "github.com/junction-router/junction/plugins/tools"
+import (
+	"github.com/junction-router/junction/plugins/internal/guest"
+	"github.com/junction-router/junction/plugins/tools"
+)
 
-func init() { tools.Register() }
+func init() {
+	guest.TuneGC(guest.DefaultHeapLimit)
+	tools.Register()
+}
 
 func main() {}
