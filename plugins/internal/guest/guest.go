@@ -34,17 +34,13 @@ func Emit(res *sdk.Result, edits []chatmsg.Edit) {
 // ModeName is "live", "probe" or "preview".
 func ModeName(m sdk.Mode) string { return m.String() }
 
-// TuneGC sets the guest's garbage collector for short handler calls: no
-// proportional collection, only when the heap nears limit bytes. A Go guest
-// collects often with its small default heap target, and a collection costs
-// a wasm guest hundreds of microseconds; plugins allocate little that
-// outlives a call, so a bounded heap collected rarely is both faster and
-// safe. Call it from the guest's init.
-func TuneGC(limit int64) {
-	debug.SetGCPercent(-1)
-	debug.SetMemoryLimit(limit)
-}
+// TuneGC makes the guest's garbage collector run less often: a Go guest
+// starts with a 4 MiB heap target and collects often, and a collection costs
+// a wasm guest far more than a native process. Plugins keep little alive
+// between calls, so a larger target (percent, as GOGC) costs memory only up
+// to about 4 MiB × percent/100, within the host's default 32 MiB instance
+// limit at the default. Call it from the guest's init.
+func TuneGC(percent int) { debug.SetGCPercent(percent) }
 
-// DefaultHeapLimit is the heap a built-in guest lets grow before it
-// collects; well under the host's default instance memory (32 MiB).
-const DefaultHeapLimit = 12 << 20
+// DefaultGCPercent is the built-in guests' GOGC.
+const DefaultGCPercent = 400

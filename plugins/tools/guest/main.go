@@ -8,7 +8,7 @@ import (
 )
 
 func init() {
-	guest.TuneGC(guest.DefaultHeapLimit)
+	guest.TuneGC(guest.DefaultGCPercent)
 	tools.Register()
 }
 
