@@ -21,6 +21,9 @@ type instance struct {
 	exp    exports
 	stack  [2]uint64
 	stderr *tailWriter
+	// memLimit is the memory limit in bytes, to tell running out of memory
+	// from other traps.
+	memLimit uint64
 }
 
 // instantiate makes an instance: no file system, no network, no environment,
@@ -39,7 +42,7 @@ func (m *Module) instantiate(ctx context.Context, rt wazero.Runtime, c wazero.Co
 	if err != nil {
 		return nil, describeFault(err, tail)
 	}
-	inst := &instance{mod: mod, mem: mod.Memory(), exp: lookupExports(mod), stderr: tail}
+	inst := &instance{mod: mod, mem: mod.Memory(), exp: lookupExports(mod), stderr: tail, memLimit: uint64(lim.MemoryPages) << 16}
 	if inst.mem == nil || inst.exp.alloc == nil || inst.exp.onRequest == nil {
 		_ = mod.Close(ctx)
 		return nil, errors.New("the module lacks its memory or a required export")
@@ -83,9 +86,22 @@ func (i *instance) handle(ctx context.Context, fn api.Function, rec []byte, maxO
 	}
 	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(rec))
 	if err := fn.CallWithStack(ctx, i.stack[:]); err != nil {
-		return nil, describeFault(err, i.stderr)
+		return nil, i.fault(err)
 	}
 	return i.readPacked(i.stack[0], maxOut)
+}
+
+// fault classifies a failed call; a trap or exit with the memory (nearly) at
+// its limit is running out of memory, whatever the language's runtime said.
+func (i *instance) fault(err error) error {
+	err = describeFault(err, i.stderr)
+	var f *Fault
+	if errors.As(err, &f) && (f.Kind == FaultTrap || f.Kind == FaultExit) && i.memLimit > 0 {
+		if size := uint64(i.mem.Size()); size*10 >= i.memLimit*9 {
+			return &Fault{Kind: FaultMemory, Err: fmt.Errorf("the module ran out of memory (%d of its %d bytes in use): %w", size, i.memLimit, f.Err)}
+		}
+	}
+	return err
 }
 
 // Fault kinds, the label of the faults metric.

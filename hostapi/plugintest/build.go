@@ -81,3 +81,19 @@ func build(pkg string) ([]byte, error) {
 	}
 	return os.ReadFile(out)
 }
+
+// CacheDir is a directory for the host's compilation cache shared by tests
+// on this machine (under the user's cache directory, like the go command's
+// build cache), so that each module is compiled once rather than once per
+// test. It returns "" (no disk cache) when no such directory can be made.
+func CacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "junction", "plugintest-wazero")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	return dir
+}
