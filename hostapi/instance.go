@@ -24,6 +24,10 @@ type instance struct {
 	// memLimit is the memory limit in bytes, to tell running out of memory
 	// from other traps.
 	memLimit uint64
+	// buf and bufSize are the last buffer junction_alloc returned: the ABI
+	// reserves it for the host until the next junction_alloc, so requests
+	// that fit are written there without a call into the guest.
+	buf, bufSize uint32
 }
 
 // instantiate makes an instance: no file system, no network, no environment,
@@ -73,14 +77,19 @@ func (i *instance) readPacked(v uint64, maxOut int) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-// handle runs one handler call: the request record is copied in once through
-// the guest's allocator, and the result record copied out once.
+// handle runs one handler call: the request record is copied in once (into
+// the guest's buffer, asking junction_alloc for a larger one only when it
+// does not fit), and the result record copied out once.
 func (i *instance) handle(ctx context.Context, fn api.Function, rec []byte, maxOut int) ([]byte, error) {
-	i.stack[0] = uint64(len(rec))
-	if err := i.exp.alloc.CallWithStack(ctx, i.stack[:]); err != nil {
-		return nil, describeFault(err, i.stderr)
+	if i.buf == 0 || uint32(len(rec)) > i.bufSize {
+		size := max(uint32(len(rec)), 4096)
+		i.stack[0] = uint64(size)
+		if err := i.exp.alloc.CallWithStack(ctx, i.stack[:]); err != nil {
+			return nil, i.fault(err)
+		}
+		i.buf, i.bufSize = uint32(i.stack[0]), size
 	}
-	ptr := uint32(i.stack[0])
+	ptr := i.buf
 	if !i.mem.Write(ptr, rec) {
 		return nil, &Fault{Kind: FaultMalformed, Err: fmt.Errorf("%s(%d) returned %d, outside the module's memory", abi.ExportAlloc, len(rec), ptr)}
 	}

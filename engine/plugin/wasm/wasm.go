@@ -245,3 +245,8 @@ func (c classifiers) Classify(ctx context.Context, binding, text string) ([]abi.
 	slices.SortStableFunc(res, func(a, b abi.Class) int { return cmp.Compare(b.Score, a.Score) })
 	return res, nil
 }
+
+// Binding returns (making it if needed) the binding of typ with config.
+func (m *Modules) Binding(ctx context.Context, typ string, config json.RawMessage) (*hostapi.Binding, error) {
+	return m.binding(ctx, typ, config)
+}
