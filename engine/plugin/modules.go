@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -160,8 +159,8 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			if !validHeaderName(op.Name) {
 				return nil, bad("%q is not a valid header name", op.Name)
 			}
-			if bytes.ContainsAny(op.Value, "\r\n\x00") {
-				return nil, bad("the value of header %s holds a line break or NUL", op.Name)
+			if !validHeaderValue(string(op.Value)) {
+				return nil, bad("the value of header %s holds a control character", op.Name)
 			}
 			kind := map[abi.Op]headerKind{abi.OpHeaderAdd: headerAdd, abi.OpHeaderSet: headerSet, abi.OpHeaderRemove: headerDel}[op.Op]
 			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
@@ -261,8 +260,7 @@ func validHeaderName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !isTokenChar(s[i]) {
 			return false
 		}
 	}
