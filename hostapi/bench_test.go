@@ -12,9 +12,18 @@ import (
 // BenchmarkCall is one handler call of the hello plugin on a small request,
 // the host's fixed cost.
 func BenchmarkCall(b *testing.B) {
+	b.Run("interruptible", func(b *testing.B) { benchCall(b, false) })
+	b.Run("trusted", func(b *testing.B) { benchCall(b, true) })
+}
+
+func benchCall(b *testing.B, trusted bool) {
 	ctx := context.Background()
 	h := newHost(b, hostapi.Config{})
-	m, err := h.Load(ctx, plugintest.Build(b, "testdata/hello"))
+	load := h.Load
+	if trusted {
+		load = h.LoadTrusted
+	}
+	m, err := load(ctx, plugintest.Build(b, "testdata/hello"))
 	if err != nil {
 		b.Fatal(err)
 	}

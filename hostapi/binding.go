@@ -209,6 +209,14 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 		fn = inst.exp.onResponse
 	}
 	out, err := inst.handle(cctx, fn, rec, b.limits.MaxOutput)
+	if err == nil && b.m.trusted && cctx.Err() != nil {
+		// Trusted code is not interrupted; a late answer is still a fault.
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (trusted module: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
+		} else {
+			err = &Fault{Kind: FaultCanceled, Err: errors.New("the request was canceled during the call")}
+		}
+	}
 	cancel()
 	res.BackendCalls, res.Persisted = st.backendCalls, st.persisted
 	if err == nil {
