@@ -244,3 +244,33 @@ func TestLyingDescriptorFailsTheCallClearly(t *testing.T) {
 		t.Fatalf("instances = %d; a failed result must not discard the instance", b.Instances())
 	}
 }
+
+// TestTrustedModuleDeadline: trusted code is not interrupted, but an answer
+// that comes after the deadline is still a fault and its instance goes.
+func TestTrustedModuleDeadline(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, hostapi.Config{})
+	m, err := h.LoadTrusted(ctx, plugintest.Build(t, "testdata/hostile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Trusted() {
+		t.Fatal("LoadTrusted gave an untrusted module")
+	}
+	slow, err := h.Bind(ctx, m, []byte(`{"do":"spin","n":300000000}`), hostapi.Limits{CallTimeout: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = slow.Call(ctx, plainRequest)
+	var f *hostapi.Fault
+	if !errors.As(err, &f) || f.Kind != hostapi.FaultDeadline || !strings.Contains(err.Error(), "could not be stopped") {
+		t.Fatalf("err = %v", err)
+	}
+	fast, err := h.Bind(ctx, m, []byte(`{"do":"spin","n":10}`), hostapi.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := fast.Call(ctx, plainRequest); err != nil || res.Failed {
+		t.Fatalf("fast: %+v %v", res.Result, err)
+	}
+}

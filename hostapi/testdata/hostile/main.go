@@ -4,6 +4,7 @@
 //	{"do":"bomb"}  its handler allocates until memory runs out
 //	{"do":"exit"}  its handler exits the module
 //	{"do":"malformed"}  it returns a field_set whose value is not JSON
+//	{"do":"spin","n":N} it counts to N before answering
 //	{"do":"ok"}    it behaves (sets x-hostile: ok)
 //
 // Its descriptor lies: the schema accepts any object, but the plugin refuses
@@ -20,6 +21,7 @@ import (
 
 type hostile struct {
 	Do string `json:"do"`
+	N  int    `json:"n"`
 }
 
 var (
@@ -41,6 +43,10 @@ func (h *hostile) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		}
 	case "exit":
 		os.Exit(3)
+	case "spin":
+		for i := 0; i < h.N; i++ {
+			sink += i
+		}
 	case "malformed":
 		res.SetField("temperature", []byte("{not json"))
 		return nil
