@@ -197,11 +197,15 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	if req.Phase == abi.PhaseResponse && !b.m.response {
 		return res, ErrNoResponsePhase
 	}
-	rec := req.Append(make([]byte, 0, 256+len(req.Body)+len(req.ResponseBody)))
 	inst, err := b.get(ctx)
 	if err != nil {
 		return res, err
 	}
+	if n := req.Size(); cap(inst.rec) < n {
+		inst.rec = make([]byte, 0, n+n/4)
+	}
+	rec := req.Append(inst.rec[:0])
+	inst.rec = rec
 	st := &callState{b: b, mode: req.Mode}
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), b.limits.CallTimeout)
 	fn := inst.exp.onRequest

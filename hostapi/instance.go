@@ -28,6 +28,8 @@ type instance struct {
 	// reserves it for the host until the next junction_alloc, so requests
 	// that fit are written there without a call into the guest.
 	buf, bufSize uint32
+	// rec is reused to encode each request record.
+	rec []byte
 }
 
 // instantiate makes an instance: no file system, no network, no environment,

@@ -126,3 +126,12 @@ func normal(r abi.Result) abi.Result {
 	}
 	return r
 }
+
+func TestRequestSize(t *testing.T) {
+	r := abi.Request{Decision: "d", Model: "m", Headers: []abi.Header{{Name: "a", Value: "b"}},
+		Messages: []abi.Message{{Role: "user", Content: "hi"}}, Signals: []abi.Signal{{Kind: "k", Name: "n"}},
+		Body: []byte("{}"), ResponseBody: []byte("x")}
+	if got, want := r.Size(), len(r.Append(nil)); got != want {
+		t.Fatalf("Size = %d, record is %d bytes", got, want)
+	}
+}
