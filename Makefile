@@ -32,6 +32,9 @@ run-example: build
 
 ## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
 test: vet fmt-check
+	@# wazero compiles ~20x slower under -race: run the plugin host tests once without it first, which
+	@# compiles the test plugin modules into the shared cache (see docs/plugins.md)
+	$(GO) test -count=1 ./hostapi/... ./engine/plugin/wasm/
 	$(GO) test -race -count=1 ./...
 	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
 	# seconds natively but about thirty under -race, so these run without it.
@@ -57,6 +60,8 @@ fuzz:
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
+	$(GO) test -run=^$$ -bench='PluginCall|Load' -benchtime=40x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench

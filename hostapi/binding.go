@@ -197,11 +197,15 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	if req.Phase == abi.PhaseResponse && !b.m.response {
 		return res, ErrNoResponsePhase
 	}
-	rec := req.Append(make([]byte, 0, 256+len(req.Body)+len(req.ResponseBody)))
 	inst, err := b.get(ctx)
 	if err != nil {
 		return res, err
 	}
+	if n := req.Size(); cap(inst.rec) < n {
+		inst.rec = make([]byte, 0, n+n/4)
+	}
+	rec := req.Append(inst.rec[:0])
+	inst.rec = rec
 	st := &callState{b: b, mode: req.Mode}
 	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), b.limits.CallTimeout)
 	fn := inst.exp.onRequest
@@ -209,6 +213,14 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 		fn = inst.exp.onResponse
 	}
 	out, err := inst.handle(cctx, fn, rec, b.limits.MaxOutput)
+	if err == nil && b.m.trusted && cctx.Err() != nil {
+		// Trusted code is not interrupted; a late answer is still a fault.
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (trusted module: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
+		} else {
+			err = &Fault{Kind: FaultCanceled, Err: errors.New("the request was canceled during the call")}
+		}
+	}
 	cancel()
 	res.BackendCalls, res.Persisted = st.backendCalls, st.persisted
 	if err == nil {

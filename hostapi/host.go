@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -102,18 +103,26 @@ type Config struct {
 // Host compiles and runs plugin modules. It is safe for concurrent use.
 type Host struct {
 	cfg     Config
-	cache   wazero.CompilationCache
 	log     *slog.Logger
 	metrics *metrics
 
-	mu       sync.Mutex
-	runtimes map[uint32]*engineRuntime // by memory limit in pages
+	mu sync.Mutex
+	// caches are the compilation caches of interruptible and trusted code:
+	// separate, because wazero's cache key does not tell them apart.
+	caches   [2]wazero.CompilationCache
+	runtimes map[runtimeKey]*engineRuntime
 	closed   bool
 }
 
-// engineRuntime is one wazero runtime: wazero limits memory per runtime, so
-// bindings with different memory limits run in different runtimes sharing
-// one compilation cache.
+// runtimeKey picks a wazero runtime: wazero limits memory per runtime, and
+// compiles code interruptible (checking for a closed module at every loop
+// and call, which costs Go guests a lot) or not, per runtime.
+type runtimeKey struct {
+	pages   uint32
+	trusted bool
+}
+
+// engineRuntime is one wazero runtime.
 type engineRuntime struct {
 	rt      wazero.Runtime
 	mu      sync.Mutex
@@ -123,17 +132,19 @@ type engineRuntime struct {
 // New returns a Host. Close it to free its runtimes and cache.
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
-	var cache wazero.CompilationCache
-	if cfg.CacheDir != "" {
-		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("plugin compilation cache in %s: %w (set another directory, or none to cache in memory)", cfg.CacheDir, err)
+	h := &Host{cfg: cfg, log: cfg.Logger, runtimes: make(map[runtimeKey]*engineRuntime)}
+	for i, sub := range []string{"interruptible", "trusted"} {
+		if cfg.CacheDir == "" {
+			h.caches[i] = wazero.NewCompilationCache()
+			continue
 		}
-		cache = c
-	} else {
-		cache = wazero.NewCompilationCache()
+		dir := filepath.Join(cfg.CacheDir, sub)
+		c, err := wazero.NewCompilationCacheWithDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("plugin compilation cache in %s: %w (set another directory, or none to cache in memory)", dir, err)
+		}
+		h.caches[i] = c
 	}
-	h := &Host{cfg: cfg, cache: cache, log: cfg.Logger, runtimes: make(map[uint32]*engineRuntime)}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -157,24 +168,30 @@ func (h *Host) Close(ctx context.Context) error {
 	for _, r := range h.runtimes {
 		errs = append(errs, r.rt.Close(ctx))
 	}
-	errs = append(errs, h.cache.Close(ctx))
+	for _, c := range h.caches {
+		errs = append(errs, c.Close(ctx))
+	}
 	return errors.Join(errs...)
 }
 
-// runtime returns the runtime for a memory limit, making it on first use.
-func (h *Host) runtime(ctx context.Context, pages uint32) (*engineRuntime, error) {
+// runtime returns the runtime for a key, making it on first use.
+func (h *Host) runtime(ctx context.Context, key runtimeKey) (*engineRuntime, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, errors.New("the plugin host is closed")
 	}
-	if r := h.runtimes[pages]; r != nil {
+	if r := h.runtimes[key]; r != nil {
 		return r, nil
 	}
+	cache := h.caches[0]
+	if key.trusted {
+		cache = h.caches[1]
+	}
 	rc := wazero.NewRuntimeConfig().
-		WithCompilationCache(h.cache).
-		WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true)
+		WithCompilationCache(cache).
+		WithMemoryLimitPages(key.pages).
+		WithCloseOnContextDone(!key.trusted)
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
@@ -185,7 +202,7 @@ func (h *Host) runtime(ctx context.Context, pages uint32) (*engineRuntime, error
 		return nil, fmt.Errorf("plugin runtime: host functions: %w", err)
 	}
 	r := &engineRuntime{rt: rt, modules: make(map[string]wazero.CompiledModule)}
-	h.runtimes[pages] = r
+	h.runtimes[key] = r
 	return r, nil
 }
 

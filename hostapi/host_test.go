@@ -12,6 +12,9 @@ import (
 
 func newHost(t testing.TB, cfg hostapi.Config) *hostapi.Host {
 	t.Helper()
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = plugintest.CacheDir()
+	}
 	h, err := hostapi.New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,15 @@ type instance struct {
 	exp    exports
 	stack  [2]uint64
 	stderr *tailWriter
+	// memLimit is the memory limit in bytes, to tell running out of memory
+	// from other traps.
+	memLimit uint64
+	// buf and bufSize are the last buffer junction_alloc returned: the ABI
+	// reserves it for the host until the next junction_alloc, so requests
+	// that fit are written there without a call into the guest.
+	buf, bufSize uint32
+	// rec is reused to encode each request record.
+	rec []byte
 }
 
 // instantiate makes an instance: no file system, no network, no environment,
@@ -39,7 +48,7 @@ func (m *Module) instantiate(ctx context.Context, rt wazero.Runtime, c wazero.Co
 	if err != nil {
 		return nil, describeFault(err, tail)
 	}
-	inst := &instance{mod: mod, mem: mod.Memory(), exp: lookupExports(mod), stderr: tail}
+	inst := &instance{mod: mod, mem: mod.Memory(), exp: lookupExports(mod), stderr: tail, memLimit: uint64(lim.MemoryPages) << 16}
 	if inst.mem == nil || inst.exp.alloc == nil || inst.exp.onRequest == nil {
 		_ = mod.Close(ctx)
 		return nil, errors.New("the module lacks its memory or a required export")
@@ -70,22 +79,40 @@ func (i *instance) readPacked(v uint64, maxOut int) ([]byte, error) {
 	return append([]byte(nil), b...), nil
 }
 
-// handle runs one handler call: the request record is copied in once through
-// the guest's allocator, and the result record copied out once.
+// handle runs one handler call: the request record is copied in once (into
+// the guest's buffer, asking junction_alloc for a larger one only when it
+// does not fit), and the result record copied out once.
 func (i *instance) handle(ctx context.Context, fn api.Function, rec []byte, maxOut int) ([]byte, error) {
-	i.stack[0] = uint64(len(rec))
-	if err := i.exp.alloc.CallWithStack(ctx, i.stack[:]); err != nil {
-		return nil, describeFault(err, i.stderr)
+	if i.buf == 0 || uint32(len(rec)) > i.bufSize {
+		size := max(uint32(len(rec)), 4096)
+		i.stack[0] = uint64(size)
+		if err := i.exp.alloc.CallWithStack(ctx, i.stack[:]); err != nil {
+			return nil, i.fault(err)
+		}
+		i.buf, i.bufSize = uint32(i.stack[0]), size
 	}
-	ptr := uint32(i.stack[0])
+	ptr := i.buf
 	if !i.mem.Write(ptr, rec) {
 		return nil, &Fault{Kind: FaultMalformed, Err: fmt.Errorf("%s(%d) returned %d, outside the module's memory", abi.ExportAlloc, len(rec), ptr)}
 	}
 	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(rec))
 	if err := fn.CallWithStack(ctx, i.stack[:]); err != nil {
-		return nil, describeFault(err, i.stderr)
+		return nil, i.fault(err)
 	}
 	return i.readPacked(i.stack[0], maxOut)
+}
+
+// fault classifies a failed call; a trap or exit with the memory (nearly) at
+// its limit is running out of memory, whatever the language's runtime said.
+func (i *instance) fault(err error) error {
+	err = describeFault(err, i.stderr)
+	var f *Fault
+	if errors.As(err, &f) && (f.Kind == FaultTrap || f.Kind == FaultExit) && i.memLimit > 0 {
+		if size := uint64(i.mem.Size()); size*10 >= i.memLimit*9 {
+			return &Fault{Kind: FaultMemory, Err: fmt.Errorf("the module ran out of memory (%d of its %d bytes in use): %w", size, i.memLimit, f.Err)}
+		}
+	}
+	return err
 }
 
 // Fault kinds, the label of the faults metric.

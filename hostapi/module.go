@@ -25,6 +25,8 @@ type Module struct {
 	schema     *jsonschema.Schema
 	response   bool
 	initialize bool
+	// trusted: the module's code cannot be interrupted (see LoadTrusted).
+	trusted bool
 	// CompileTime and FirstInstantiateTime are how long Load spent compiling
 	// (near zero on a cache hit) and making the first instance.
 	CompileTime, FirstInstantiateTime time.Duration
@@ -35,11 +37,27 @@ type Module struct {
 // checks its ABI version, reads its descriptor and compiles its configuration
 // schema. Every failure says what is wrong with the module.
 func (h *Host) Load(ctx context.Context, wasm []byte) (*Module, error) {
-	r, err := h.runtime(ctx, h.cfg.Limits.MemoryPages)
+	return h.load(ctx, wasm, false)
+}
+
+// LoadTrusted is Load for a module whose code is trusted not to loop
+// forever: the router's built-in plugins, compiled into the binary. Its code
+// is compiled without wazero's interruption checks (a check at every loop
+// and call, which makes a Go guest several times slower), so a call cannot
+// be stopped when its deadline passes: a call that returns after its
+// deadline is still a deadline fault (its result is dropped and its instance
+// discarded), but one that never returns is never stopped. Third-party
+// modules must be loaded with Load.
+func (h *Host) LoadTrusted(ctx context.Context, wasm []byte) (*Module, error) {
+	return h.load(ctx, wasm, true)
+}
+
+func (h *Host) load(ctx context.Context, wasm []byte, trusted bool) (*Module, error) {
+	r, err := h.runtime(ctx, runtimeKey{pages: h.cfg.Limits.MemoryPages, trusted: trusted})
 	if err != nil {
 		return nil, err
 	}
-	m := &Module{h: h, wasm: wasm, hash: moduleHash(wasm)}
+	m := &Module{h: h, wasm: wasm, hash: moduleHash(wasm), trusted: trusted}
 	start := time.Now()
 	c, err := r.compile(ctx, m.hash, wasm)
 	if err != nil {
@@ -139,6 +157,9 @@ func (m *Module) Descriptor() abi.Descriptor { return m.desc }
 // Type is the plugin type the module implements.
 func (m *Module) Type() string { return m.desc.Type }
 
+// Trusted reports whether the module was loaded with LoadTrusted.
+func (m *Module) Trusted() bool { return m.trusted }
+
 // HasResponsePhase reports whether the module handles the response phase.
 func (m *Module) HasResponsePhase() bool { return m.response }
 
@@ -206,7 +227,7 @@ func pointerToDotted(p string) string {
 // compiled returns the module compiled for a runtime with the given memory
 // limit.
 func (m *Module) compiled(ctx context.Context, pages uint32) (*engineRuntime, wazero.CompiledModule, error) {
-	r, err := m.h.runtime(ctx, pages)
+	r, err := m.h.runtime(ctx, runtimeKey{pages: pages, trusted: m.trusted})
 	if err != nil {
 		return nil, nil, err
 	}

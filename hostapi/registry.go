@@ -12,24 +12,43 @@ import (
 // the engine loads what is registered when it starts.
 type Registry struct {
 	mu   sync.RWMutex
-	mods map[string][]byte
+	mods map[string]Entry
 }
 
-// Register adds the module implementing typ. Registering a type twice is an
+// Entry is a registered module.
+type Entry struct {
+	Wasm []byte
+	// Trusted modules are loaded with Host.LoadTrusted: the built-in ones.
+	Trusted bool
+}
+
+// Register adds the module implementing typ, untrusted (loaded with
+// Host.Load, interruptible at its deadline). Registering a type twice is an
 // error: two modules cannot both be the same plugin.
 func (r *Registry) Register(typ string, wasm []byte) error {
+	return r.register(typ, Entry{Wasm: wasm})
+}
+
+// RegisterTrusted adds a module whose code is part of the router (see
+// Host.LoadTrusted).
+func (r *Registry) RegisterTrusted(typ string, wasm []byte) error {
+	return r.register(typ, Entry{Wasm: wasm, Trusted: true})
+}
+
+func (r *Registry) register(typ string, e Entry) error {
+	wasm := e.Wasm
 	if typ == "" || len(wasm) == 0 {
 		return fmt.Errorf("registering a plugin module needs a type and the module's bytes")
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.mods == nil {
-		r.mods = make(map[string][]byte)
+		r.mods = make(map[string]Entry)
 	}
 	if _, ok := r.mods[typ]; ok {
 		return fmt.Errorf("plugin type %s is registered twice", typ)
 	}
-	r.mods[typ] = wasm
+	r.mods[typ] = e
 	return nil
 }
 
@@ -46,21 +65,22 @@ func (r *Registry) Types() []string {
 }
 
 // Module returns the module registered for typ.
-func (r *Registry) Module(typ string) ([]byte, bool) {
+func (r *Registry) Module(typ string) (Entry, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	b, ok := r.mods[typ]
-	return b, ok
+	e, ok := r.mods[typ]
+	return e, ok
 }
 
 // builtins holds the modules compiled into the binary.
 var builtins Registry
 
 // RegisterBuiltin registers a module compiled into the binary (call it from
-// an init function of the package that embeds the module). It panics on a
-// duplicate type, which is a programming error.
+// an init function of the package that embeds the module); it is trusted
+// (see Host.LoadTrusted). It panics on a duplicate type, which is a
+// programming error.
 func RegisterBuiltin(typ string, wasm []byte) {
-	if err := builtins.Register(typ, wasm); err != nil {
+	if err := builtins.RegisterTrusted(typ, wasm); err != nil {
 		panic(err)
 	}
 }

@@ -58,11 +58,20 @@ func exportOnRequest(ptr, n uint32) uint64 { return handle(ptr, n, abi.PhaseRequ
 //go:wasmexport junction_on_response
 func exportOnResponse(ptr, n uint32) uint64 { return handle(ptr, n, abi.PhaseResponse) }
 
+// The request view and the result are reused from call to call: a handler
+// call allocates only what the plugin itself allocates.
+var (
+	curRequest abi.Request
+	curView    Request
+	curResult  Result
+)
+
 // handle decodes the request record the host wrote into in, runs the plugin
 // and returns the result record. A panic in the plugin becomes a failed result
 // rather than a trap, so the instance survives it.
 func handle(ptr, n uint32, phase abi.Phase) uint64 {
-	var res Result
+	res := &curResult
+	res.reset()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -73,12 +82,11 @@ func handle(ptr, n uint32, phase abi.Phase) uint64 {
 			res.fail("the host passed a buffer junction_alloc did not return")
 			return
 		}
-		r, err := abi.DecodeRequest(in[:n])
-		if err != nil {
+		if err := decodeRequest(in[:n], &curRequest); err != nil {
 			res.fail("decoding the request: " + err.Error())
 			return
 		}
-		if r.Phase != phase {
+		if curRequest.Phase != phase {
 			res.fail("the request record is for another phase")
 			return
 		}
@@ -87,16 +95,16 @@ func handle(ptr, n uint32, phase abi.Phase) uint64 {
 			res.fail(err.Error())
 			return
 		}
-		req := &Request{r: r}
+		curView.r = curRequest
 		if phase == abi.PhaseResponse {
 			rp, ok := p.(ResponsePlugin)
 			if !ok {
 				res.fail("the plugin has no response phase (it does not implement sdk.ResponsePlugin)")
 				return
 			}
-			err = rp.OnResponse(&Response{Request: req}, &res)
+			err = rp.OnResponse(&Response{Request: &curView}, res)
 		} else {
-			err = p.OnRequest(req, &res)
+			err = p.OnRequest(&curView, res)
 		}
 		if err != nil {
 			res.fail(err.Error())

@@ -7,7 +7,9 @@ import (
 )
 
 // Request is the typed view of the routed request a handler reads. It is
-// valid only during the handler call.
+// valid only during the handler call: its strings and byte slices point
+// into the buffer the host wrote the request to, which the next request
+// overwrites. Copy what you keep (strings.Clone, bytes.Clone).
 type Request struct {
 	r abi.Request
 }

@@ -11,10 +11,19 @@ import (
 // the handler returns an error.
 type Result struct {
 	r abi.Result
+	// arena holds the JSON the builders make, reused from call to call.
+	arena []byte
 }
 
 func (o *Result) fail(msg string) {
-	o.r = abi.Result{Failed: true, Error: msg}
+	o.reset()
+	o.r.Failed, o.r.Error = true, msg
+}
+
+// reset empties the result, keeping its buffers.
+func (o *Result) reset() {
+	o.r = abi.Result{Mutations: o.r.Mutations[:0], Values: o.r.Values[:0]}
+	o.arena = o.arena[:0]
 }
 
 func (o *Result) add(op abi.Op, index int, name string, value []byte) {
@@ -24,7 +33,9 @@ func (o *Result) add(op abi.Op, index int, name string, value []byte) {
 // InsertMessage inserts a message with text content before messages[i]
 // (i equal to the count appends).
 func (o *Result) InsertMessage(i int, role, content string) {
-	o.InsertMessageJSON(i, MessageJSON(role, content))
+	start := len(o.arena)
+	o.arena = appendMessageJSON(o.arena, role, content)
+	o.InsertMessageJSON(i, o.arena[start:len(o.arena):len(o.arena)])
 }
 
 // InsertMessageJSON inserts a message given as JSON before messages[i].
@@ -95,7 +106,10 @@ func (o *Result) CacheStatus(status string) { o.r.CacheStatus = status }
 
 // MessageJSON builds {"role":role,"content":content}.
 func MessageJSON(role, content string) []byte {
-	b := make([]byte, 0, len(role)+len(content)+32)
+	return appendMessageJSON(make([]byte, 0, len(role)+len(content)+32), role, content)
+}
+
+func appendMessageJSON(b []byte, role, content string) []byte {
 	b = append(b, `{"role":`...)
 	b = abi.AppendJSONString(b, role)
 	b = append(b, `,"content":`...)

@@ -15,14 +15,22 @@ import (
 const maxModuleBytes = 64 << 20
 
 // pluginRegistry is the registry serve loads modules from: every module of
-// base (those built into the binary) and every module file a plugin
-// reference of doc names (module: {path, sha256}), read once and checked
-// against its sha256. A type may come from one module only.
+// base (trusted as it was) and every module file a plugin reference of doc
+// names (module: {path, sha256}), read once, checked against its sha256 and
+// registered untrusted. A type may come from one module only. Without such
+// references it returns base itself.
 func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Registry, error) {
+	if !hasModuleFiles(doc) {
+		return base, nil
+	}
 	reg := &hostapi.Registry{}
 	for _, typ := range base.Types() {
-		wasm, _ := base.Module(typ)
-		if err := reg.Register(typ, wasm); err != nil {
+		e, _ := base.Module(typ)
+		register := reg.Register
+		if e.Trusted {
+			register = reg.RegisterTrusted
+		}
+		if err := register(typ, e.Wasm); err != nil {
 			return nil, err
 		}
 	}
@@ -41,7 +49,7 @@ func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Reg
 					continue
 				}
 				if _, ok := base.Module(p.Type); ok {
-					return nil, fmt.Errorf("%s: %s is a built-in plugin type; give the module's plugin another type name", at, p.Type)
+					return nil, fmt.Errorf("%s: a module built in or from --plugin-dir already provides plugin type %s; give the module's plugin another type name", at, p.Type)
 				}
 				wasm, err := readModuleFile(p.Module)
 				if err != nil {
@@ -55,6 +63,19 @@ func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Reg
 		}
 	}
 	return reg, nil
+}
+
+func hasModuleFiles(doc *recipes.Document) bool {
+	for _, r := range doc.Recipes {
+		for _, d := range r.Decisions {
+			for _, p := range d.Plugins {
+				if p.Module != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func readModuleFile(m *recipes.PluginModule) ([]byte, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,7 +21,11 @@ import (
 // into the binary (hostapi.Builtins), warms an instance pool for each plugin
 // reference of doc, and returns the runner serving uses: module types run in
 // the host, the others natively. stop frees the host.
-func startPlugins(ctx context.Context, doc *recipes.Document, cacheDir string, reg prometheus.Registerer, log *slog.Logger) (r *plugin.Native, stop func(), err error) {
+//
+// pluginDir, when set, holds third-party modules (*.wasm): each is loaded
+// untrusted (interruptible at its deadline) under the type its descriptor
+// names, beside the built-in ones.
+func startPlugins(ctx context.Context, doc *recipes.Document, cacheDir, pluginDir string, reg prometheus.Registerer, log *slog.Logger) (r *plugin.Native, stop func(), err error) {
 	backends, _, _, err := wasm.EngineBackends(signal.Models{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("plugin host backends: %w", err)
@@ -29,12 +35,18 @@ func startPlugins(ctx context.Context, doc *recipes.Document, cacheDir string, r
 		return nil, nil, err
 	}
 	start := time.Now()
-	modules, err := pluginRegistry(doc, hostapi.Builtins())
-	if err != nil {
+	registry := hostapi.Builtins()
+	if pluginDir != "" {
+		if registry, err = withDir(ctx, host, registry, pluginDir); err != nil {
+			_ = host.Close(ctx)
+			return nil, nil, err
+		}
+	}
+	if registry, err = pluginRegistry(doc, registry); err != nil {
 		_ = host.Close(ctx)
 		return nil, nil, err
 	}
-	mods, err := wasm.Load(ctx, host, modules, hostapi.Limits{})
+	mods, err := wasm.Load(ctx, host, registry, hostapi.Limits{})
 	if err != nil {
 		_ = host.Close(ctx)
 		return nil, nil, err
@@ -53,4 +65,37 @@ func startPlugins(ctx context.Context, doc *recipes.Document, cacheDir string, r
 		_ = host.Close(cctx)
 	}
 	return plugin.NewWithModules(mods), stop, nil
+}
+
+// withDir returns a registry holding base's modules and every *.wasm module of
+// dir, registered untrusted under the type its descriptor names.
+func withDir(ctx context.Context, host *hostapi.Host, base *hostapi.Registry, dir string) (*hostapi.Registry, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("--plugin-dir %s holds no *.wasm module", dir)
+	}
+	var reg hostapi.Registry
+	for _, t := range base.Types() {
+		e, _ := base.Module(t)
+		if err := reg.RegisterTrusted(t, e.Wasm); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		m, err := host.Load(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("plugin module %s: %w", f, err)
+		}
+		if err := reg.Register(m.Type(), b); err != nil {
+			return nil, fmt.Errorf("plugin module %s: %w (a built-in or another file already provides it)", f, err)
+		}
+	}
+	return &reg, nil
 }

@@ -35,6 +35,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epKey := fs.String("extproc-tls-key", "", "the TLS certificate's private key (PEM)")
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
 	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts; in memory when empty")
+	pluginDir := fs.String("plugin-dir", "", "load third-party plugin modules (*.wasm) from this directory, each under the type its descriptor names")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -70,7 +71,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	defer ups.Close()
 	ups.Health().SetModels(doc.Providers.Models)
 
-	plugins, stopPlugins, err := startPlugins(ctx, doc, *pluginCache, reg, log)
+	plugins, stopPlugins, err := startPlugins(ctx, doc, *pluginCache, *pluginDir, reg, log)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -105,9 +104,52 @@ func abiRequest(req *Request, mode abi.Mode) *abi.Request {
 		for i, m := range c.Messages {
 			in.Messages[i] = abi.Message{Role: m.Role, Content: m.Content}
 		}
-		in.Body, _ = c.Encode()
+		in.Body = rawBody(c)
 	}
 	return in
+}
+
+// rawBody joins the body's fields, keys sorted, values as they are: a plugin
+// reads the body, it does not need chat.Request.Encode's compaction and
+// checks (every value is valid JSON already: parsed, or checked when a
+// plugin set it), which would cost more than the plugin call itself.
+func rawBody(c *chat.Request) []byte {
+	keys := make([]string, 0, len(c.Fields))
+	n := 2
+	for k, v := range c.Fields {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 8
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSONKey(k) {
+			b = append(append(append(b, '"'), k...), '"')
+		} else {
+			kb, _ := json.Marshal(k)
+			b = append(b, kb...)
+		}
+		b = append(b, ':')
+		if v := c.Fields[k]; len(v) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, v...)
+		}
+	}
+	return append(b, '}')
+}
+
+func plainJSONKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // fromResult checks a module's mutations and turns them into the stage's.
@@ -160,8 +202,8 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			if !validHeaderName(op.Name) {
 				return nil, bad("%q is not a valid header name", op.Name)
 			}
-			if bytes.ContainsAny(op.Value, "\r\n\x00") {
-				return nil, bad("the value of header %s holds a line break or NUL", op.Name)
+			if !validHeaderValue(string(op.Value)) {
+				return nil, bad("the value of header %s holds a control character", op.Name)
 			}
 			kind := map[abi.Op]headerKind{abi.OpHeaderAdd: headerAdd, abi.OpHeaderSet: headerSet, abi.OpHeaderRemove: headerDel}[op.Op]
 			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
@@ -261,8 +303,7 @@ func validHeaderName(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+		if !isTokenChar(s[i]) {
 			return false
 		}
 	}

@@ -41,6 +41,21 @@ type Message struct{ Role, Content string }
 // Signal is a signal that matched: its kind ("keyword", "domain", …) and name.
 type Signal struct{ Kind, Name string }
 
+// Size is the length of r's record.
+func (r *Request) Size() int {
+	n := 4 + 4 + 4 + len(r.Decision) + 4 + len(r.Model) + 4*3 + 4 + len(r.Body) + 4 + 4 + len(r.ResponseBody)
+	for _, h := range r.Headers {
+		n += 8 + len(h.Name) + len(h.Value)
+	}
+	for _, m := range r.Messages {
+		n += 8 + len(m.Role) + len(m.Content)
+	}
+	for _, s := range r.Signals {
+		n += 8 + len(s.Kind) + len(s.Name)
+	}
+	return n
+}
+
 // Append encodes r onto b.
 func (r *Request) Append(b []byte) []byte {
 	e := Encoder{B: b}

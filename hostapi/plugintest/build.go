@@ -46,7 +46,14 @@ func Build(tb testing.TB, pkg string) []byte {
 
 // BuildPackage is Build without a testing.TB (for benchmarks' setup and
 // tools).
+//
+// When the environment variable JUNCTION_PLUGINTEST_WASM names a directory,
+// the module is read from <dir>/<last element of pkg>.wasm instead of being
+// built: for running test binaries on a machine without a Go toolchain.
 func BuildPackage(pkg string) ([]byte, error) {
+	if dir := os.Getenv("JUNCTION_PLUGINTEST_WASM"); dir != "" {
+		return os.ReadFile(filepath.Join(dir, filepath.Base(pkg)+".wasm"))
+	}
 	key := pkg
 	if abs, err := filepath.Abs(pkg); err == nil {
 		if st, err := os.Stat(abs); err == nil && st.IsDir() {
@@ -80,4 +87,20 @@ func build(pkg string) ([]byte, error) {
 		return nil, fmt.Errorf("building plugin %s for wasip1/wasm: %v\n%s", pkg, err, stderr.String())
 	}
 	return os.ReadFile(out)
+}
+
+// CacheDir is a directory for the host's compilation cache shared by tests
+// on this machine (under the user's cache directory, like the go command's
+// build cache), so that each module is compiled once rather than once per
+// test. It returns "" (no disk cache) when no such directory can be made.
+func CacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "junction", "plugintest-wazero")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	return dir
 }

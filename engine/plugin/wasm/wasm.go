@@ -62,8 +62,12 @@ func Load(ctx context.Context, host *hostapi.Host, reg *hostapi.Registry, limits
 	m := &Modules{host: host, limits: limits, mods: make(map[string]*hostapi.Module), bindings: make(map[string]map[string]*bindingSlot)}
 	var errs []error
 	for _, typ := range reg.Types() {
-		wasm, _ := reg.Module(typ)
-		mod, err := host.Load(ctx, wasm)
+		e, _ := reg.Module(typ)
+		load := host.Load
+		if e.Trusted {
+			load = host.LoadTrusted
+		}
+		mod, err := load(ctx, e.Wasm)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("plugin module %s: %w", typ, err))
 			continue
@@ -244,4 +248,9 @@ func (c classifiers) Classify(ctx context.Context, binding, text string) ([]abi.
 	}
 	slices.SortStableFunc(res, func(a, b abi.Class) int { return cmp.Compare(b.Score, a.Score) })
 	return res, nil
+}
+
+// Binding returns (making it if needed) the binding of typ with config.
+func (m *Modules) Binding(ctx context.Context, typ string, config json.RawMessage) (*hostapi.Binding, error) {
+	return m.binding(ctx, typ, config)
 }

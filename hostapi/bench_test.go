@@ -1,0 +1,63 @@
+package hostapi_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/hostapi/plugintest"
+)
+
+// BenchmarkCall is one handler call of the hello plugin on a small request,
+// the host's fixed cost.
+func BenchmarkCall(b *testing.B) {
+	b.Run("interruptible", func(b *testing.B) { benchCall(b, false) })
+	b.Run("trusted", func(b *testing.B) { benchCall(b, true) })
+}
+
+func benchCall(b *testing.B, trusted bool) {
+	ctx := context.Background()
+	h := newHost(b, hostapi.Config{})
+	load := h.Load
+	if trusted {
+		load = h.LoadTrusted
+	}
+	m, err := load(ctx, plugintest.Build(b, "testdata/hello"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd, err := h.Bind(ctx, m, []byte(`{"greeting":"hi"}`), hostapi.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bd.Call(ctx, plainRequest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallRaw is one call of a hand-written module that returns a fixed
+// result: the host's own cost without a guest runtime.
+func BenchmarkCallRaw(b *testing.B) {
+	ctx := context.Background()
+	h := newHost(b, hostapi.Config{})
+	want := abi.Result{Detail: "raw", Mutations: []abi.Mutation{{Op: abi.OpHeaderSet, Name: "x-raw", Value: []byte("1")}}}
+	rec := want.Append(nil)
+	m, err := h.Load(ctx, rawGuest(abi.Version, goodDescriptor, returning(rec), rec))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd, err := h.Bind(ctx, m, nil, hostapi.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := bd.Call(ctx, plainRequest); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
