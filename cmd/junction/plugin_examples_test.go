@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -68,7 +69,8 @@ func TestExamplePlugins(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false"}, io.Discard, &stderr)
+		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false",
+			"--plugin-cache-dir", plugintest.CacheDir()}, io.Discard, &stderr)
 	}()
 	defer func() {
 		cancel()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -34,7 +35,7 @@ func newPluginHarness(ctx context.Context, stores []string) (*pluginHarness, err
 	if err != nil {
 		return nil, err
 	}
-	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends})
+	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends, CacheDir: pluginCacheDir()})
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +47,21 @@ func newPluginHarness(ctx context.Context, stores []string) (*pluginHarness, err
 		}
 	}
 	return h, nil
+}
+
+// pluginCacheDir keeps modules the plugin commands compiled under the user's
+// cache directory, so a second run of a module skips wazero's compilation;
+// "" (in memory) when there is none.
+func pluginCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(base, "junction", "plugin-cache")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
 }
 
 func (h *pluginHarness) close() { _ = h.host.Close(context.Background()) }

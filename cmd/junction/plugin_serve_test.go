@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/junction-router/junction/hostapi/plugintest"
 )
 
 // TestServeBuiltinWasmPlugins serves a recipe whose decisions use all eight
@@ -64,7 +66,7 @@ global:
 	var stderr bytes.Buffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false",
-			"--plugin-cache-dir", t.TempDir()}, io.Discard, &stderr)
+			"--plugin-cache-dir", plugintest.CacheDir()}, io.Discard, &stderr)
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d/v1", port)
 	deadline := time.Now().Add(3 * time.Minute) // the host compiles eight modules first

@@ -12,6 +12,7 @@ import (
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/plugin/wasm"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/recipes"
 )
@@ -35,7 +36,7 @@ var benchRefs = map[string]recipes.PluginRef{
 // difference is what the sandbox costs.
 func BenchmarkStage(b *testing.B) {
 	ctx := context.Background()
-	host, err := hostapi.New(ctx, hostapi.Config{})
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func BenchmarkStage(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := reg.Register(typ, wasmBytes); err != nil {
+		if err := reg.RegisterTrusted(typ, wasmBytes); err != nil {
 			b.Fatal(err)
 		}
 	}

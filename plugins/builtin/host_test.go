@@ -22,6 +22,7 @@ import (
 
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/plugins/builtin"
 )
 
@@ -145,6 +146,8 @@ func newHost(t testing.TB) *hostapi.Host {
 	hostOnce.Do(func() {
 		be := shared
 		theHost, hostErr = hostapi.New(context.Background(), hostapi.Config{
+			// Compiled modules persist across test runs on this machine.
+			CacheDir: plugintest.CacheDir(),
 			Backends: hostapi.Backends{Embedder: be, Vectors: be, Cache: be, Tokens: be},
 		})
 		if hostErr != nil {
@@ -160,7 +163,8 @@ func newHost(t testing.TB) *hostapi.Host {
 				wasm, err := builtin.Module(typ)
 				var m *hostapi.Module
 				if err == nil {
-					m, err = theHost.Load(context.Background(), wasm)
+					// Serve loads the built-ins trusted: test what it runs.
+					m, err = theHost.LoadTrusted(context.Background(), wasm)
 				}
 				mu.Lock()
 				defer mu.Unlock()
