@@ -24,8 +24,10 @@ func TestServeBuiltinWasmPlugins(t *testing.T) {
 listeners: [{name: public, address: 127.0.0.1, port: %d}]
 providers:
   defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
   models:
-    - {name: small, backend_refs: [{provider: demo}]}
+    - {name: small, reasoning_family: qwen3, backend_refs: [{provider: demo}]}
 recipes:
   - name: default
     signals:
@@ -42,7 +44,7 @@ recipes:
       - name: cached
         priority: 20
         rules: {operator: OR, conditions: [{type: keyword, name: cache}]}
-        modelRefs: [{model: small}]
+        modelRefs: [{model: small, use_reasoning: false}]
         plugins:
           - {type: response_cache, configuration: {mode: exact, ttl_seconds: 60}}
       - name: shaped
