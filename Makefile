@@ -62,6 +62,7 @@ bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) test -run=^$$ -bench='PluginCall|Load' -benchtime=40x -count=1 ./engine/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
