@@ -232,7 +232,10 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	res.Duration = time.Since(start)
 	if err != nil {
 		b.discard(ctx, inst)
-		b.m.h.metrics.fault(b.m.desc.Type, faultKind(err))
+		// A request the client gave up on is not the plugin's fault.
+		if kind := faultKind(err); kind != FaultCanceled {
+			b.m.h.metrics.fault(b.m.desc.Type, kind)
+		}
 		return res, err
 	}
 	b.put(inst)
