@@ -273,24 +273,31 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 }
 
 func checkMessage(raw []byte) (chat.Message, error) {
-	var msg struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+	// The scanners the native plugins use, not encoding/json: this runs for
+	// every message a plugin writes. The whole value must be valid JSON, as
+	// it is sent upstream as it is.
+	if !json.Valid(raw) {
+		return chat.Message{}, errors.New("the message is not valid JSON")
 	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
+	ms, err := objectMembers(raw)
+	if err != nil {
 		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
 	}
-	if msg.Role == "" {
+	roleRaw := bytes.TrimSpace(lookup(raw, ms, "role"))
+	if len(roleRaw) == 0 || roleRaw[0] != '"' {
+		return chat.Message{}, errors.New("the message has no role")
+	}
+	role, err := unquote(roleRaw)
+	if err != nil || role == "" {
 		return chat.Message{}, errors.New("the message has no role")
 	}
 	text := ""
-	if len(msg.Content) > 0 {
-		var err error
-		if text, err = chat.ContentText(msg.Content); err != nil {
+	if content := lookup(raw, ms, "content"); len(content) > 0 {
+		if text, err = chat.ContentText(content); err != nil {
 			return chat.Message{}, fmt.Errorf("the message's content: %v", err)
 		}
 	}
-	return chat.Message{Role: msg.Role, Content: text}, nil
+	return chat.Message{Role: role, Content: text}, nil
 }
 
 func currentTools(req *Request) ([]json.RawMessage, error) {
