@@ -60,8 +60,10 @@ fuzz:
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
-	$(GO) test -run=^$$ -bench='PluginCall|Load' -benchtime=40x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='PluginCall' -benchtime=40x -count=1 ./engine/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Call' -benchtime=20000x -count=1 ./hostapi/
 	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/

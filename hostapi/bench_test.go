@@ -2,6 +2,7 @@ package hostapi_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/junction-router/junction/hostapi"
@@ -59,5 +60,44 @@ func BenchmarkCallRaw(b *testing.B) {
 		if _, err := bd.Call(ctx, plainRequest); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCall4K is one call of the header_mutation benchmark module on a
+// 4 KiB request record, trusted and interruptible, straight through
+// Binding.Call (no plugin stage around it).
+func BenchmarkCall4K(b *testing.B) {
+	req := &abi.Request{Phase: abi.PhaseRequest, Mode: abi.ModeLive, Decision: "d"}
+	for i := 0; i < 25; i++ {
+		req.Messages = append(req.Messages, abi.Message{Role: "user", Content: strings.Repeat("x", 80)})
+	}
+	req.Body = []byte(strings.Repeat("y", 4000))
+	for _, trusted := range []bool{true, false} {
+		name := "interruptible"
+		if trusted {
+			name = "trusted"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			h := newHost(b, hostapi.Config{})
+			load := h.Load
+			if trusted {
+				load = h.LoadTrusted
+			}
+			m, err := load(ctx, plugintest.Build(b, "testdata/bench/header_mutation"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			bd, err := h.Bind(ctx, m, []byte(`{"add":[{"name":"x-a","value":"1"}]}`), hostapi.Limits{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bd.Call(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -207,15 +207,27 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	rec := req.Append(inst.rec[:0])
 	inst.rec = rec
 	st := &callState{b: b, mode: req.Mode}
-	cctx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), b.limits.CallTimeout)
+	// An interruptible call runs under a context with the deadline, which
+	// wazero watches. A trusted call cannot be interrupted, so it skips that
+	// context's cost; the host functions it calls get the deadline instead.
+	var cctx context.Context
+	cancel := context.CancelFunc(func() {})
+	if b.m.trusted {
+		st.deadline = time.Now().Add(b.limits.CallTimeout)
+		cctx = context.WithValue(ctx, stateKey{}, st)
+	} else {
+		cctx, cancel = context.WithTimeout(context.WithValue(ctx, stateKey{}, st), b.limits.CallTimeout)
+	}
 	fn := inst.exp.onRequest
 	if req.Phase == abi.PhaseResponse {
 		fn = inst.exp.onResponse
 	}
+	callStart := time.Now()
 	out, err := inst.handle(cctx, fn, rec, b.limits.MaxOutput)
-	if err == nil && b.m.trusted && cctx.Err() != nil {
-		// Trusted code is not interrupted; a late answer is still a fault.
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) {
+	// Trusted code is not interrupted; a late answer is still a fault. The
+	// clock decides, not the context: its timer may not have fired yet.
+	if err == nil && b.m.trusted && (time.Since(callStart) > b.limits.CallTimeout || ctx.Err() != nil) {
+		if ctx.Err() == nil {
 			err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (trusted module: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
 		} else {
 			err = &Fault{Kind: FaultCanceled, Err: errors.New("the request was canceled during the call")}
@@ -232,7 +244,10 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	res.Duration = time.Since(start)
 	if err != nil {
 		b.discard(ctx, inst)
-		b.m.h.metrics.fault(b.m.desc.Type, faultKind(err))
+		// A request the client gave up on is not the plugin's fault.
+		if kind := faultKind(err); kind != FaultCanceled {
+			b.m.h.metrics.fault(b.m.desc.Type, kind)
+		}
 		return res, err
 	}
 	b.put(inst)

@@ -2,8 +2,10 @@ package hostapi_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -95,4 +97,43 @@ func asConfigError(err error, ce **hostapi.ConfigError) bool {
 	e, ok := err.(*hostapi.ConfigError)
 	*ce = e
 	return ok
+}
+
+// TestPoolUnderConcurrency: many concurrent calls share at most
+// MaxInstances instances, and all succeed.
+func TestPoolUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, hostapi.Config{})
+	m, err := h.Load(ctx, plugintest.Build(t, "testdata/hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := h.Bind(ctx, m, []byte(`{"greeting":"hi"}`), hostapi.Limits{MaxInstances: 3, CallTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 16)
+	for g := 0; g < 16; g++ {
+		go func() {
+			for i := 0; i < 20; i++ {
+				res, err := b.Call(ctx, plainRequest)
+				if err == nil && res.Detail != "greeted" {
+					err = errors.New("wrong result: " + res.Detail)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 16; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.Instances(); n > 3 {
+		t.Fatalf("%d instances made, limit 3", n)
+	}
 }

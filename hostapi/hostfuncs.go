@@ -24,6 +24,9 @@ type callState struct {
 	backendCalls int
 	persisted    bool
 	pending      []byte // an answer that did not fit, for junction.result
+	// deadline is the call's deadline when the call's context does not carry
+	// it (trusted calls); host functions run under it.
+	deadline time.Time
 }
 
 type stateKey struct{}
@@ -85,7 +88,13 @@ func serve(fn hostFunc) api.GoModuleFunction {
 			if !ok {
 				return abi.StatusInvalidArgument
 			}
-			out, status := fn(ctx, st, in)
+			fctx := ctx
+			if !st.deadline.IsZero() {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithDeadline(ctx, st.deadline)
+				defer cancel()
+			}
+			out, status := fn(fctx, st, in)
 			if status != abi.StatusOK {
 				return status
 			}

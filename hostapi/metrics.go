@@ -14,7 +14,8 @@ type metrics struct {
 }
 
 // MetricFaults counts module faults by plugin type and kind (trap, exit,
-// deadline, canceled, memory, output, malformed, instantiate).
+// deadline, memory, output, malformed, instantiate). A call cut short because
+// the client went away discards its instance but is not counted.
 const MetricFaults = "junction_plugin_faults_total"
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {

@@ -6,52 +6,126 @@ import (
 	"github.com/junction-router/junction/hostapi/abi"
 )
 
-// decodeRequest reads a request record into r without copying: strings and
-// byte slices point into b (the buffer junction_alloc gave the host), and r's
-// slices are reused from call to call. This is why a Request is valid only
-// during the handler call.
-func decodeRequest(b []byte, r *abi.Request) error {
-	d := abi.Decoder{B: b}
-	if v := d.U32(); d.Err() == nil && v != abi.Version {
+// The request view reads the record lazily, through its offset table: a
+// plugin that never asks for the messages never walks them. Every function
+// call costs a Go guest dozens of wasm instructions and this runs on every
+// request, so the helpers are small enough to be inlined. Strings are views
+// of the record (no copies), which is why a Request is valid only during
+// its handler call.
+
+// load prepares r to read the record b: the fixed part, the offset table
+// (each offset in order and inside b), decision, model, body and status.
+func (r *Request) load(b []byte) error {
+	*r = Request{b: b, headers: r.headers[:0], messages: r.messages[:0], signals: r.signals[:0]}
+	if len(b) < abi.RequestFixedSize {
+		return abi.ErrTruncated
+	}
+	if le32(b, 0) != abi.Version {
 		return abi.ErrVersion
 	}
-	r.Phase = abi.Phase(d.U8())
-	r.Mode = abi.Mode(d.U8())
-	d.U8()
-	d.U8()
-	r.Decision = view(d.Bytes())
-	r.Model = view(d.Bytes())
-	n := d.Count(8)
-	r.Headers = resize(r.Headers, n)
-	for i := range r.Headers {
-		r.Headers[i] = abi.Header{Name: view(d.Bytes()), Value: view(d.Bytes())}
+	r.phase, r.mode = abi.Phase(b[4]), abi.Mode(b[5])
+	prev := abi.RequestFixedSize
+	for i := range r.at {
+		at := int(le32(b, 8+4*i))
+		if at < prev || at+4 > len(b) {
+			return abi.ErrOffsets
+		}
+		r.at[i], prev = at, at
 	}
-	n = d.Count(8)
-	r.Messages = resize(r.Messages, n)
-	for i := range r.Messages {
-		r.Messages[i] = abi.Message{Role: view(d.Bytes()), Content: view(d.Bytes())}
+	var ok bool
+	p := abi.RequestFixedSize
+	if r.decision, p, ok = str(b, p); !ok {
+		return abi.ErrTruncated
 	}
-	n = d.Count(8)
-	r.Signals = resize(r.Signals, n)
-	for i := range r.Signals {
-		r.Signals[i] = abi.Signal{Kind: view(d.Bytes()), Name: view(d.Bytes())}
+	if r.model, p, ok = str(b, p); !ok || p != r.at[0] {
+		return abi.ErrOffsets
 	}
-	r.Body = d.Bytes()
-	r.Status = d.U32()
-	r.ResponseBody = d.Bytes()
-	return d.Err()
+	var body, resp string
+	if body, p, ok = str(b, r.at[3]); !ok || p != r.at[4] {
+		return abi.ErrOffsets
+	}
+	r.body = unsafe.Slice(unsafe.StringData(body), len(body))
+	r.status = le32(b, r.at[4])
+	if resp, p, ok = str(b, r.at[4]+4); !ok || p != len(b) {
+		return abi.ErrTruncated
+	}
+	r.respBody = unsafe.Slice(unsafe.StringData(resp), len(resp))
+	return nil
 }
 
-func view(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
+func le32(b []byte, p int) uint32 {
+	_ = b[p+3]
+	return uint32(b[p]) | uint32(b[p+1])<<8 | uint32(b[p+2])<<16 | uint32(b[p+3])<<24
 }
 
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
+// str reads a length-prefixed string at p as a view of b.
+func str(b []byte, p int) (string, int, bool) {
+	if p < 0 || p+4 > len(b) {
+		return "", p, false
 	}
-	return s[:n]
+	n := int(le32(b, p))
+	p += 4
+	if n > len(b)-p {
+		return "", p, false
+	}
+	if n == 0 {
+		return "", p, true
+	}
+	return unsafe.String(&b[p], n), p + n, true
+}
+
+// count reads a list length at p, refusing one the rest of b cannot hold
+// (every element is at least 8 bytes).
+func count(b []byte, p int) (int, int, bool) {
+	if p < 0 || p+4 > len(b) {
+		return 0, p, false
+	}
+	n := int(le32(b, p))
+	p += 4
+	if n > (len(b)-p)/8 {
+		return 0, p, false
+	}
+	return n, p, true
+}
+
+// decodeHeaders, decodeMessages and decodeSignals decode the list at p into
+// dst; a malformed list gives what decoded before the fault (the host
+// writes well-formed records; this only keeps a bad one from trapping).
+func decodeHeaders(b []byte, p int, dst []abi.Header) []abi.Header {
+	n, p, ok := count(b, p)
+	for i := 0; ok && i < n; i++ {
+		var h abi.Header
+		if h.Name, p, ok = str(b, p); ok {
+			if h.Value, p, ok = str(b, p); ok {
+				dst = append(dst, h)
+			}
+		}
+	}
+	return dst
+}
+
+func decodeMessages(b []byte, p int, dst []abi.Message) []abi.Message {
+	n, p, ok := count(b, p)
+	for i := 0; ok && i < n; i++ {
+		var m abi.Message
+		if m.Role, p, ok = str(b, p); ok {
+			if m.Content, p, ok = str(b, p); ok {
+				dst = append(dst, m)
+			}
+		}
+	}
+	return dst
+}
+
+func decodeSignals(b []byte, p int, dst []abi.Signal) []abi.Signal {
+	n, p, ok := count(b, p)
+	for i := 0; ok && i < n; i++ {
+		var s abi.Signal
+		if s.Kind, p, ok = str(b, p); ok {
+			if s.Name, p, ok = str(b, p); ok {
+				dst = append(dst, s)
+			}
+		}
+	}
+	return dst
 }

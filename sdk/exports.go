@@ -61,9 +61,8 @@ func exportOnResponse(ptr, n uint32) uint64 { return handle(ptr, n, abi.PhaseRes
 // The request view and the result are reused from call to call: a handler
 // call allocates only what the plugin itself allocates.
 var (
-	curRequest abi.Request
-	curView    Request
-	curResult  Result
+	curView   Request
+	curResult Result
 )
 
 // handle decodes the request record the host wrote into in, runs the plugin
@@ -82,11 +81,11 @@ func handle(ptr, n uint32, phase abi.Phase) uint64 {
 			res.fail("the host passed a buffer junction_alloc did not return")
 			return
 		}
-		if err := decodeRequest(in[:n], &curRequest); err != nil {
+		if err := curView.load(in[:n]); err != nil {
 			res.fail("decoding the request: " + err.Error())
 			return
 		}
-		if curRequest.Phase != phase {
+		if curView.phase != phase {
 			res.fail("the request record is for another phase")
 			return
 		}
@@ -95,7 +94,6 @@ func handle(ptr, n uint32, phase abi.Phase) uint64 {
 			res.fail(err.Error())
 			return
 		}
-		curView.r = curRequest
 		if phase == abi.PhaseResponse {
 			rp, ok := p.(ResponsePlugin)
 			if !ok {

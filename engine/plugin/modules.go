@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -68,6 +69,7 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutatio
 	}
 	in := abiRequest(req, mode)
 	res, err := m.mods.Call(ctx, m.typ, m.config, in)
+	releaseRequest(in) // the record was copied into the module
 	if err != nil {
 		return nil, &res, err
 	}
@@ -78,11 +80,15 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutatio
 	return mu, &res, err
 }
 
-// abiRequest is the request record a module reads.
+// abiRequest is the request record a module reads. Its slices come from a
+// pool: give it back with releaseRequest once the module has it.
 func abiRequest(req *Request, mode abi.Mode) *abi.Request {
-	in := &abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model}
+	in := requests.Get().(*abi.Request)
+	*in = abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model,
+		Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0]}
 	if len(req.Header) > 0 {
-		names := make([]string, 0, len(req.Header))
+		var buf [16]string
+		names := buf[:0]
 		for k := range req.Header {
 			names = append(names, k)
 		}
@@ -93,20 +99,30 @@ func abiRequest(req *Request, mode abi.Mode) *abi.Request {
 			}
 		}
 	}
-	if len(req.Signals) > 0 {
-		in.Signals = make([]abi.Signal, len(req.Signals))
-		for i, s := range req.Signals {
-			in.Signals[i] = abi.Signal{Kind: s.Kind, Name: s.Name}
-		}
+	for _, s := range req.Signals {
+		in.Signals = append(in.Signals, abi.Signal{Kind: s.Kind, Name: s.Name})
 	}
 	if c := req.Chat; c != nil {
-		in.Messages = make([]abi.Message, len(c.Messages))
-		for i, m := range c.Messages {
-			in.Messages[i] = abi.Message{Role: m.Role, Content: m.Content}
+		for _, m := range c.Messages {
+			in.Messages = append(in.Messages, abi.Message{Role: m.Role, Content: m.Content})
 		}
 		in.Body = rawBody(c)
 	}
 	return in
+}
+
+// requests hold request records being built; they live only until the
+// record is copied into a module.
+var requests = sync.Pool{New: func() any { return new(abi.Request) }}
+
+// releaseRequest gives in and its body back to their pools.
+func releaseRequest(in *abi.Request) {
+	releaseBody(in.Body)
+	clear(in.Headers)
+	clear(in.Messages)
+	clear(in.Signals)
+	*in = abi.Request{Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0]}
+	requests.Put(in)
 }
 
 // rawBody joins the body's fields, keys sorted, values as they are: a plugin
@@ -121,7 +137,11 @@ func rawBody(c *chat.Request) []byte {
 		n += len(k) + len(v) + 8
 	}
 	slices.Sort(keys)
-	b := make([]byte, 0, n)
+	bp := bodyBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -205,7 +225,13 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			if !validHeaderValue(string(op.Value)) {
 				return nil, bad("the value of header %s holds a control character", op.Name)
 			}
-			kind := map[abi.Op]headerKind{abi.OpHeaderAdd: headerAdd, abi.OpHeaderSet: headerSet, abi.OpHeaderRemove: headerDel}[op.Op]
+			kind := headerAdd
+			switch op.Op {
+			case abi.OpHeaderSet:
+				kind = headerSet
+			case abi.OpHeaderRemove:
+				kind = headerDel
+			}
 			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
 		case abi.OpToolAdd, abi.OpToolRemove:
 			if !toolsChanged {
@@ -247,24 +273,31 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 }
 
 func checkMessage(raw []byte) (chat.Message, error) {
-	var msg struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+	// The scanners the native plugins use, not encoding/json: this runs for
+	// every message a plugin writes. The whole value must be valid JSON, as
+	// it is sent upstream as it is.
+	if !json.Valid(raw) {
+		return chat.Message{}, errors.New("the message is not valid JSON")
 	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
+	ms, err := objectMembers(raw)
+	if err != nil {
 		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
 	}
-	if msg.Role == "" {
+	roleRaw := bytes.TrimSpace(lookup(raw, ms, "role"))
+	if len(roleRaw) == 0 || roleRaw[0] != '"' {
+		return chat.Message{}, errors.New("the message has no role")
+	}
+	role, err := unquote(roleRaw)
+	if err != nil || role == "" {
 		return chat.Message{}, errors.New("the message has no role")
 	}
 	text := ""
-	if len(msg.Content) > 0 {
-		var err error
-		if text, err = chat.ContentText(msg.Content); err != nil {
+	if content := lookup(raw, ms, "content"); len(content) > 0 {
+		if text, err = chat.ContentText(content); err != nil {
 			return chat.Message{}, fmt.Errorf("the message's content: %v", err)
 		}
 	}
-	return chat.Message{Role: msg.Role, Content: text}, nil
+	return chat.Message{Role: role, Content: text}, nil
 }
 
 func currentTools(req *Request) ([]json.RawMessage, error) {
@@ -408,4 +441,15 @@ func kvMap(kvs []abi.KV) map[string]string {
 		m[kv.Key] = kv.Value
 	}
 	return m
+}
+
+// bodyBuffers hold the bodies built for request records.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func releaseBody(b []byte) {
+	if cap(b) == 0 || cap(b) > 1<<20 {
+		return
+	}
+	b = b[:0]
+	bodyBuffers.Put(&b)
 }

@@ -57,6 +57,10 @@ type benchEnv struct {
 // newBenchEnv loads the benchmark twins of system_prompt and header_mutation,
 // trusted (as built-in modules are) or not (as third-party modules are).
 func newBenchEnv(tb testing.TB, trusted bool) *benchEnv {
+	return newBenchEnvWith(tb, trusted, hostapi.Limits{})
+}
+
+func newBenchEnvWith(tb testing.TB, trusted bool, lim hostapi.Limits) *benchEnv {
 	tb.Helper()
 	ctx := context.Background()
 	backends, _, _, err := wasm.EngineBackends(signal.Models{})
@@ -86,7 +90,8 @@ func newBenchEnv(tb testing.TB, trusted bool) *benchEnv {
 	// descheduled for longer than the default 250 ms, and a deadline fault
 	// would make a new instance, which the chain benchmark checks does not
 	// happen.
-	mods, err := wasm.Load(ctx, host, &reg, hostapi.Limits{CallTimeout: 10 * time.Second})
+	lim.CallTimeout = 10 * time.Second
+	mods, err := wasm.Load(ctx, host, &reg, lim)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -185,7 +190,15 @@ func median(v []float64) float64 {
 // concurrent requests. The pools are warmed first; the benchmark fails if a
 // request had to make an instance.
 func BenchmarkChain(b *testing.B) {
-	env := newBenchEnv(b, true)
+	for _, pool := range []int{64, 2 * runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("pool=%d", pool), func(b *testing.B) { benchChain(b, pool) })
+	}
+}
+
+// benchChain runs the chain with at most pool instances per binding, all
+// made before the benchmark starts.
+func benchChain(b *testing.B, pool int) {
+	env := newBenchEnvWith(b, true, hostapi.Limits{MaxInstances: pool})
 	refs := []recipes.PluginRef{
 		sysRef, hdrRef,
 		{Type: "request_params", Configuration: json.RawMessage(`{"max_tokens_limit":4096,"blocked_params":["logit_bias"]}`)},
@@ -193,7 +206,7 @@ func BenchmarkChain(b *testing.B) {
 	doc := &recipes.Document{Recipes: []recipes.Recipe{{Name: "r", Decisions: []recipes.Decision{{Name: "d", Plugins: refs}}}}}
 	ctx := context.Background()
 	const concurrency = 64
-	if err := env.mods.Warm(ctx, doc, concurrency); err != nil {
+	if err := env.mods.Warm(ctx, doc, pool); err != nil {
 		b.Fatal(err)
 	}
 	instances := func() int64 {

@@ -19,8 +19,8 @@ type systemPrompt struct {
 }
 
 func (p *systemPrompt) OnRequest(req *sdk.Request, res *sdk.Result) error {
-	msgs := req.Messages()
-	if len(msgs) == 0 || msgs[0].Role != "system" {
+	first, ok := req.Message(0) // decodes only the first message
+	if !ok || first.Role != "system" {
 		res.InsertMessageJSON(0, p.msg)
 		res.Detail("added a system message before the first message")
 		return nil
@@ -29,8 +29,8 @@ func (p *systemPrompt) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	detail := "replaced the system message's content"
 	if p.insert {
 		detail = "prepended to the system message"
-		if msgs[0].Content != "" {
-			content = p.Prompt + "\n\n" + msgs[0].Content
+		if first.Content != "" {
+			content = p.Prompt + "\n\n" + first.Content
 		}
 	}
 	res.ReplaceMessage(0, sdk.MessageJSON("system", content))
