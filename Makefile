@@ -5,17 +5,13 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-wasm run run-example test vet fmt-check fuzz bench models-lexical plugins clean help
+.PHONY: all build run run-example test vet fmt-check fuzz bench models-lexical plugins clean help
 
 all: build
 
 ## build: compile the junction binary into bin/
 build:
 	$(GO) build -o $(BIN) ./cmd/junction
-
-## build-wasm: compile the junction binary with the built-in plugins run as wasm modules (-tags wasmbuiltins)
-build-wasm:
-	$(GO) build -tags wasmbuiltins -o $(BIN) ./cmd/junction
 
 ## run: serve the built-in default recipe with the in-process demo backend on 127.0.0.1:8801
 run: build
@@ -39,7 +35,7 @@ test: vet fmt-check
 	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
-	$(GO) test -count=1 -tags wasmbuiltins -run 'TestServeBuiltinWasmPlugins|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
+	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
 
 vet:
 	$(GO) vet ./...

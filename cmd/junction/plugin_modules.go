@@ -5,32 +5,64 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/recipes"
 )
 
 // maxModuleBytes bounds a plugin module file.
 const maxModuleBytes = 64 << 20
 
-// pluginRegistry is the registry serve loads modules from: every module of
-// base (trusted as it was) and every module file a plugin reference of doc
-// names (module: {path, sha256}), read once, checked against its sha256 and
-// registered untrusted. A type may come from one module only. Without such
-// references it returns base itself.
+// pluginRegistry is the registry serve loads modules from, holding only the
+// plugin types doc's decisions reference:
+//
+//   - the modules of base (those registered into hostapi.Builtins, and those
+//     of --plugin-dir), trusted as they were;
+//   - the built-in plugins (plugins/builtin), trusted, for the types base
+//     lacks; a --plugin-dir module may not take a built-in type's name;
+//   - every module file a reference names (module: {path, sha256}), read
+//     once, checked against its sha256 and registered untrusted.
+//
+// A type comes from one module only. Only referenced types are kept because
+// the host compiles every module it is given when serve starts, seconds each
+// (and the built-ins are decompressed only when needed): a configuration
+// without plugins starts at once; the example configuration compiles five
+// modules, not eight. The serving document is fixed for the process's life;
+// a future reload that adds a plugin type will have to load its module then.
 func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Registry, error) {
-	if !hasModuleFiles(doc) {
-		return base, nil
-	}
 	reg := &hostapi.Registry{}
+	used := referencedTypes(doc)
 	for _, typ := range base.Types() {
+		if !used[typ] {
+			continue
+		}
 		e, _ := base.Module(typ)
+		if !e.Trusted && slices.Contains(builtin.Types(), typ) {
+			return nil, fmt.Errorf("a --plugin-dir module names itself %s, a built-in plugin type; give it another type name", typ)
+		}
 		register := reg.Register
 		if e.Trusted {
 			register = reg.RegisterTrusted
 		}
 		if err := register(typ, e.Wasm); err != nil {
+			return nil, err
+		}
+	}
+	for _, typ := range builtin.Types() {
+		if !used[typ] {
+			continue
+		}
+		if _, ok := reg.Module(typ); ok {
+			continue
+		}
+		wasm, err := builtin.Module(typ)
+		if err != nil {
+			return nil, err
+		}
+		if err := reg.RegisterTrusted(typ, wasm); err != nil {
 			return nil, err
 		}
 	}
@@ -48,7 +80,7 @@ func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Reg
 					}
 					continue
 				}
-				if _, ok := base.Module(p.Type); ok {
+				if _, ok := reg.Module(p.Type); ok {
 					return nil, fmt.Errorf("%s: a module built in or from --plugin-dir already provides plugin type %s; give the module's plugin another type name", at, p.Type)
 				}
 				wasm, err := readModuleFile(p.Module)
@@ -65,17 +97,17 @@ func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Reg
 	return reg, nil
 }
 
-func hasModuleFiles(doc *recipes.Document) bool {
+// referencedTypes are the plugin types doc's decisions name.
+func referencedTypes(doc *recipes.Document) map[string]bool {
+	used := map[string]bool{}
 	for _, r := range doc.Recipes {
 		for _, d := range r.Decisions {
 			for _, p := range d.Plugins {
-				if p.Module != nil {
-					return true
-				}
+				used[p.Type] = true
 			}
 		}
 	}
-	return false
+	return used
 }
 
 func readModuleFile(m *recipes.PluginModule) ([]byte, error) {

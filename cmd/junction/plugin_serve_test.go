@@ -1,4 +1,4 @@
-//go:build wasmbuiltins
+//go:build !race
 
 package main
 
@@ -17,7 +17,9 @@ import (
 
 // TestServeBuiltinWasmPlugins serves a recipe whose decisions use all eight
 // built-in plugins, run as WebAssembly modules in the plugin host, and checks
-// what a client sees of each.
+// what a client sees of each. Left out of race builds: wazero compiles a
+// module in about thirty seconds under the race detector (make test runs it
+// without -race).
 func TestServeBuiltinWasmPlugins(t *testing.T) {
 	port := freePort(t)
 	cfg := writeFile(t, fmt.Sprintf(`version: v1
