@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -10,6 +11,14 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/plugins/builtin"
+	"github.com/junction-router/junction/plugins/contextcompression"
+	"github.com/junction-router/junction/plugins/fastresponse"
+	"github.com/junction-router/junction/plugins/headermutation"
+	"github.com/junction-router/junction/plugins/rag"
+	"github.com/junction-router/junction/plugins/requestparams"
+	"github.com/junction-router/junction/plugins/responsecache"
+	"github.com/junction-router/junction/plugins/systemprompt"
+	"github.com/junction-router/junction/plugins/tools"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -132,12 +141,54 @@ func readModuleFile(m *recipes.PluginModule) ([]byte, error) {
 // moduleAware checks plugin references without loading modules (config
 // validate, route): a reference that names a module file is accepted here
 // (serve checks its sha256 and its configuration against the module's
-// schema when it loads it); the rest go to v.
+// schema when it loads it); the others go to v, and a built-in plugin's
+// configuration is also checked by that plugin's own configuration code
+// (the code its wasm guest runs, compiled natively here), so validating
+// costs no module compilation.
 type moduleAware struct{ v engine.PluginValidator }
 
 func (m moduleAware) Validate(ref recipes.PluginRef) error {
 	if ref.Module != nil {
 		return nil
 	}
-	return m.v.Validate(ref)
+	if err := m.v.Validate(ref); err != nil {
+		return err
+	}
+	if check, ok := builtinConfigs[ref.Type]; ok {
+		if err := check(ref.Configuration); err != nil {
+			return &pluginConfigError{typ: ref.Type, err: err}
+		}
+	}
+	return nil
+}
+
+// builtinConfigs are the built-in plugins' configuration checks.
+var builtinConfigs = map[string]func([]byte) error{
+	systemprompt.Type:       func(b []byte) error { _, err := systemprompt.ParseConfig(b); return err },
+	requestparams.Type:      func(b []byte) error { _, err := requestparams.ParseConfig(b); return err },
+	headermutation.Type:     func(b []byte) error { _, err := headermutation.ParseConfig(b); return err },
+	fastresponse.Type:       func(b []byte) error { _, err := fastresponse.ParseConfig(b); return err },
+	tools.Type:              func(b []byte) error { _, err := tools.ParseConfig(b); return err },
+	rag.Type:                func(b []byte) error { _, err := rag.ParseConfig(b); return err },
+	responsecache.Type:      func(b []byte) error { _, err := responsecache.ParseConfig(b); return err },
+	contextcompression.Type: func(b []byte) error { _, err := contextcompression.ParseConfig(b); return err },
+}
+
+// pluginConfigError names the plugin type and, for the recipe loader, the
+// field inside the plugin reference.
+type pluginConfigError struct {
+	typ string
+	err error
+}
+
+func (e *pluginConfigError) Error() string { return e.typ + " plugin: " + e.err.Error() }
+func (e *pluginConfigError) Unwrap() error { return e.err }
+
+// FieldPath is the offending field within the plugin reference.
+func (e *pluginConfigError) FieldPath() string {
+	var fe interface{ FieldPath() string }
+	if errors.As(e.err, &fe) {
+		return fe.FieldPath()
+	}
+	return "configuration"
 }

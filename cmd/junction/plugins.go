@@ -99,3 +99,30 @@ func withDir(ctx context.Context, host *hostapi.Host, base *hostapi.Registry, di
 	}
 	return &reg, nil
 }
+
+// pluginValidator checks plugin configurations as serve does: types with a
+// built-in module against the module's schema, the others natively. The
+// modules are compiled once into the user cache directory, so that
+// validating a file does not compile every module every time.
+func pluginValidator(ctx context.Context) (v *plugin.Native, stop func(), err error) {
+	if len(hostapi.Builtins().Types()) == 0 {
+		return plugin.NewNative(), func() {}, nil
+	}
+	cacheDir := ""
+	if base, err := os.UserCacheDir(); err == nil {
+		cacheDir = filepath.Join(base, "junction", "plugins")
+		if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+			cacheDir = ""
+		}
+	}
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir})
+	if err != nil {
+		return nil, nil, err
+	}
+	mods, err := wasm.Load(ctx, host, hostapi.Builtins(), hostapi.Limits{})
+	if err != nil {
+		_ = host.Close(ctx)
+		return nil, nil, err
+	}
+	return plugin.NewWithModules(mods), func() { _ = host.Close(context.Background()) }, nil
+}

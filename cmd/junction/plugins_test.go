@@ -11,13 +11,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/recipes"
 )
 
 func TestStartPluginsLoadsADirectory(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "hello.wasm"), plugintest.Build(t, "../../hostapi/testdata/hello"), 0o644); err != nil {
+	// hostile, not hello: TestConfigValidateChecksModuleSchemas registers
+	// hello as a built-in, and a directory module may not repeat one.
+	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), plugintest.Build(t, "../../hostapi/testdata/hostile"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := recipes.Parse([]byte(`
@@ -32,7 +35,7 @@ recipes:
         priority: 1
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: demo}]
-        plugins: [{type: hello, configuration: {greeting: hi}}]
+        plugins: [{type: hostile, configuration: {do: ok}}]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -44,14 +47,41 @@ recipes:
 	}
 	defer stop()
 	if err := r.Validate(doc.Recipes[0].Decisions[0].Plugins[0]); err != nil {
-		t.Fatalf("the hello binding does not validate: %v", err)
+		t.Fatalf("the hostile binding does not validate: %v", err)
 	}
 	bad := doc.Recipes[0].Decisions[0].Plugins[0]
-	bad.Configuration = []byte(`{"greeting":""}`)
-	if err := r.Validate(bad); err == nil || !strings.Contains(err.Error(), "greeting") {
-		t.Fatalf("an empty greeting validated: %v", err)
+	bad.Configuration = []byte(`["not an object"]`)
+	if err := r.Validate(bad); err == nil || !strings.Contains(err.Error(), "configuration") {
+		t.Fatalf("an array configuration validated: %v", err)
 	}
 	if _, _, err := startPlugins(context.Background(), doc, "", t.TempDir(), prometheus.NewRegistry(), log); err == nil {
 		t.Fatal("an empty plugin directory was accepted")
+	}
+}
+
+func TestConfigValidateChecksModuleSchemas(t *testing.T) {
+	hostapi.RegisterBuiltin("hello", plugintest.Build(t, "../../hostapi/testdata/hello"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(`
+version: v1
+providers:
+  defaults: {default_model: demo}
+  models: [{name: demo, backend_refs: [{provider: demo}]}]
+recipes:
+  - name: default
+    decisions:
+      - name: all
+        priority: 1
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: demo}]
+        plugins: [{type: hello, configuration: {greeting: ""}}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	err := configCmd([]string{"validate", path}, &out, &errb)
+	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/greeting") {
+		t.Fatalf("err = %v\n%s%s", err, out.String(), errb.String())
 	}
 }

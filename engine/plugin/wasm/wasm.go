@@ -254,3 +254,44 @@ func (c classifiers) Classify(ctx context.Context, binding, text string) ([]abi.
 func (m *Modules) Binding(ctx context.Context, typ string, config json.RawMessage) (*hostapi.Binding, error) {
 	return m.binding(ctx, typ, config)
 }
+
+// BindingInfo describes one active binding: a plugin type with one
+// configuration, and its instance pool.
+type BindingInfo struct {
+	Type          string          `json:"type"`
+	Configuration json.RawMessage `json:"configuration"`
+	// Instances is how many instances the binding has made; Err is why it
+	// could not be made, if it could not.
+	Instances int64  `json:"instances"`
+	Err       string `json:"error,omitempty"`
+}
+
+// Bindings lists the active bindings of typ ("" for all), sorted by type
+// and configuration.
+func (m *Modules) Bindings(typ string) []BindingInfo {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var out []BindingInfo
+	for t, byConfig := range m.bindings {
+		if typ != "" && t != typ {
+			continue
+		}
+		for cfg, slot := range byConfig {
+			info := BindingInfo{Type: t, Configuration: json.RawMessage(cfg)}
+			switch {
+			case slot.b != nil:
+				info.Instances = slot.b.Instances()
+			case slot.err != nil:
+				info.Err = slot.err.Error()
+			}
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b BindingInfo) int {
+		if c := cmp.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Configuration, b.Configuration)
+	})
+	return out
+}

@@ -67,6 +67,7 @@ recipes:
 `
 
 type gatewayEnv struct {
+	mods  *wasm.Modules
 	srv   *httptest.Server
 	cache *memstore.Cache
 	host  *hostapi.Host
@@ -112,7 +113,7 @@ func newGatewayEnv(t *testing.T) *gatewayEnv {
 		Metrics: metrics.New(prometheus.NewRegistry()), Plugins: runner, Upstreams: ups})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &gatewayEnv{srv: srv, cache: cache, host: host}
+	return &gatewayEnv{mods: mods, srv: srv, cache: cache, host: host}
 }
 
 func (e *gatewayEnv) chat(t *testing.T, text string) (*http.Response, string) {
@@ -167,6 +168,14 @@ func TestGatewayRunsModules(t *testing.T) {
 	// And the router keeps serving.
 	if resp, _ := e.chat(t, "hello again"); resp.StatusCode != 200 {
 		t.Fatalf("after the faults: %d", resp.StatusCode)
+	}
+	// The bindings: hello twice (two configurations), hostile once.
+	bs := e.mods.Bindings("")
+	if len(bs) != 3 || bs[0].Type != "hello" || bs[2].Type != "hostile" || bs[0].Instances < 1 {
+		t.Fatalf("bindings = %+v", bs)
+	}
+	if hs := e.mods.Bindings("hostile"); len(hs) != 1 || string(hs[0].Configuration) != `{"do":"exit"}` {
+		t.Fatalf("hostile bindings = %+v", hs)
 	}
 }
 

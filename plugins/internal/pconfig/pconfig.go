@@ -24,6 +24,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Field + " " + e.Message }
 
+// FieldPath is the field within the plugin reference (the recipe loader turns
+// it into a JSON pointer).
+func (e *Error) FieldPath() string { return e.Field }
+
 // Errorf builds an Error for a field below "configuration" ("" is the
 // configuration itself).
 func Errorf(field, format string, args ...any) *Error {
