@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/junction-router/junction/engine/chat"
@@ -252,13 +251,4 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		run.Headers = nil
 	}
 	return run, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -374,5 +374,5 @@ func fromEvents(body []byte) (string, string) {
 	return b.String(), ""
 }
 
-// FormatSimilarity writes a similarity the way the hit header carries it.
+// FormatSimilarity writes a similarity the way a hit reports it.
 func FormatSimilarity(s float64) string { return fmt.Sprintf("%.4f", s) }

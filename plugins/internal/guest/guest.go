@@ -31,9 +31,6 @@ func Emit(res *sdk.Result, edits []chatmsg.Edit) {
 	}
 }
 
-// ModeName is "live", "probe" or "preview".
-func ModeName(m sdk.Mode) string { return m.String() }
-
 // TuneGC makes the guest's garbage collector run less often: a Go guest
 // starts with a 4 MiB heap target and collects often, and a collection costs
 // a wasm guest far more than a native process. Plugins keep little alive
