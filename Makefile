@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-slim run run-example test vet fmt-check fuzz bench models-lexical onnxruntime models models-check clean help
+.PHONY: all build build-slim run run-example test vet fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
 
 all: build
 
@@ -35,7 +35,14 @@ run-example: build
 
 ## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
 test: vet fmt-check
+	@# wazero compiles ~20x slower under -race: run the plugin host tests once without it first, which
+	@# compiles the test plugin modules into the shared cache (see docs/plugins.md)
+	$(GO) test -count=1 ./hostapi/... ./engine/plugin/wasm/
 	$(GO) test -race -count=1 ./...
+	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
+	# seconds natively but about thirty under -race, so these run without it.
+	$(GO) test -count=1 ./plugins/builtin/
+	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
 
 vet:
 	$(GO) vet ./...
@@ -55,11 +62,17 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
 	$(GO) test -run=^$$ -fuzz=FuzzRequests -fuzztime=$(FUZZTIME) ./inference/worker/
 	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./inference/tokenizer/
+	$(GO) test -run=^$$ -fuzz=FuzzScanner -fuzztime=$(FUZZTIME) ./plugins/internal/chatmsg/
 
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./inference/defaultmodels/
+	$(GO) test -run=^$$ -bench='PluginCall' -benchtime=40x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Call' -benchtime=20000x -count=1 ./hostapi/
+	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) run ./cmd/junction-extproc-bench
@@ -85,6 +98,13 @@ $(ORT_DIR)/.fetched-$(ORT_VERSION):
 	mv $(ORT_DIR)/libonnxruntime.so.1.tmp $(ORT_DIR)/libonnxruntime.so.1; \
 	rm -f $(ORT_DIR)/.fetched-*; echo "$(ORT_VERSION)" > $(ORT_DIR)/VERSION; touch $@; \
 	echo "wrote $(ORT_DIR)/libonnxruntime.so.1 (ONNX Runtime $(ORT_VERSION))"
+
+## plugins: rebuild the built-in plugin modules (plugins/*/guest) into plugins/builtin/modules, reproducibly,
+##          and the example third-party plugins (examples/plugins/*/*.wasm, whose sha256 recipe.yaml pins)
+plugins:
+	$(GO) run ./plugins/builtin/gen
+	$(GO) run ./cmd/junction plugin build examples/plugins/piiredact
+	$(GO) run ./cmd/junction plugin build examples/plugins/langprompt
 
 ## models-lexical: retrain the lexical fallback classifiers from ../shared/data
 models-lexical:

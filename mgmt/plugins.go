@@ -345,6 +345,11 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 	resp := PluginPreviewResponse{Type: t.Type, Mode: mode, Persisted: false, BackendCalls: 0, Reports: []PluginReport{}, Headers: map[string]any{}}
 	for _, rep := range out.Reports {
 		resp.Reports = append(resp.Reports, PluginReport{Type: rep.Type, Status: rep.Status, Detail: rep.Detail})
+		if m := rep.Module; m != nil {
+			// The module host counts what each plugin did in its mode.
+			resp.BackendCalls += m.BackendCalls
+			resp.Persisted = resp.Persisted || m.Persisted
+		}
 	}
 	if err != nil && len(resp.Reports) == 0 {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "%v", err))

@@ -308,6 +308,19 @@ type PluginRef struct {
 	Configuration json.RawMessage `json:"configuration,omitempty"`
 	// OnError is "skip" (default: the request goes on without this plugin) or "fail".
 	OnError string `json:"on_error,omitempty"`
+	// Module, when set, loads the plugin type from a WebAssembly module file
+	// instead of the modules built into the binary.
+	Module *PluginModule `json:"module,omitempty"`
+}
+
+// PluginModule is a plugin module file and the sha256 its bytes must have
+// (so a recipe pins exactly the module it was written for).
+type PluginModule struct {
+	// Path is the .wasm file; a relative path is relative to the working
+	// directory of the process.
+	Path string `json:"path"`
+	// SHA256 is the lower-case hex digest of the file.
+	SHA256 string `json:"sha256"`
 }
 
 // Plugin error policies.

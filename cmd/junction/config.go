@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -20,12 +20,17 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "usage: junction config validate FILE...")
 			return errUsage
 		}
+		plugins, stopPlugins, err := pluginValidator(context.Background())
+		if err != nil {
+			return err
+		}
+		defer stopPlugins()
 		failed := 0
 		for _, path := range args[1:] {
 			doc, canon, err := recipes.LoadFile(path)
 			if err == nil {
 				// Compiling catches what only the engine knows: plugin configurations.
-				_, err = engine.Compile(doc, "", engine.Options{Plugins: plugin.NewNative()})
+				_, err = engine.Compile(doc, "", engine.Options{Plugins: moduleAware{plugins}})
 			}
 			if err != nil {
 				failed++

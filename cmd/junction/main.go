@@ -27,6 +27,8 @@ Usage:
   junction config builtin                   print the built-in configuration
   junction demo-backend [--listen ADDR]     run the demo OpenAI-compatible backend
   junction worker [flags] [MODEL...]        serve task models over HTTP (127.0.0.1:8100); see docs/worker.md
+  junction plugin new|build|inspect|test|preview
+                                            write, build and try WebAssembly plugins ('junction plugin help')
   junction version
 
 Run 'junction COMMAND -h' for a command's flags.
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = demoCmd(ctx, args[1:], stderr)
 	case "worker":
 		err = workerCmd(ctx, args[1:], stderr)
+	case "plugin":
+		err = pluginCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "junction", version)
 	case "help", "-h", "--help":

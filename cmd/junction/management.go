@@ -12,7 +12,6 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/gateway"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/mgmt"
 	"github.com/junction-router/junction/recipes"
@@ -40,7 +39,7 @@ func addManagementFlags(fs *flag.FlagSet) managementFlags {
 // through the management lifecycle, so that serve starts on the last
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
-func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *plugin.Native, models signal.Models, log *slog.Logger) (*mgmt.Config, error) {
+func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginSystem, models signal.Models, log *slog.Logger) (*mgmt.Config, error) {
 	if *mf.historyLimit < 1 {
 		return nil, fmt.Errorf("--config-history-limit must be at least 1 (got %d)", *mf.historyLimit)
 	}
@@ -91,9 +90,14 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 		}
 		return lang, nil
 	}
-	compile := func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+	compile := func(ctx context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
 		det, err := detector(doc)
 		if err != nil {
+			return nil, err
+		}
+		// The modules of the plugin types doc adds are loaded now, so that
+		// the engine checks their configurations against their schemas.
+		if err := plugins.Prepare(ctx, doc); err != nil {
 			return nil, err
 		}
 		return engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models, Language: det})

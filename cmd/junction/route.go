@@ -39,7 +39,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: plugin.NewNative(), Models: models})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: moduleAware{plugin.NewNative()}, Models: models})
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/junction-router/junction/engine/extproc"
 	"github.com/junction-router/junction/engine/gateway"
 	"github.com/junction-router/junction/engine/metrics"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
@@ -38,6 +37,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
 	mf := addManagementFlags(fs)
 	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
+	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts; in memory when empty")
+	pluginDir := fs.String("plugin-dir", "", "load third-party plugin modules (*.wasm) from this directory, each under the type its descriptor names")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -59,12 +60,16 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	m := metrics.New(reg)
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
-	plugins := plugin.NewNative()
 	models, closeModels, err := signalModels(ctx, *sigModels, log)
 	if err != nil {
 		return err
 	}
 	defer closeModels()
+	plugins, err := newPluginSystem(ctx, *pluginCache, *pluginDir, models, reg, log)
+	if err != nil {
+		return err
+	}
+	defer plugins.Close()
 	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, log)
 	if err != nil {
 		return err
@@ -124,7 +129,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return nil
 	}
 	if mAddr != "" {
-		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: version})
+		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: version, Plugins: plugins})
 		if err != nil {
 			return err
 		}

@@ -389,7 +389,7 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		}
 		return nil, true
 	}
-	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive}
+	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: matchedSignals(res)}
 	po, err := p.plugins.Request(ctx, res.Plugins, preq)
 	*header = preq.Header
 	rt.Plugins = po.Reports

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -56,6 +57,13 @@ func (x *exchange) chat(body []byte) {
 	case out.Answer != nil:
 		x.answer(out.Answer)
 		return
+	}
+	if plane.WantsResponse(&out) {
+		// The answer has been sent: the response phase runs beside the
+		// handler's end so that the client is not kept waiting, under the
+		// plugins' own deadlines rather than the client's connection.
+		ctx := context.WithoutCancel(x.r.Context())
+		x.onAnswer = func(status int, body []byte) { go plane.ResponsePhase(ctx, &out, status, body) }
 	}
 	rt := &out.Routing
 	target := x.s.ups.target(out.Backend, out.Model.APIFormat) // parsed once per backend; Run checked it

@@ -208,6 +208,10 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		body = translated
 	}
 	ans := dataplane.ParseAnswer(body)
+	var upstreamBody []byte
+	if x.onAnswer != nil {
+		upstreamBody = bytes.Clone(body) // the splice below may reuse body's bytes
+	}
 	if ans.Object {
 		var md [256]byte
 		body = dataplane.SpliceRoutingMetadata(body, ans, rt.AppendMetadata(md[:0]))
@@ -222,6 +226,9 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 	x.writeHead(rt, resp)
 	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
+	}
+	if x.onAnswer != nil && !x.cancelled {
+		x.onAnswer(resp.StatusCode, upstreamBody)
 	}
 }
 

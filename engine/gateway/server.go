@@ -160,6 +160,9 @@ type exchange struct {
 	res   *engine.Result
 	// cancelled: the client went away; status 499 in metrics.
 	cancelled bool
+	// onAnswer, when set, gets a successful non-streamed answer's status and
+	// upstream body after it was sent (the plugins' response phase).
+	onAnswer func(status int, body []byte)
 }
 
 // allow answers 405 unless the method is one of methods.

@@ -18,6 +18,8 @@ import (
 // (type, configuration bytes) pair it has seen, so a request decodes no plugin
 // configuration. Prepare compiles a decision's plugins ahead of time instead.
 type Native struct {
+	// mods runs the types that have a module; nil: none.
+	mods  Modules
 	mu    sync.RWMutex
 	cache map[string]map[string]compiled // type → configuration bytes → compiled
 	size  int
@@ -52,7 +54,7 @@ func (n *Native) Validate(ref recipes.PluginRef) error {
 	if err := checkOnError(ref); err != nil {
 		return err
 	}
-	c := compile(ref.Type, ref.Configuration)
+	c := n.compile(ref.Type, ref.Configuration)
 	if c.unavailable && c.err == nil {
 		return nil
 	}
@@ -127,7 +129,7 @@ func (n *Native) compiled(ref recipes.PluginRef) compiled {
 	if ok {
 		return c
 	}
-	c = compile(ref.Type, ref.Configuration)
+	c = n.compile(ref.Type, ref.Configuration)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cache == nil || n.size >= maxCached {
@@ -152,6 +154,18 @@ func checkOnError(ref recipes.PluginRef) error {
 		return nil
 	}
 	return &ConfigError{Type: ref.Type, Field: "on_error", Message: fmt.Sprintf("must be skip or fail, not %q", ref.OnError)}
+}
+
+// compile prepares one configuration: as a module when a module implements
+// the type, else natively.
+func (n *Native) compile(typ string, raw json.RawMessage) compiled {
+	if n.mods != nil && typ != "" && n.mods.Has(typ) {
+		if err := n.mods.Validate(typ, raw); err != nil {
+			return compiled{err: err}
+		}
+		return compiled{inst: &moduleInstance{mods: n.mods, typ: typ, config: raw}}
+	}
+	return compile(typ, raw)
 }
 
 // compile decodes and checks one configuration.

@@ -44,6 +44,8 @@ type Request struct {
 	Decision, Model string
 	// Mode is live, probe or preview; empty means live.
 	Mode string
+	// Signals are the signals that matched (module plugins read them).
+	Signals []Signal
 }
 
 // Modes of a request.
@@ -65,6 +67,18 @@ type Immediate struct {
 // unavailable; Detail says why or what changed.
 type Report struct {
 	Type, Status, Detail string
+	// Module is set for a plugin run by the module host.
+	Module *ModuleReport
+}
+
+// ModuleReport is what the module host adds to a module plugin's report: the
+// mode it ran in, the backend calls it counted, whether anything was written
+// that outlives the request, and the plugin's report values.
+type ModuleReport struct {
+	Mode         string            `json:"mode"`
+	BackendCalls int               `json:"backend_calls"`
+	Persisted    bool              `json:"persisted"`
+	Values       map[string]string `json:"values,omitempty"`
 }
 
 // Report statuses.
@@ -162,14 +176,19 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 			continue
 		}
 		var m *mutations
+		var mr *ModuleResult
 		err := s.err
 		if err == nil {
-			if m, err = call(s.inst, req); err == nil {
+			if m, mr, err = call(ctx, s.inst, req); err == nil {
 				err = apply(req, m)
 			}
 		}
 		if err != nil {
-			out.Reports = append(out.Reports, Report{Type: s.typ, Status: StatusFailed, Detail: err.Error()})
+			rep := Report{Type: s.typ, Status: StatusFailed, Detail: err.Error()}
+			if mr != nil {
+				rep.Module = &ModuleReport{Mode: modeOf(req), BackendCalls: mr.BackendCalls, Persisted: mr.Persisted}
+			}
+			out.Reports = append(out.Reports, rep)
 			if s.onError == recipes.OnErrorFail {
 				return out, fmt.Errorf("plugin %d (%s) of decision %q failed (on_error: fail): %w", i, s.typ, req.Decision, err)
 			}
@@ -179,7 +198,15 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 		if m.skipped {
 			status = StatusSkipped
 		}
-		out.Reports = append(out.Reports, Report{Type: s.typ, Status: status, Detail: m.detail})
+		rep := Report{Type: s.typ, Status: status, Detail: m.detail}
+		if mr != nil {
+			rep = moduleReport(s.typ, mr, req.Mode)
+			rep.Status = status
+		}
+		out.Reports = append(out.Reports, rep)
+		if m.cacheStatus != "" {
+			out.CacheStatus = m.cacheStatus
+		}
 		if m.immediate != nil {
 			out.Immediate = m.immediate
 			answeredBy = i
@@ -188,17 +215,29 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 	return out, nil
 }
 
-// call runs one plugin, turning a panic into that plugin's failure the way a
-// wasm trap will be.
-func call(inst instance, req *Request) (m *mutations, err error) {
+// call runs one plugin, turning a native plugin's panic into that plugin's
+// failure the way the wasm host turns a trap into one. mr is set for a
+// module plugin.
+func call(ctx context.Context, inst instance, req *Request) (m *mutations, mr *ModuleResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("the plugin panicked: %v", r)
 		}
 	}()
-	m, err = inst.run(req)
+	if mi, ok := inst.(*moduleInstance); ok {
+		m, mr, err = mi.runContext(ctx, req)
+	} else {
+		m, err = inst.run(req)
+	}
 	if err == nil && m == nil {
 		err = fmt.Errorf("the plugin returned no result")
 	}
-	return m, err
+	return m, mr, err
+}
+
+func modeOf(req *Request) string {
+	if req.Mode == "" {
+		return ModeLive
+	}
+	return req.Mode
 }

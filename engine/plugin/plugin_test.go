@@ -540,33 +540,33 @@ func TestOnError(t *testing.T) {
 	}{
 		{
 			name: "bad configuration, default skip", first: bad, onError: "",
-			wantFirst: Report{TypeSystemPrompt, StatusFailed, `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
+			wantFirst: Report{Type: TypeSystemPrompt, Status: StatusFailed, Detail: `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
 		},
 		{
 			name: "bad configuration, skip", first: bad, onError: "skip",
-			wantFirst: Report{TypeSystemPrompt, StatusFailed, `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
+			wantFirst: Report{Type: TypeSystemPrompt, Status: StatusFailed, Detail: `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
 		},
 		{
 			name: "bad configuration, fail", first: bad, onError: "fail",
-			wantFirst: Report{TypeSystemPrompt, StatusFailed, `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
+			wantFirst: Report{Type: TypeSystemPrompt, Status: StatusFailed, Detail: `system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`},
 			wantErr:   `plugin 0 (system_prompt) of decision "code" failed (on_error: fail): system_prompt plugin: configuration.mode must be insert or replace, not "sideways"`,
 		},
 		{
 			name: "unavailable, skip", first: ref("response_cache", `{"mode":"exact_then_semantic"}`), onError: "skip",
-			wantFirst: Report{"response_cache", StatusUnavailable, "the response_cache plugin needs the WebAssembly plugin runtime, which is not built yet"},
+			wantFirst: Report{Type: "response_cache", Status: StatusUnavailable, Detail: "the response_cache plugin needs the WebAssembly plugin runtime, which is not built yet"},
 		},
 		{
 			name: "unavailable, fail", first: ref("rag", ``), onError: "fail",
-			wantFirst: Report{"rag", StatusUnavailable, "the rag plugin needs the WebAssembly plugin runtime, which is not built yet"},
+			wantFirst: Report{Type: "rag", Status: StatusUnavailable, Detail: "the rag plugin needs the WebAssembly plugin runtime, which is not built yet"},
 			wantErr:   `plugin 0 (rag) of decision "code" is unavailable (on_error: fail): the rag plugin needs the WebAssembly plugin runtime, which is not built yet`,
 		},
 		{
 			name: "unknown type is unavailable too", first: ref("my_wasm_plugin", `{}`), onError: "",
-			wantFirst: Report{"my_wasm_plugin", StatusUnavailable, "the my_wasm_plugin plugin needs the WebAssembly plugin runtime, which is not built yet"},
+			wantFirst: Report{Type: "my_wasm_plugin", Status: StatusUnavailable, Detail: "the my_wasm_plugin plugin needs the WebAssembly plugin runtime, which is not built yet"},
 		},
 		{
 			name: "invalid on_error fails the request", first: ref(TypeFastResponse, `{"message":"x"}`), onError: "ignore",
-			wantFirst: Report{TypeFastResponse, StatusFailed, `fast_response plugin: on_error must be skip or fail, not "ignore"`},
+			wantFirst: Report{Type: TypeFastResponse, Status: StatusFailed, Detail: `fast_response plugin: on_error must be skip or fail, not "ignore"`},
 			wantErr:   `plugin 0 (fast_response) of decision "code": fast_response plugin: on_error must be skip or fail, not "ignore"`,
 		},
 	}
@@ -868,6 +868,8 @@ func TestNoIO(t *testing.T) {
 		`"bytes"`: true, `"context"`: true, `"encoding/json"`: true, `"errors"`: true, `"fmt"`: true,
 		`"math"`: true, `"net/http"`: true, `"slices"`: true, `"strconv"`: true, `"strings"`: true, `"sync"`: true, `"unicode/utf8"`: true,
 		`"github.com/junction-router/junction/engine/chat"`: true, `"github.com/junction-router/junction/recipes"`: true,
+		// The plugin ABI's wire types: no I/O, no dependencies.
+		`"github.com/junction-router/junction/hostapi/abi"`: true,
 	}
 	for _, imp := range packageImports(t) {
 		if !allowed[imp] {

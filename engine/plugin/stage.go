@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/hostapi/abi"
 )
 
 // instance is one configured plugin, ready to run. run only reads req; what it
@@ -29,6 +31,13 @@ type mutations struct {
 	headers  []headerOp
 	// immediate answers the request; later plugins do not run.
 	immediate *Immediate
+	// tools, when set, replaces the tools array (toolCount tools); only
+	// module plugins' tool edits produce it.
+	tools     json.RawMessage
+	toolCount int
+	// values and cacheStatus come from module plugins' reports.
+	values      []abi.KV
+	cacheStatus string
 }
 
 type field struct {
@@ -43,6 +52,7 @@ type field struct {
 type messageEdit struct {
 	index  int
 	insert bool
+	remove bool
 	raw    json.RawMessage
 	msg    chat.Message
 }
@@ -72,7 +82,7 @@ var bodyOwned = map[string]string{
 func apply(req *Request, m *mutations) error {
 	var newMessages json.RawMessage
 	var newFlat []chat.Message
-	if len(m.del) > 0 || len(m.set) > 0 || len(m.messages) > 0 {
+	if len(m.del) > 0 || len(m.set) > 0 || len(m.messages) > 0 || m.tools != nil {
 		if req.Chat == nil {
 			return fmt.Errorf("the plugin changes the request body, but the request has no chat body")
 		}
@@ -103,7 +113,7 @@ func apply(req *Request, m *mutations) error {
 	}
 
 	if c := req.Chat; c != nil {
-		if c.Fields == nil && (len(m.set) > 0 || newMessages != nil) {
+		if c.Fields == nil && (len(m.set) > 0 || newMessages != nil || m.tools != nil) {
 			c.Fields = make(map[string]json.RawMessage)
 		}
 		for _, name := range m.del {
@@ -114,6 +124,10 @@ func apply(req *Request, m *mutations) error {
 		}
 		for _, f := range m.set {
 			c.Fields[f.name] = f.raw
+		}
+		if m.tools != nil {
+			c.Fields["tools"] = m.tools
+			c.Tools = m.toolCount
 		}
 		if newMessages != nil {
 			c.Fields["messages"] = newMessages
@@ -148,7 +162,7 @@ var derived = map[string]func(*chat.Request){
 // of the array the edits reach is split; the rest is copied as it is.
 func editMessages(c *chat.Request, edits []messageEdit) (json.RawMessage, []chat.Message, error) {
 	need := 0
-	inserts := 0
+	inserts, removes := 0, 0
 	for _, e := range edits {
 		if e.index+1 > need {
 			need = e.index + 1
@@ -156,7 +170,12 @@ func editMessages(c *chat.Request, edits []messageEdit) (json.RawMessage, []chat
 		if e.insert {
 			inserts++
 		}
+		if e.remove {
+			removes++
+		}
 	}
+	// A removal shifts later indexes down: reach that much further.
+	need += removes
 	raw := c.Fields["messages"]
 	if isNull(raw) {
 		raw = json.RawMessage("[]")
@@ -173,6 +192,11 @@ func editMessages(c *chat.Request, edits []messageEdit) (json.RawMessage, []chat
 		}
 		if e.index > len(flat) || (!e.insert && e.index == len(flat)) {
 			return nil, nil, fmt.Errorf("the parsed messages are out of step with the request body")
+		}
+		if e.remove {
+			elems = slices.Delete(elems, e.index, e.index+1)
+			flat = slices.Delete(flat, e.index, e.index+1)
+			continue
 		}
 		if e.insert {
 			elems = append(elems, nil)

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/engine/plugin/wasm"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/hostapi/memstore"
+	"github.com/junction-router/junction/recipes"
+)
+
+// pluginHarness runs one module through the real plugin stage, the way serve
+// does, with the engine's default backends: the hashed n-gram embedder, an
+// in-memory response cache and in-memory vector stores (which --store fills).
+type pluginHarness struct {
+	host     *hostapi.Host
+	backends hostapi.Backends
+	vectors  *memstore.Vectors
+}
+
+func newPluginHarness(ctx context.Context, stores []string) (*pluginHarness, error) {
+	backends, _, vecs, err := wasm.EngineBackends(signal.Models{})
+	if err != nil {
+		return nil, err
+	}
+	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends, CacheDir: pluginCacheDir()})
+	if err != nil {
+		return nil, err
+	}
+	h := &pluginHarness{host: host, backends: backends, vectors: vecs}
+	for _, s := range stores {
+		if err := h.fillStore(ctx, s); err != nil {
+			h.close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// pluginCacheDir keeps modules the plugin commands compiled under the user's
+// cache directory, so a second run of a module skips wazero's compilation;
+// "" (in memory) when there is none.
+func pluginCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(base, "junction", "plugin-cache")
+	if os.MkdirAll(dir, 0o755) != nil {
+		return ""
+	}
+	return dir
+}
+
+func (h *pluginHarness) close() { _ = h.host.Close(context.Background()) }
+
+func (h *pluginHarness) load(wasmBytes []byte) (*hostapi.Module, error) {
+	return h.host.Load(context.Background(), wasmBytes)
+}
+
+// fillStore reads NAME=FILE: one passage per line, as text or as a JSON
+// object {"id","text"}; each is embedded with the host's embedder.
+func (h *pluginHarness) fillStore(ctx context.Context, spec string) error {
+	name, file, ok := strings.Cut(spec, "=")
+	if !ok || name == "" || file == "" {
+		return fmt.Errorf("--store %q: want NAME=FILE", spec)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("--store %s: %w", name, err)
+	}
+	defer f.Close()
+	h.vectors.Create(name)
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		id, text := fmt.Sprintf("%s:%d", file, n), line
+		var doc struct{ ID, Text string }
+		if line[0] == '{' {
+			if err := json.Unmarshal([]byte(line), &doc); err != nil || doc.Text == "" {
+				return fmt.Errorf("--store %s: %s:%d: want text or {\"id\",\"text\"}", name, file, n)
+			}
+			text = doc.Text
+			if doc.ID != "" {
+				id = doc.ID
+			}
+		}
+		vec, err := h.backends.Embedder.Embed(ctx, []string{text})
+		if err != nil {
+			return fmt.Errorf("--store %s: embedding line %d: %w", name, n, err)
+		}
+		payload, _ := json.Marshal(map[string]string{"text": text, "source": id})
+		if err := h.vectors.Upsert(name, id, vec[0], payload); err != nil {
+			return fmt.Errorf("--store %s: %w", name, err)
+		}
+	}
+	return sc.Err()
+}
+
+// recorder is the stage's module runner, keeping the last result so the
+// mutations can be shown as the module returned them.
+type recorder struct {
+	*wasm.Modules
+	last *plugin.ModuleResult
+}
+
+func (r *recorder) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+	res, err := r.Modules.Call(ctx, typ, config, req)
+	r.last = &res
+	return res, err
+}
+
+// pluginRun is one request through a plugin: what `plugin preview` prints
+// and `plugin test` checks. Mode, Persisted and BackendCalls are the host's
+// accounting.
+type pluginRun struct {
+	Type         string            `json:"type"`
+	Mode         string            `json:"mode"`
+	Persisted    bool              `json:"persisted"`
+	BackendCalls int               `json:"backend_calls"`
+	Status       string            `json:"status"`
+	Detail       string            `json:"detail,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	CacheStatus  string            `json:"cache_status,omitempty"`
+	Values       map[string]string `json:"values,omitempty"`
+	Mutations    []shownMutation   `json:"mutations"`
+	Immediate    *plugin.Immediate `json:"immediate,omitempty"`
+	Request      json.RawMessage   `json:"request"`
+	Headers      http.Header       `json:"headers,omitempty"`
+}
+
+type shownMutation struct {
+	Op    string          `json:"op"`
+	Index *uint32         `json:"index,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// pluginCase is one request to run.
+type pluginCase struct {
+	Config   json.RawMessage
+	Body     json.RawMessage
+	Mode     string
+	Decision string
+	Model    string
+	Headers  map[string]string
+	// Signals are the matched signals the plugin sees, as kind:name.
+	Signals []string
+}
+
+// run loads wasmBytes (once per harness and bytes: the host caches the
+// compilation) and runs c through the plugin stage.
+func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase) (*pluginRun, error) {
+	mod, err := h.load(wasmBytes)
+	if err != nil {
+		return nil, err
+	}
+	typ := mod.Type()
+	var reg hostapi.Registry
+	if err := reg.Register(typ, wasmBytes); err != nil {
+		return nil, err
+	}
+	mods, err := wasm.Load(ctx, h.host, &reg, hostapi.Limits{})
+	if err != nil {
+		return nil, err
+	}
+	defer mods.Close(context.Background())
+	rec := &recorder{Modules: mods}
+	if c.Mode == "" {
+		c.Mode = plugin.ModePreview
+	}
+	if _, ok := abi.ParseMode(c.Mode); !ok {
+		return nil, fmt.Errorf("mode %q: want preview, probe or live", c.Mode)
+	}
+	if err := rec.Validate(typ, c.Config); err != nil {
+		return nil, fmt.Errorf("the configuration: %w", err)
+	}
+	parsed, err := chat.Parse(c.Body)
+	if err != nil {
+		return nil, fmt.Errorf("the request: %w", err)
+	}
+	header := http.Header{}
+	for k, v := range c.Headers {
+		header.Add(k, v)
+	}
+	req := &plugin.Request{Chat: parsed, Header: header, Decision: c.Decision, Model: c.Model, Mode: c.Mode}
+	for _, s := range c.Signals {
+		kind, name, ok := strings.Cut(s, ":")
+		if !ok || kind == "" || name == "" {
+			return nil, fmt.Errorf("signal %q: want KIND:NAME (for example language:german)", s)
+		}
+		req.Signals = append(req.Signals, plugin.Signal{Kind: kind, Name: name})
+	}
+	if req.Decision == "" {
+		req.Decision = "preview"
+	}
+	ref := recipes.PluginRef{Type: typ, Configuration: c.Config, OnError: recipes.OnErrorSkip}
+	out, err := plugin.NewWithModules(rec).Request(ctx, []recipes.PluginRef{ref}, req)
+	if err != nil {
+		return nil, err
+	}
+	run := &pluginRun{Type: typ, Mode: c.Mode, Mutations: []shownMutation{}, Immediate: out.Immediate, Headers: req.Header}
+	if len(out.Reports) == 1 {
+		rep := out.Reports[0]
+		run.Status, run.Detail = rep.Status, rep.Detail
+		if rep.Module != nil {
+			run.Mode, run.BackendCalls, run.Persisted, run.Values = rep.Module.Mode, rep.Module.BackendCalls, rep.Module.Persisted, rep.Module.Values
+		}
+	}
+	if r := rec.last; r != nil {
+		run.BackendCalls, run.Persisted = r.BackendCalls, r.Persisted
+		run.CacheStatus, run.Error = r.CacheStatus, r.Error
+		for _, m := range r.Mutations {
+			sm := shownMutation{Op: abi.OpName(m.Op), Name: m.Name}
+			switch m.Op {
+			case abi.OpMessageInsert, abi.OpMessageReplace, abi.OpMessageRemove:
+				i := m.Index
+				sm.Index = &i
+			}
+			if len(m.Value) > 0 {
+				if json.Valid(m.Value) && m.Op != abi.OpHeaderAdd && m.Op != abi.OpHeaderSet {
+					sm.Value = json.RawMessage(m.Value)
+				} else {
+					sm.Value, _ = json.Marshal(string(m.Value))
+				}
+			}
+			run.Mutations = append(run.Mutations, sm)
+		}
+	}
+	body, err := parsed.Encode()
+	if err != nil {
+		return nil, err
+	}
+	run.Request = body
+	if len(run.Headers) == 0 {
+		run.Headers = nil
+	}
+	return run, nil
+}

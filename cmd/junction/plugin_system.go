@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/engine/plugin/wasm"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/plugins/builtin"
+	"github.com/junction-router/junction/recipes"
+)
+
+// pluginSystem is serve's plugin runner across configuration changes. The
+// host compiles a module in seconds, so only the plugin types a configuration
+// references are loaded, and they are loaded when a configuration that first
+// needs them is activated (Prepare, called by the compile step of every
+// activation, before the engine validates the plugin configurations): a
+// change through the management API that adds a response_cache, say, loads
+// that module then. Each load keeps the types loaded before, so a request
+// still on an older generation finds its plugins; requests always run on the
+// latest load. It implements plugin.Runner, the response phase, the engine's
+// validator and the management API's PluginRuntime.
+type pluginSystem struct {
+	host   *hostapi.Host
+	base   *hostapi.Registry // hostapi.Builtins plus --plugin-dir
+	log    *slog.Logger
+	mu     sync.Mutex       // serialises loads
+	loaded []recipes.Recipe // every recipe a load served, so later loads keep their types
+	cur    atomic.Pointer[pluginLoad]
+	old    []*wasm.Modules // replaced loads, closed with the system
+}
+
+type pluginLoad struct {
+	runner *plugin.Native
+	mods   *wasm.Modules
+	types  map[string]bool
+}
+
+func newPluginSystem(ctx context.Context, cacheDir, pluginDir string, models signal.Models, reg prometheus.Registerer, log *slog.Logger) (*pluginSystem, error) {
+	backends, _, _, err := wasm.EngineBackends(models)
+	if err != nil {
+		return nil, fmt.Errorf("plugin host backends: %w", err)
+	}
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir, Backends: backends, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, err
+	}
+	base := hostapi.Builtins()
+	if pluginDir != "" {
+		if base, err = withDir(ctx, host, base, pluginDir); err != nil {
+			_ = host.Close(ctx)
+			return nil, err
+		}
+	}
+	p := &pluginSystem{host: host, base: base, log: log}
+	p.cur.Store(&pluginLoad{runner: plugin.NewNative(), types: map[string]bool{}})
+	return p, nil
+}
+
+// Prepare loads the modules doc's plugin references need that are not
+// loaded yet, and warms an instance pool for each reference.
+func (p *pluginSystem) Prepare(ctx context.Context, doc *recipes.Document) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.cur.Load()
+	need := referencedTypes(doc)
+	missing := false
+	for t := range need {
+		if !cur.types[t] && p.hasModule(t, doc) {
+			missing = true
+			break
+		}
+	}
+	if missing {
+		union := &recipes.Document{Recipes: append(slices.Clone(p.loaded), doc.Recipes...)}
+		reg, err := pluginRegistry(union, p.base)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		mods, err := wasm.Load(ctx, p.host, reg, hostapi.Limits{})
+		if err != nil {
+			return err
+		}
+		next := &pluginLoad{runner: plugin.NewWithModules(mods), mods: mods, types: map[string]bool{}}
+		for _, t := range reg.Types() {
+			next.types[t] = true
+		}
+		if cur.mods != nil {
+			p.old = append(p.old, cur.mods)
+		}
+		p.cur.Store(next)
+		cur = next
+		p.log.Info("plugin modules loaded", "types", strings.Join(slices.Sorted(maps.Keys(next.types)), ","),
+			"elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	p.loaded = append(p.loaded, doc.Recipes...)
+	if cur.mods == nil {
+		return nil
+	}
+	if err := cur.mods.Warm(ctx, doc, 2); err != nil {
+		return fmt.Errorf("plugin bindings: %w", err)
+	}
+	return nil
+}
+
+// hasModule reports whether typ is run by a module: a built-in, a
+// --plugin-dir module, or a module file a reference of doc names.
+func (p *pluginSystem) hasModule(typ string, doc *recipes.Document) bool {
+	if _, ok := p.base.Module(typ); ok || slices.Contains(builtin.Types(), typ) {
+		return true
+	}
+	for _, r := range doc.Recipes {
+		for _, d := range r.Decisions {
+			for _, ref := range d.Plugins {
+				if ref.Type == typ && ref.Module != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (p *pluginSystem) runner() *plugin.Native { return p.cur.Load().runner }
+
+// Request implements plugin.Runner.
+func (p *pluginSystem) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
+	return p.runner().Request(ctx, refs, req)
+}
+
+// Validate checks a reference with the latest load (module schemas for
+// module types) and the built-in plugins' own configuration code.
+func (p *pluginSystem) Validate(ref recipes.PluginRef) error {
+	if ref.Module != nil {
+		return p.runner().Validate(ref)
+	}
+	return moduleAware{p.runner()}.Validate(ref)
+}
+
+// HasResponsePhase and Response run the response phase (dataplane).
+func (p *pluginSystem) HasResponsePhase(refs []recipes.PluginRef) bool {
+	return p.runner().HasResponsePhase(refs)
+}
+
+func (p *pluginSystem) Response(ctx context.Context, refs []recipes.PluginRef, resp *plugin.Response) (plugin.ResponseOutcome, error) {
+	return p.runner().Response(ctx, refs, resp)
+}
+
+// Types implements mgmt.PluginRuntime: the built-in types (wasm), the
+// native stand-ins' types and any other loaded module type.
+func (p *pluginSystem) Types() []mgmt.PluginType {
+	seen := map[string]bool{}
+	var out []mgmt.PluginType
+	add := func(t, rt string) {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, mgmt.PluginType{Type: t, Runtime: rt, Available: true})
+		}
+	}
+	for _, t := range builtin.Types() {
+		add(t, "wasm")
+	}
+	for _, t := range p.base.Types() {
+		add(t, "wasm")
+	}
+	for t := range p.cur.Load().types {
+		add(t, "wasm")
+	}
+	for _, t := range plugin.NativeTypes {
+		add(t, "native")
+	}
+	for _, t := range plugin.PlannedTypes {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, mgmt.PluginType{Type: t, Runtime: "wasm",
+				Reason: "no module implements the " + t + " plugin type in this build; load one with --plugin-dir or a recipe's module: {path, sha256}"})
+		}
+	}
+	slices.SortFunc(out, func(a, b mgmt.PluginType) int { return strings.Compare(a.Type, b.Type) })
+	return out
+}
+
+// Preview implements mgmt.PluginRuntime: it loads the modules refs need (a
+// candidate configuration may name a type the serving configuration does
+// not use), then runs them in the request's mode.
+func (p *pluginSystem) Preview(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
+	doc := &recipes.Document{Recipes: []recipes.Recipe{{Name: "preview", Decisions: []recipes.Decision{{Name: "preview", Plugins: refs}}}}}
+	if err := p.Prepare(ctx, doc); err != nil {
+		return plugin.Outcome{}, err
+	}
+	return p.Request(ctx, refs, req)
+}
+
+// Close frees the host and every load's instances.
+func (p *pluginSystem) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m := p.cur.Load().mods; m != nil {
+		m.Close(ctx)
+	}
+	for _, m := range p.old {
+		m.Close(ctx)
+	}
+	_ = p.host.Close(ctx)
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/recipes"
+)
+
+func TestPluginSystemLoadsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	// hostile, not hello: TestConfigValidateChecksModuleSchemas registers
+	// hello as a built-in, and a directory module may not repeat one.
+	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), plugintest.Build(t, "../../hostapi/testdata/hostile"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := recipes.Parse([]byte(`
+version: v1
+providers:
+  defaults: {default_model: demo}
+  models: [{name: demo, backend_refs: [{provider: demo}]}]
+recipes:
+  - name: default
+    decisions:
+      - name: all
+        priority: 1
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: demo}]
+        plugins: [{type: hostile, configuration: {do: ok}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := newPluginSystem(context.Background(), plugintest.CacheDir(), dir, signal.Models{}, prometheus.NewRegistry(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Prepare(context.Background(), doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Validate(doc.Recipes[0].Decisions[0].Plugins[0]); err != nil {
+		t.Fatalf("the hostile binding does not validate: %v", err)
+	}
+	bad := doc.Recipes[0].Decisions[0].Plugins[0]
+	bad.Configuration = []byte(`["not an object"]`)
+	if err := r.Validate(bad); err == nil || !strings.Contains(err.Error(), "configuration") {
+		t.Fatalf("an array configuration validated: %v", err)
+	}
+	if _, err := newPluginSystem(context.Background(), "", t.TempDir(), signal.Models{}, prometheus.NewRegistry(), log); err == nil {
+		t.Fatal("an empty plugin directory was accepted")
+	}
+}
+
+func TestConfigValidateChecksModuleSchemas(t *testing.T) {
+	hostapi.RegisterBuiltin("hello", plugintest.Build(t, "../../hostapi/testdata/hello"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte(`
+version: v1
+providers:
+  defaults: {default_model: demo}
+  models: [{name: demo, backend_refs: [{provider: demo}]}]
+recipes:
+  - name: default
+    decisions:
+      - name: all
+        priority: 1
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: demo}]
+        plugins: [{type: hello, configuration: {greeting: ""}}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	err := configCmd([]string{"validate", path}, &out, &errb)
+	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/greeting") {
+		t.Fatalf("err = %v\n%s%s", err, out.String(), errb.String())
+	}
+}

@@ -1,0 +1,57 @@
+package dataplane
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/recipes"
+)
+
+// responsePhase is what a plugin runner offers for the response phase
+// (plugin.Native does).
+type responsePhase interface {
+	plugin.ResponseRunner
+	HasResponsePhase(refs []recipes.PluginRef) bool
+}
+
+// WantsResponse reports whether a forwarded request's decision has plugins
+// with a response phase, so the front end hands them the answer.
+func (p *Plane) WantsResponse(out *Outcome) bool {
+	rp, ok := p.plugins.(responsePhase)
+	return ok && out != nil && out.Result != nil && len(out.Result.Plugins) > 0 && rp.HasResponsePhase(out.Result.Plugins)
+}
+
+// ResponsePhase runs the response phase of the decision's plugins on a
+// successful (2xx) non-streamed upstream answer: body is the answer as the
+// upstream sent it. It returns the plugins' reports; a failure is in its
+// report (the answer has been sent; nothing else can change).
+func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
+	rp, ok := p.plugins.(responsePhase)
+	if !ok || out == nil || out.Result == nil || status < 200 || status > 299 {
+		return nil
+	}
+	res := out.Result
+	req := &plugin.Request{Chat: out.Chat, Header: out.Header, Decision: res.Decision, Model: res.Model,
+		Mode: plugin.ModeLive, Signals: matchedSignals(res)}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	ro, err := rp.Response(ctx, res.Plugins, &plugin.Response{Request: req, Status: status, Body: body})
+	if err != nil && p.log != nil {
+		p.log.Error("plugin response phase failed", "decision", res.Decision, "error", err)
+	}
+	return ro.Reports
+}
+
+// matchedSignals lists the signals that matched, for plugins.
+func matchedSignals(res *engine.Result) []plugin.Signal {
+	var out []plugin.Signal
+	for _, s := range res.Signals {
+		if s.Matched {
+			out = append(out, plugin.Signal{Kind: s.Kind, Name: s.Name})
+		}
+	}
+	return out
+}

@@ -1,0 +1,322 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/junction-router/junction/hostapi/abi"
+)
+
+// callState is what the host functions know about the handler call they
+// serve. It travels in the call's context; a host function called outside a
+// handler call (from the reactor's initializer) finds none and answers
+// unavailable.
+type callState struct {
+	b            *Binding
+	mode         abi.Mode
+	hostCalls    int
+	backendCalls int
+	persisted    bool
+	pending      []byte // an answer that did not fit, for junction.result
+	// deadline is the call's deadline when the call's context does not carry
+	// it (trusted calls); host functions run under it.
+	deadline time.Time
+}
+
+type stateKey struct{}
+
+// hostFunc serves one host function: in is the argument record (it aliases
+// guest memory and must not be kept), the answer is written back by the
+// caller.
+type hostFunc func(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status)
+
+var i32x5 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}
+
+func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
+	fns := map[string]hostFunc{
+		abi.ImportLog:          h.hostLog,
+		abi.ImportConfig:       hostConfig,
+		abi.ImportEmbed:        h.hostEmbed,
+		abi.ImportVectorSearch: h.hostVectorSearch,
+		abi.ImportCacheLookup:  h.hostCacheLookup,
+		abi.ImportCacheStore:   h.hostCacheStore,
+		abi.ImportClassify:     h.hostClassify,
+		abi.ImportTokenCount:   h.hostTokenCount,
+		abi.ImportNow:          h.hostNow,
+		abi.ImportResult:       hostResult,
+	}
+	b := rt.NewHostModuleBuilder(abi.ImportModule)
+	for _, name := range abi.Imports {
+		fn := fns[name]
+		if fn == nil {
+			return errors.New("no implementation of host function " + name)
+		}
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(serve(fn), i32x5, []api.ValueType{api.ValueTypeI32}).
+			WithParameterNames("in_ptr", "in_len", "out_ptr", "out_cap", "out_len_ptr").
+			Export(name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// serve adapts a hostFunc to the ABI's calling convention.
+func serve(fn hostFunc) api.GoModuleFunction {
+	return api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+		status := func() abi.Status {
+			st, _ := ctx.Value(stateKey{}).(*callState)
+			if st == nil {
+				return abi.StatusUnavailable
+			}
+			st.hostCalls++
+			if st.hostCalls > st.b.limits.MaxHostCalls {
+				return abi.StatusLimit
+			}
+			inPtr, inLen := uint32(stack[0]), uint32(stack[1])
+			outPtr, outCap, outLenPtr := uint32(stack[2]), uint32(stack[3]), uint32(stack[4])
+			if int(inLen) > st.b.limits.MaxOutput {
+				return abi.StatusLimit
+			}
+			mem := mod.Memory()
+			in, ok := mem.Read(inPtr, inLen)
+			if !ok {
+				return abi.StatusInvalidArgument
+			}
+			fctx := ctx
+			if !st.deadline.IsZero() {
+				var cancel context.CancelFunc
+				fctx, cancel = context.WithDeadline(ctx, st.deadline)
+				defer cancel()
+			}
+			out, status := fn(fctx, st, in)
+			if status != abi.StatusOK {
+				return status
+			}
+			if len(out) > st.b.limits.MaxOutput {
+				return abi.StatusLimit
+			}
+			if !mem.WriteUint32Le(outLenPtr, uint32(len(out))) {
+				return abi.StatusInvalidArgument
+			}
+			if uint32(len(out)) > outCap {
+				st.pending = append(st.pending[:0], out...)
+				return abi.StatusBufferTooSmall
+			}
+			if len(out) > 0 && !mem.Write(outPtr, out) {
+				return abi.StatusInvalidArgument
+			}
+			return abi.StatusOK
+		}()
+		stack[0] = uint64(uint32(status))
+	})
+}
+
+func hostResult(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status) {
+	if st.pending == nil {
+		return nil, abi.StatusNotFound
+	}
+	out := st.pending
+	st.pending = nil
+	return out, abi.StatusOK
+}
+
+func hostConfig(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status) {
+	return st.b.config, abi.StatusOK
+}
+
+const maxLogMessage = 1024
+
+func (h *Host) hostLog(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeLogArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	msg := a.Message
+	if len(msg) > maxLogMessage {
+		msg = msg[:maxLogMessage]
+		for !utf8.ValidString(msg) && len(msg) > 0 {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	level := slog.LevelInfo
+	switch a.Level {
+	case abi.LogDebug:
+		level = slog.LevelDebug
+	case abi.LogWarn:
+		level = slog.LevelWarn
+	case abi.LogError:
+		level = slog.LevelError
+	}
+	h.log.Log(ctx, level, msg, "plugin", st.b.m.desc.Type, "mode", st.mode.String())
+	return nil, abi.StatusOK
+}
+
+// backend gates a backend call on the mode and counts it. Preview makes no
+// backend call of any kind; live and probe may.
+func backend(st *callState) abi.Status {
+	if st.mode == abi.ModePreview {
+		return abi.StatusDenied
+	}
+	st.backendCalls++
+	return abi.StatusOK
+}
+
+func backendStatus(err error) abi.Status {
+	switch {
+	case errors.Is(err, ErrNoSuchStore), errors.Is(err, ErrNoSuchBinding):
+		return abi.StatusUnavailable
+	default:
+		return abi.StatusBackendError
+	}
+}
+
+func (h *Host) hostEmbed(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeTextArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode == abi.ModePreview {
+		return nil, abi.StatusDenied
+	}
+	e := h.cfg.Backends.Embedder
+	if e == nil {
+		return nil, abi.StatusUnavailable
+	}
+	backend(st)
+	vs, err := e.Embed(ctx, []string{a.Text})
+	if err != nil || len(vs) != 1 {
+		return nil, abi.StatusBackendError
+	}
+	return abi.Vector(vs[0]).Append(nil), abi.StatusOK
+}
+
+func (h *Host) hostVectorSearch(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeVectorSearchArgs(in)
+	if err != nil || a.K == 0 {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode == abi.ModePreview {
+		return nil, abi.StatusDenied
+	}
+	v := h.cfg.Backends.Vectors
+	if v == nil {
+		return nil, abi.StatusUnavailable
+	}
+	backend(st)
+	hits, err := v.Search(ctx, a.Store, a.Query, int(min(a.K, 1000)))
+	if err != nil {
+		return nil, backendStatus(err)
+	}
+	return abi.VectorHits(hits).Append(nil), abi.StatusOK
+}
+
+// The response cache is used in live mode only: a probe uses no result cache
+// and persists nothing, a preview touches no backend.
+func (h *Host) hostCacheLookup(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeCacheLookupArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode != abi.ModeLive {
+		return nil, abi.StatusDenied
+	}
+	c := h.cfg.Backends.Cache
+	if c == nil {
+		return nil, abi.StatusUnavailable
+	}
+	backend(st)
+	e, ok, err := c.Lookup(ctx, a.Namespace, a.Key, a.Embedding, a.Threshold)
+	if err != nil {
+		return nil, abi.StatusBackendError
+	}
+	if !ok {
+		return nil, abi.StatusNotFound
+	}
+	return e.Append(nil), abi.StatusOK
+}
+
+func (h *Host) hostCacheStore(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeCacheStoreArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode != abi.ModeLive {
+		return nil, abi.StatusDenied
+	}
+	c := h.cfg.Backends.Cache
+	if c == nil {
+		return nil, abi.StatusUnavailable
+	}
+	backend(st)
+	value := append([]byte(nil), a.Value...)
+	if err := c.Store(ctx, a.Namespace, a.Key, value, time.Duration(a.TTLSeconds)*time.Second, a.Embedding); err != nil {
+		return nil, abi.StatusBackendError
+	}
+	st.persisted = true
+	return nil, abi.StatusOK
+}
+
+func (h *Host) hostClassify(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeClassifyArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode == abi.ModePreview {
+		return nil, abi.StatusDenied
+	}
+	c := h.cfg.Backends.Classifier
+	if c == nil {
+		return nil, abi.StatusUnavailable
+	}
+	backend(st)
+	classes, err := c.Classify(ctx, a.Binding, a.Text)
+	if err != nil {
+		return nil, backendStatus(err)
+	}
+	return abi.Classes(classes).Append(nil), abi.StatusOK
+}
+
+func (h *Host) hostTokenCount(_ context.Context, _ *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeTextArgs(in)
+	if err != nil {
+		return nil, abi.StatusInvalidArgument
+	}
+	var n int
+	if t := h.cfg.Backends.Tokens; t != nil {
+		n = t.CountTokens(a.Text)
+	} else {
+		n = ApproxTokens(a.Text)
+	}
+	e := abi.Encoder{}
+	e.U32(uint32(n))
+	return e.B, abi.StatusOK
+}
+
+func (h *Host) hostNow(_ context.Context, _ *callState, _ []byte) ([]byte, abi.Status) {
+	if h.cfg.Backends.Clock == nil {
+		return nil, abi.StatusUnavailable
+	}
+	e := abi.Encoder{}
+	e.U64(uint64(h.cfg.Backends.Clock().UnixNano()))
+	return e.B, abi.StatusOK
+}
+
+// ApproxTokens estimates a token count as OpenAI's rule of thumb does: about
+// four bytes of English text per token, and at least one per word.
+func ApproxTokens(s string) int {
+	words, inWord := 0, false
+	for _, r := range s {
+		space := r == ' ' || r == '\n' || r == '\t' || r == '\r'
+		if !space && !inWord {
+			words++
+		}
+		inWord = !space
+	}
+	return max(words, (len(s)+3)/4)
+}

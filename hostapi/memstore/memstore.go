@@ -1,0 +1,256 @@
+// Package memstore holds the in-process stores behind the plugin host's
+// functions when no external store is configured: a response cache with
+// time-to-live and similarity lookup, and named vector stores. Both are
+// bounded (entries per namespace or store, value size) and safe for
+// concurrent use; they forget everything when the process ends.
+//
+// It must not know about plugins, requests or modes: the host decides who
+// may read or write; these only store.
+package memstore
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/abi"
+)
+
+// Cache is an LRU cache per namespace with a time to live per entry. A lookup
+// tries the exact key, then (given an embedding) the most similar live entry
+// that was stored with one.
+type Cache struct {
+	MaxEntries int           // per namespace; default 10,000
+	MaxValue   int           // bytes; default 1 MiB
+	DefaultTTL time.Duration // default 10 minutes
+	Now        func() time.Time
+
+	mu  sync.Mutex
+	nss map[string]*namespace
+}
+
+type namespace struct {
+	lru  *list.List // front = most recent; values are *entry
+	keys map[string]*list.Element
+}
+
+type entry struct {
+	key       string
+	value     []byte
+	embedding []float32
+	expires   time.Time
+}
+
+var _ hostapi.Cache = (*Cache)(nil)
+
+// NewCache returns a cache with the defaults.
+func NewCache() *Cache { return &Cache{} }
+
+func (c *Cache) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+// Lookup implements hostapi.Cache.
+func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.nss[ns]
+	if n == nil {
+		return abi.CacheEntry{}, false, nil
+	}
+	now := c.now()
+	if el, ok := n.keys[key]; ok {
+		e := el.Value.(*entry)
+		if now.Before(e.expires) {
+			n.lru.MoveToFront(el)
+			return abi.CacheEntry{Similarity: 1, Value: e.value}, true, nil
+		}
+		n.remove(el)
+	}
+	if len(embedding) == 0 {
+		return abi.CacheEntry{}, false, nil
+	}
+	var best *list.Element
+	bestSim := float32(math.Inf(-1))
+	for el := n.lru.Front(); el != nil; {
+		next := el.Next()
+		e := el.Value.(*entry)
+		if !now.Before(e.expires) {
+			n.remove(el)
+		} else if len(e.embedding) == len(embedding) {
+			if s := cosine(e.embedding, embedding); s > bestSim {
+				best, bestSim = el, s
+			}
+		}
+		el = next
+		if ctx.Err() != nil {
+			return abi.CacheEntry{}, false, ctx.Err()
+		}
+	}
+	if best == nil || bestSim < threshold {
+		return abi.CacheEntry{}, false, nil
+	}
+	n.lru.MoveToFront(best)
+	return abi.CacheEntry{Similarity: bestSim, Value: best.Value.(*entry).value}, true, nil
+}
+
+// Store implements hostapi.Cache.
+func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.Duration, embedding []float32) error {
+	maxValue := c.MaxValue
+	if maxValue <= 0 {
+		maxValue = 1 << 20
+	}
+	if len(value) > maxValue {
+		return fmt.Errorf("cache value of %d bytes is over the limit of %d", len(value), maxValue)
+	}
+	if ttl <= 0 {
+		ttl = c.DefaultTTL
+		if ttl <= 0 {
+			ttl = 10 * time.Minute
+		}
+	}
+	maxEntries := c.MaxEntries
+	if maxEntries <= 0 {
+		maxEntries = 10000
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nss == nil {
+		c.nss = make(map[string]*namespace)
+	}
+	n := c.nss[ns]
+	if n == nil {
+		n = &namespace{lru: list.New(), keys: make(map[string]*list.Element)}
+		c.nss[ns] = n
+	}
+	e := &entry{key: key, value: value, embedding: append([]float32(nil), embedding...), expires: c.now().Add(ttl)}
+	if el, ok := n.keys[key]; ok {
+		el.Value = e
+		n.lru.MoveToFront(el)
+		return nil
+	}
+	n.keys[key] = n.lru.PushFront(e)
+	for n.lru.Len() > maxEntries {
+		n.remove(n.lru.Back())
+	}
+	return nil
+}
+
+// Len is the number of entries in a namespace (expired ones included until
+// they are met).
+func (c *Cache) Len(ns string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nss[ns]; n != nil {
+		return n.lru.Len()
+	}
+	return 0
+}
+
+func (n *namespace) remove(el *list.Element) {
+	delete(n.keys, el.Value.(*entry).key)
+	n.lru.Remove(el)
+}
+
+func cosine(a, b []float32) float32 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 0
+	}
+	return float32(dot / math.Sqrt(na*nb))
+}
+
+// Vectors are named in-memory vector stores searched by exact cosine
+// similarity (a linear scan, fine for the thousands of items it bounds).
+type Vectors struct {
+	MaxItems int // per store; default 50,000
+
+	mu     sync.RWMutex
+	stores map[string]map[string]item
+}
+
+type item struct {
+	vec     []float32
+	payload []byte
+}
+
+var _ hostapi.VectorStores = (*Vectors)(nil)
+
+// NewVectors returns empty stores.
+func NewVectors() *Vectors { return &Vectors{} }
+
+// Create makes an empty store (no error when it exists).
+func (v *Vectors) Create(store string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stores == nil {
+		v.stores = make(map[string]map[string]item)
+	}
+	if v.stores[store] == nil {
+		v.stores[store] = make(map[string]item)
+	}
+}
+
+// Upsert puts an item into a store, creating the store.
+func (v *Vectors) Upsert(store, id string, vec []float32, payload []byte) error {
+	if len(vec) == 0 {
+		return errors.New("an item needs a vector")
+	}
+	v.Create(store)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s := v.stores[store]
+	max := v.MaxItems
+	if max <= 0 {
+		max = 50000
+	}
+	if _, ok := s[id]; !ok && len(s) >= max {
+		return fmt.Errorf("vector store %s is full (%d items)", store, max)
+	}
+	s[id] = item{vec: append([]float32(nil), vec...), payload: append([]byte(nil), payload...)}
+	return nil
+}
+
+// Search implements hostapi.VectorStores.
+func (v *Vectors) Search(ctx context.Context, store string, query []float32, k int) ([]abi.VectorHit, error) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	s, ok := v.stores[store]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", hostapi.ErrNoSuchStore, store)
+	}
+	hits := make([]abi.VectorHit, 0, len(s))
+	for id, it := range s {
+		if len(it.vec) != len(query) {
+			continue
+		}
+		hits = append(hits, abi.VectorHit{ID: id, Score: cosine(it.vec, query), Payload: it.payload})
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ID < hits[j].ID
+	})
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}

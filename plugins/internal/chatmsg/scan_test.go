@@ -1,0 +1,90 @@
+package chatmsg
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+func TestSplice(t *testing.T) {
+	for _, tc := range []struct {
+		obj, name, value, want string
+	}{
+		{`{"role":"system","content":"a","x":1}`, "content", `"b"`, `{"role":"system","content":"b","x":1}`},
+		{`{"role":"system"}`, "content", `"b"`, `{"role":"system","content":"b"}`},
+		{`{}`, "content", `"b"`, `{"content":"b"}`},
+		{` { "a" : [1,{"}":"]"}] , "b":2 } `, "b", `3`, ` { "a" : [1,{"}":"]"}] , "b":3 } `},
+		{`{"a":1,"b":2,"c":3}`, "b", "", `{"a":1,"c":3}`},
+		{`{"a":1,"b":2}`, "b", "", `{"a":1}`},
+		{`{"a":1}`, "a", "", `{}`},
+		{`{"a":1}`, "z", "", `{"a":1}`},
+	} {
+		var value []byte
+		if tc.value != "" {
+			value = []byte(tc.value)
+		}
+		got, err := splice([]byte(tc.obj), tc.name, value)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("splice(%s, %s, %s) = %s, %v; want %s", tc.obj, tc.name, tc.value, got, err, tc.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("splice gave invalid JSON %s", got)
+		}
+	}
+}
+
+// FuzzScanner checks the scanner against encoding/json on valid JSON: the
+// same members in the same order with the same values, the same elements,
+// the same strings.
+func FuzzScanner(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"hi"}`, `{"a":[1,2,{"b":"c\"}"}],"d":null,"e":true,"f":-1.5e3}`,
+		`[{"role":"system","content":[{"type":"text","text":"x\u00e9"}]},{"role":"tool","tool_call_id":"1"}]`,
+		`{"\u0061":"\\"}`, `[]`, `{}`, `"\ud83d\ude00"`, ` [ 1 , "two" , [ ] ] `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !json.Valid(b) {
+			return
+		}
+		var v any
+		_ = json.Unmarshal(b, &v)
+		trimmed := bytes.TrimSpace(b)
+		switch trimmed[0] {
+		case '{':
+			ms, err := Members(b)
+			if err != nil {
+				t.Fatalf("Members(%s): %v", b, err)
+			}
+			obj := v.(map[string]any)
+			seen := map[string]bool{}
+			for _, m := range ms {
+				var mv any
+				if err := json.Unmarshal(m.Value, &mv); err != nil {
+					t.Fatalf("member %q value %s is not JSON", m.Name, m.Value)
+				}
+				seen[m.Name] = true
+				if _, ok := obj[m.Name]; !ok {
+					t.Fatalf("member %q not in %s", m.Name, b)
+				}
+			}
+			if len(seen) != len(obj) {
+				t.Fatalf("Members found %d names, encoding/json %d in %s", len(seen), len(obj), b)
+			}
+		case '[':
+			es, err := Elements(b)
+			if err != nil {
+				t.Fatalf("Elements(%s): %v", b, err)
+			}
+			if len(es) != len(v.([]any)) {
+				t.Fatalf("Elements found %d, encoding/json %d in %s", len(es), len(v.([]any)), b)
+			}
+		case '"':
+			s, err := Unquote(trimmed)
+			if err != nil || s != v.(string) {
+				t.Fatalf("Unquote(%s) = %q, %v; want %q", trimmed, s, err, v)
+			}
+		}
+	})
+}

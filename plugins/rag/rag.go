@@ -1,0 +1,261 @@
+// Package rag is the built-in retrieval-augmented generation plugin: it
+// searches a named vector store with the user's last message and injects the
+// passages found into the request, as a system message or as a tool call and
+// its result. In preview mode it searches nothing and injects the
+// supplied_context the caller gives; in probe mode it searches without any
+// result cache; in live mode it searches. When retrieval fails, on_failure
+// says whether the request goes on with a warning (warn), goes on silently as
+// if the plugin were not there (skip), or is refused (block).
+//
+// The package is the plugin's logic, testable on the host; guest/ wraps it as
+// a wasm module. It must not do I/O: retrieval comes through the function the
+// caller passes.
+package rag
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/junction-router/junction/plugins/internal/chatmsg"
+	"github.com/junction-router/junction/plugins/internal/pconfig"
+)
+
+// Type is the plugin type recipes name; Version is the plugin's version.
+const (
+	Type    = "rag"
+	Version = "1.0.0"
+)
+
+// Schema is the configuration's JSON Schema (draft 2020-12).
+//
+//go:embed schema.json
+var Schema []byte
+
+// Injection targets.
+const (
+	InjectSystem = "system"
+	InjectTool   = "tool"
+)
+
+// Failure policies.
+const (
+	OnFailureWarn  = "warn"
+	OnFailureSkip  = "skip"
+	OnFailureBlock = "block"
+)
+
+// Config is the plugin's configuration.
+type Config struct {
+	// Store is the vector store (or knowledge base) searched.
+	Store string `json:"store"`
+	// TopK is how many passages to retrieve (default 3).
+	TopK int `json:"top_k,omitempty"`
+	// MinScore drops passages scoring below it (default 0: keep all).
+	MinScore float64 `json:"min_score,omitempty"`
+	// Injection is system (default) or tool.
+	Injection string `json:"injection,omitempty"`
+	// Template wraps the passages; {context} marks where they go.
+	Template string `json:"template,omitempty"`
+	// MaxContextChars bounds the injected text (default 8000).
+	MaxContextChars int `json:"max_context_chars,omitempty"`
+	// OnFailure is warn (default), skip or block.
+	OnFailure string `json:"on_failure,omitempty"`
+}
+
+// Defaults.
+const (
+	DefaultTopK            = 3
+	DefaultMaxContextChars = 8000
+	DefaultTemplate        = "Use the following retrieved context to answer. If it does not help, say so.\n\n{context}"
+	// ToolName is the function name of the synthetic tool call used by
+	// injection: tool.
+	ToolName = "retrieve_context"
+	// ToolCallID is that call's id.
+	ToolCallID = "junction_rag_0"
+	maxTopK    = 50
+)
+
+// ParseConfig decodes and checks a configuration.
+func ParseConfig(raw []byte) (*Config, error) {
+	c := &Config{}
+	if err := pconfig.Decode(raw, c); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.Store) == "" {
+		return nil, pconfig.Errorf("store", "is required: the name of the vector store to search")
+	}
+	if c.TopK == 0 {
+		c.TopK = DefaultTopK
+	}
+	if c.TopK < 1 || c.TopK > maxTopK {
+		return nil, pconfig.Errorf("top_k", "must be between 1 and %d, not %d", maxTopK, c.TopK)
+	}
+	if math.IsNaN(c.MinScore) || c.MinScore < -1 || c.MinScore > 1 {
+		return nil, pconfig.Errorf("min_score", "must be between -1 and 1, not %v", c.MinScore)
+	}
+	switch c.Injection {
+	case "":
+		c.Injection = InjectSystem
+	case InjectSystem, InjectTool:
+	default:
+		return nil, pconfig.Errorf("injection", "must be system or tool, not %q", c.Injection)
+	}
+	if c.Template == "" {
+		c.Template = DefaultTemplate
+	}
+	if !strings.Contains(c.Template, "{context}") {
+		return nil, pconfig.Errorf("template", "must contain {context}, where the passages go")
+	}
+	if c.MaxContextChars == 0 {
+		c.MaxContextChars = DefaultMaxContextChars
+	}
+	if c.MaxContextChars < 1 || c.MaxContextChars > 1<<20 {
+		return nil, pconfig.Errorf("max_context_chars", "must be between 1 and %d, not %d", 1<<20, c.MaxContextChars)
+	}
+	switch c.OnFailure {
+	case "":
+		c.OnFailure = OnFailureWarn
+	case OnFailureWarn, OnFailureSkip, OnFailureBlock:
+	default:
+		return nil, pconfig.Errorf("on_failure", "must be warn, skip or block, not %q", c.OnFailure)
+	}
+	return c, nil
+}
+
+// Passage is one retrieved (or supplied) piece of context.
+type Passage struct {
+	Text   string  `json:"text"`
+	Source string  `json:"source,omitempty"`
+	Score  float64 `json:"score,omitempty"`
+}
+
+// Result is what the plugin wants done.
+type Result struct {
+	Edits []chatmsg.Edit
+	// Skipped: nothing injected and the plugin chose not to act (on_failure
+	// skip, or nothing to search for).
+	Skipped bool
+	// Block, when not empty, refuses the request with this message (status 503).
+	Block string
+	// Warning is set when retrieval failed and on_failure is warn.
+	Warning string
+	// Injected is the number of passages injected; Chars their text's length.
+	Injected, Chars int
+	Detail          string
+}
+
+// Query is the text searched for: the user's last message.
+func Query(msgs []chatmsg.Message) string { return chatmsg.LastUserText(msgs) }
+
+// Inject builds the result from what retrieval gave: passages, or the error
+// that stopped it.
+func (c *Config) Inject(msgs []chatmsg.Message, passages []Passage, retrievalErr error) *Result {
+	if retrievalErr != nil {
+		why := fmt.Sprintf("retrieval from %q failed: %v", c.Store, retrievalErr)
+		switch c.OnFailure {
+		case OnFailureBlock:
+			return &Result{Block: "the request needs context from the knowledge base, which is unavailable", Detail: why + " (on_failure: block)"}
+		case OnFailureSkip:
+			return &Result{Skipped: true, Detail: why + " (on_failure: skip)"}
+		}
+		return &Result{Warning: why, Detail: why + "; the request goes on without context (on_failure: warn)"}
+	}
+	var kept []Passage
+	for _, p := range passages {
+		if strings.TrimSpace(p.Text) == "" || (c.MinScore != 0 && p.Score < c.MinScore) {
+			continue
+		}
+		kept = append(kept, p)
+		if len(kept) == c.TopK {
+			break
+		}
+	}
+	if len(kept) == 0 {
+		return &Result{Skipped: true, Detail: fmt.Sprintf("no passage from %q reached min_score %g; nothing injected", c.Store, c.MinScore)}
+	}
+	var b strings.Builder
+	used := 0
+	for i, p := range kept {
+		var entry strings.Builder
+		fmt.Fprintf(&entry, "[%d]", i+1)
+		if p.Source != "" {
+			fmt.Fprintf(&entry, " (%s)", p.Source)
+		}
+		entry.WriteString(" ")
+		entry.WriteString(strings.TrimSpace(p.Text))
+		sep := ""
+		if b.Len() > 0 {
+			sep = "\n\n"
+		}
+		left := c.MaxContextChars - b.Len() - len(sep)
+		s := entry.String()
+		if left <= 0 {
+			break
+		}
+		if len(s) > left {
+			s = truncateUTF8(s, left)
+		}
+		b.WriteString(sep)
+		b.WriteString(s)
+		used++
+	}
+	context := b.String()
+	res := &Result{Injected: used, Chars: len(context)}
+	switch c.Injection {
+	case InjectTool:
+		at := len(msgs)
+		if last := chatmsg.LastUser(msgs); last >= 0 {
+			at = last + 1
+		}
+		args, _ := json.Marshal(map[string]string{"query": truncateUTF8(Query(msgs), 512)})
+		res.Edits = []chatmsg.Edit{
+			{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.NewToolCall(ToolCallID, ToolName, string(args))},
+			{Kind: chatmsg.Insert, Index: at + 1, Raw: chatmsg.NewTool(ToolCallID, strings.Replace(c.Template, "{context}", context, 1))},
+		}
+		res.Detail = fmt.Sprintf("injected %d passages (%d chars) from %q as a %s tool result after the last user message", used, len(context), c.Store, ToolName)
+	default:
+		at := 0
+		for at < len(msgs) && (msgs[at].Role == "system" || msgs[at].Role == "developer") {
+			at++
+		}
+		res.Edits = []chatmsg.Edit{{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.New("system", strings.Replace(c.Template, "{context}", context, 1))}}
+		res.Detail = fmt.Sprintf("injected %d passages (%d chars) from %q as a system message at messages[%d]", used, len(context), c.Store, at)
+	}
+	return res
+}
+
+// ParseSupplied reads supplied_context: an array of strings or of passages.
+func ParseSupplied(raw json.RawMessage) ([]Passage, error) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, fmt.Errorf("supplied_context must be an array of strings or {text, source, score} objects: %v", err)
+	}
+	out := make([]Passage, 0, len(elems))
+	for i, e := range elems {
+		var s string
+		if json.Unmarshal(e, &s) == nil {
+			out = append(out, Passage{Text: s})
+			continue
+		}
+		var p Passage
+		if err := json.Unmarshal(e, &p); err != nil || p.Text == "" {
+			return nil, fmt.Errorf("supplied_context[%d] must be a string or an object with a text", i)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

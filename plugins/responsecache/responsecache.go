@@ -1,0 +1,378 @@
+// Package responsecache is the built-in response_cache plugin: it answers a
+// request from earlier answers. Mode exact matches the request itself (every
+// message and every parameter that shapes the answer); semantic matches the
+// user's last message by embedding similarity, among requests whose other
+// messages and parameters are identical; exact_then_semantic tries exact
+// first. Entries are scoped per model and per decision (each can be turned
+// off), expire after ttl_seconds, and are written only from 2xx answers that
+// hold one plain assistant message. A request carrying the bypass header
+// (x-cache-bypass: true by default) is neither answered from nor stored in the
+// cache.
+//
+// The package is the plugin's logic (keys, scope, what may be stored), testable
+// on the host; guest/ wraps it as a wasm module that uses the host's cache
+// functions. It must not do I/O.
+package responsecache
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/junction-router/junction/plugins/internal/chatmsg"
+	"github.com/junction-router/junction/plugins/internal/pconfig"
+)
+
+// Type is the plugin type recipes name; Version is the plugin's version.
+const (
+	Type    = "response_cache"
+	Version = "1.0.0"
+)
+
+// Schema is the configuration's JSON Schema (draft 2020-12).
+//
+//go:embed schema.json
+var Schema []byte
+
+// Modes.
+const (
+	ModeExact             = "exact"
+	ModeSemantic          = "semantic"
+	ModeExactThenSemantic = "exact_then_semantic"
+)
+
+// Defaults.
+const (
+	DefaultThreshold     = 0.9
+	DefaultTTLSeconds    = 3600
+	DefaultBypassHeader  = "X-Cache-Bypass"
+	DefaultMaxEntryBytes = 1 << 20
+	// StatusHeader and SimilarityHeader are the headers a hit carries.
+	StatusHeader     = "x-cache-status"
+	SimilarityHeader = "x-cache-similarity"
+)
+
+// Config is the plugin's configuration.
+type Config struct {
+	Mode     string    `json:"mode,omitempty"`
+	Semantic *Semantic `json:"semantic,omitempty"`
+	// TTLSeconds is how long an entry lives (default 3600).
+	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
+	Scope      *Scope `json:"scope,omitempty"`
+	// BypassHeader names the request header that, set to true (or 1), skips
+	// the cache for that request.
+	BypassHeader string `json:"bypass_header,omitempty"`
+	// MaxEntryBytes bounds a stored answer (default 1 MiB).
+	MaxEntryBytes int `json:"max_entry_bytes,omitempty"`
+}
+
+// Semantic configures similarity matching.
+type Semantic struct {
+	SimilarityThreshold *float64 `json:"similarity_threshold,omitempty"`
+}
+
+// Scope says what separates cache entries.
+type Scope struct {
+	// Model: entries are per selected model (default true).
+	Model *bool `json:"model,omitempty"`
+	// Decision: entries are per matched decision (default true).
+	Decision *bool `json:"decision,omitempty"`
+}
+
+// ParseConfig decodes and checks a configuration.
+func ParseConfig(raw []byte) (*Config, error) {
+	c := &Config{}
+	if err := pconfig.Decode(raw, c); err != nil {
+		return nil, err
+	}
+	switch c.Mode {
+	case "":
+		c.Mode = ModeExact
+	case ModeExact, ModeSemantic, ModeExactThenSemantic:
+	default:
+		return nil, pconfig.Errorf("mode", "must be exact, semantic or exact_then_semantic, not %q", c.Mode)
+	}
+	if c.Semantic == nil {
+		c.Semantic = &Semantic{}
+	}
+	if c.Semantic.SimilarityThreshold == nil {
+		t := DefaultThreshold
+		c.Semantic.SimilarityThreshold = &t
+	}
+	if t := *c.Semantic.SimilarityThreshold; math.IsNaN(t) || t <= 0 || t > 1 {
+		return nil, pconfig.Errorf("semantic.similarity_threshold", "must be above 0 and at most 1, not %v", t)
+	}
+	if c.TTLSeconds == 0 {
+		c.TTLSeconds = DefaultTTLSeconds
+	}
+	if c.TTLSeconds < 1 || c.TTLSeconds > 366*24*3600 {
+		return nil, pconfig.Errorf("ttl_seconds", "must be between 1 and %d, not %d", 366*24*3600, c.TTLSeconds)
+	}
+	if c.Scope == nil {
+		c.Scope = &Scope{}
+	}
+	t := true
+	if c.Scope.Model == nil {
+		c.Scope.Model = &t
+	}
+	if c.Scope.Decision == nil {
+		c.Scope.Decision = &t
+	}
+	if c.BypassHeader == "" {
+		c.BypassHeader = DefaultBypassHeader
+	}
+	for i := 0; i < len(c.BypassHeader); i++ {
+		if ch := c.BypassHeader[i]; !(ch == '-' || ch == '_' || ch >= '0' && ch <= '9' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z') {
+			return nil, pconfig.Errorf("bypass_header", "%q is not a header name (letters, digits, - and _)", c.BypassHeader)
+		}
+	}
+	if c.MaxEntryBytes == 0 {
+		c.MaxEntryBytes = DefaultMaxEntryBytes
+	}
+	if c.MaxEntryBytes < 1 || c.MaxEntryBytes > 16<<20 {
+		return nil, pconfig.Errorf("max_entry_bytes", "must be between 1 and %d, not %d", 16<<20, c.MaxEntryBytes)
+	}
+	return c, nil
+}
+
+// Exact reports whether the mode looks up exact keys; Similar whether it
+// looks up by similarity.
+func (c *Config) Exact() bool   { return c.Mode != ModeSemantic }
+func (c *Config) Similar() bool { return c.Mode != ModeExact }
+
+// Header is one request header.
+type Header struct{ Name, Value string }
+
+// Bypassed reports whether the request asks to skip the cache.
+func (c *Config) Bypassed(headers []Header) bool {
+	for _, h := range headers {
+		if strings.EqualFold(h.Name, c.BypassHeader) {
+			v := strings.ToLower(strings.TrimSpace(h.Value))
+			if v == "true" || v == "1" || v == "yes" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Keys are what a request is looked up and stored under.
+type Keys struct {
+	// Namespace separates scopes: model and decision when scoped.
+	Namespace string
+	// Exact is the hash of the whole request (every message, every parameter
+	// that shapes the answer).
+	Exact string
+	// Context is the hash of everything but the last user message; semantic
+	// matches happen only among requests with the same Context.
+	Context string
+	// Query is the last user message, embedded for semantic matching.
+	Query string
+}
+
+// ignored are body fields that do not change the answer's content: how it is
+// delivered (stream), who asks, and storage hints; and the reasoning switches
+// the router writes for the selected model after the plugins ran (the
+// response phase sees them, the request phase does not, and they follow from
+// the decision and model, which the scope covers).
+var ignored = map[string]bool{
+	"chat_template_kwargs": true, "reasoning_effort": true,
+	"model": true, "stream": true, "stream_options": true, "user": true, "metadata": true,
+	"store": true, "safety_identifier": true, "prompt_cache_key": true, "prompt_cache_options": true,
+	"prompt_cache_retention": true, "service_tier": true,
+}
+
+// Keys computes the cache keys of a request body for the decision and model
+// that routing chose.
+func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return Keys{}, fmt.Errorf("the request body is not a JSON object: %v", err)
+	}
+	msgs, err := chatmsg.Parse(fields["messages"])
+	if err != nil {
+		return Keys{}, err
+	}
+	var ns strings.Builder
+	ns.WriteString("response_cache/v1")
+	if *c.Scope.Model {
+		ns.WriteString("/model=" + model)
+	}
+	if *c.Scope.Decision {
+		ns.WriteString("/decision=" + decision)
+	}
+	k := Keys{Namespace: ns.String()}
+	params := make(map[string]any, len(fields))
+	for name, raw := range fields {
+		if ignored[name] || name == "messages" {
+			continue
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return Keys{}, fmt.Errorf("%s: %v", name, err)
+		}
+		params[name] = v
+	}
+	last := chatmsg.LastUser(msgs)
+	type turn struct {
+		Role string          `json:"r"`
+		Msg  json.RawMessage `json:"m"`
+	}
+	all := make([]any, 0, len(msgs))
+	ctx := make([]any, 0, len(msgs))
+	for i, m := range msgs {
+		var v any
+		if err := json.Unmarshal(m.Raw, &v); err != nil {
+			return Keys{}, fmt.Errorf("messages[%d]: %v", i, err)
+		}
+		all = append(all, v)
+		if i == last {
+			ctx = append(ctx, "<query>")
+		} else {
+			ctx = append(ctx, v)
+		}
+	}
+	k.Exact = hash(k.Namespace, params, all)
+	k.Context = hash(k.Namespace, params, ctx)
+	if last >= 0 {
+		k.Query = msgs[last].Text
+	}
+	return k, nil
+}
+
+func hash(ns string, params map[string]any, msgs []any) string {
+	b, _ := json.Marshal(struct {
+		NS       string         `json:"ns"`
+		Params   map[string]any `json:"p"`
+		Messages []any          `json:"m"`
+	}{ns, params, msgs})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Storable returns the assistant text of an upstream answer worth caching, or
+// why it is not: only 2xx answers holding exactly one choice with plain
+// assistant content (no tool calls, not cut short by a content filter) are
+// kept. body is a chat.completion or, for streamed answers, its chunk events.
+func (c *Config) Storable(status int, body []byte) (string, string) {
+	if status < 200 || status > 299 {
+		return "", fmt.Sprintf("upstream status %d is not 2xx", status)
+	}
+	var content string
+	var why string
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		content, why = fromCompletion(trimmed)
+	} else {
+		content, why = fromEvents(body)
+	}
+	if why != "" {
+		return "", why
+	}
+	if content == "" {
+		return "", "the answer has no content"
+	}
+	if len(content) > c.MaxEntryBytes {
+		return "", fmt.Sprintf("the answer is %d bytes, above max_entry_bytes %d", len(content), c.MaxEntryBytes)
+	}
+	return content, ""
+}
+
+type choice struct {
+	Message *struct {
+		Content   *string           `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	} `json:"message"`
+	Delta *struct {
+		Content   *string           `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	} `json:"delta"`
+	Index        int     `json:"index"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+func badFinish(f *string) string {
+	if f != nil && *f != "stop" && *f != "length" {
+		return "finish_reason " + *f
+	}
+	return ""
+}
+
+func fromCompletion(body []byte) (string, string) {
+	var resp struct {
+		Choices []choice `json:"choices"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return "", "the answer is not a chat.completion"
+	}
+	if len(resp.Choices) != 1 || resp.Choices[0].Message == nil {
+		return "", fmt.Sprintf("the answer has %d choices; only single-choice answers are cached", len(resp.Choices))
+	}
+	ch := resp.Choices[0]
+	if len(ch.Message.ToolCalls) > 0 {
+		return "", "the answer calls tools"
+	}
+	if why := badFinish(ch.FinishReason); why != "" {
+		return "", why
+	}
+	if ch.Message.Content == nil {
+		return "", "the answer has no content"
+	}
+	return *ch.Message.Content, ""
+}
+
+func fromEvents(body []byte) (string, string) {
+	var b strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	done := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data:")) {
+			continue
+		}
+		data := bytes.TrimSpace(line[5:])
+		if string(data) == "[DONE]" {
+			done = true
+			break
+		}
+		var ev struct {
+			Choices []choice `json:"choices"`
+		}
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return "", "an event of the answer is not JSON"
+		}
+		for _, ch := range ev.Choices {
+			if ch.Index != 0 {
+				return "", "the answer has several choices"
+			}
+			if ch.Delta != nil {
+				if len(ch.Delta.ToolCalls) > 0 {
+					return "", "the answer calls tools"
+				}
+				if ch.Delta.Content != nil {
+					b.WriteString(*ch.Delta.Content)
+				}
+			}
+			if why := badFinish(ch.FinishReason); why != "" {
+				return "", why
+			}
+		}
+	}
+	if sc.Err() != nil {
+		return "", "the answer's events cannot be read: " + sc.Err().Error()
+	}
+	if !done {
+		return "", "the event stream did not end with [DONE]"
+	}
+	return b.String(), ""
+}
+
+// FormatSimilarity writes a similarity the way a hit reports it.
+func FormatSimilarity(s float64) string { return fmt.Sprintf("%.4f", s) }

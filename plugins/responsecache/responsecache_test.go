@@ -1,0 +1,114 @@
+package responsecache
+
+import (
+	"strings"
+	"testing"
+)
+
+func keys(t *testing.T, c *Config, body, decision, model string) Keys {
+	t.Helper()
+	k, err := c.Keys([]byte(body), decision, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestKeys(t *testing.T) {
+	c, err := ParseConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := keys(t, c, `{"model":"small","messages":[{"role":"user","content":"hi"}],"temperature":0}`, "d", "small")
+	// Streaming, spacing, key order and the user field do not change the key.
+	same := keys(t, c, `{"temperature":0, "stream":true, "user":"u1", "messages":[{"content":"hi","role":"user"}],"model":"x"}`, "d", "small")
+	if base.Exact != same.Exact {
+		t.Error("equivalent requests have different exact keys")
+	}
+	// The reasoning switches routing writes after the plugins do not change it.
+	if keys(t, c, `{"messages":[{"role":"user","content":"hi"}],"temperature":0,"chat_template_kwargs":{"enable_thinking":false}}`, "d", "small").Exact != base.Exact {
+		t.Error("the reasoning switch changed the key")
+	}
+	for name, body := range map[string]string{
+		"temperature": `{"messages":[{"role":"user","content":"hi"}],"temperature":1}`,
+		"message":     `{"messages":[{"role":"user","content":"hello"}],"temperature":0}`,
+		"system":      `{"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"temperature":0}`,
+	} {
+		if keys(t, c, body, "d", "small").Exact == base.Exact {
+			t.Errorf("%s change kept the exact key", name)
+		}
+	}
+	// Scope: per model and per decision by default.
+	if keys(t, c, `{"messages":[{"role":"user","content":"hi"}],"temperature":0}`, "d", "big").Exact == base.Exact {
+		t.Error("another model shares the key")
+	}
+	if keys(t, c, `{"messages":[{"role":"user","content":"hi"}],"temperature":0}`, "other", "small").Exact == base.Exact {
+		t.Error("another decision shares the key")
+	}
+	open, _ := ParseConfig([]byte(`{"scope":{"model":false,"decision":false}}`))
+	a := keys(t, open, `{"messages":[{"role":"user","content":"hi"}]}`, "d1", "m1")
+	b := keys(t, open, `{"messages":[{"role":"user","content":"hi"}]}`, "d2", "m2")
+	if a.Exact != b.Exact || a.Namespace != b.Namespace {
+		t.Error("unscoped cache separates models or decisions")
+	}
+	// Context ignores the last user message only.
+	q1 := keys(t, c, `{"messages":[{"role":"system","content":"s"},{"role":"user","content":"what is go"}]}`, "d", "m")
+	q2 := keys(t, c, `{"messages":[{"role":"system","content":"s"},{"role":"user","content":"explain go"}]}`, "d", "m")
+	if q1.Context != q2.Context || q1.Exact == q2.Exact || q1.Query != "what is go" {
+		t.Errorf("context/query: %+v %+v", q1, q2)
+	}
+}
+
+func TestStorable(t *testing.T) {
+	c, _ := ParseConfig([]byte(`{"max_entry_bytes":100}`))
+	for _, tc := range []struct {
+		status        int
+		body, content string
+		why           string
+	}{
+		{200, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}`, "hello", ""},
+		{500, `{"error":{"message":"x"}}`, "", "not 2xx"},
+		{429, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hello"}}]}`, "", "not 2xx"},
+		{200, `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"a"}]},"finish_reason":"tool_calls"}]}`, "", "tools"},
+		{200, `{"choices":[{"index":0,"message":{"content":"a"}},{"index":1,"message":{"content":"b"}}]}`, "", "2 choices"},
+		{200, `{"choices":[{"index":0,"message":{"content":"` + strings.Repeat("x", 101) + `"},"finish_reason":"stop"}]}`, "", "max_entry_bytes"},
+		{200, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hel\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n", "hello", ""},
+		{200, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hel\"}}]}\n\n", "", "[DONE]"},
+		{200, `{"choices":[{"index":0,"message":{"content":"x"},"finish_reason":"content_filter"}]}`, "", "content_filter"},
+	} {
+		got, why := c.Storable(tc.status, []byte(tc.body))
+		if got != tc.content || (tc.why == "") != (why == "") || !strings.Contains(why, tc.why) {
+			t.Errorf("%d %.60s: got %q, %q; want %q, %q", tc.status, tc.body, got, why, tc.content, tc.why)
+		}
+	}
+}
+
+func TestBypass(t *testing.T) {
+	c, _ := ParseConfig(nil)
+	if !c.Bypassed([]Header{{"X-Cache-Bypass", "true"}}) || c.Bypassed([]Header{{"X-Cache-Bypass", "false"}}) || c.Bypassed(nil) {
+		t.Error("default bypass header")
+	}
+	c2, _ := ParseConfig([]byte(`{"bypass_header":"x-no-cache"}`))
+	if !c2.Bypassed([]Header{{"X-No-Cache", "1"}}) {
+		t.Error("configured bypass header")
+	}
+}
+
+func TestConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"mode":"exact_then_semantic","semantic":{"similarity_threshold":0.92},"ttl_seconds":600}`))
+	if err != nil || !c.Exact() || !c.Similar() || *c.Semantic.SimilarityThreshold != 0.92 || c.TTLSeconds != 600 {
+		t.Fatalf("example configuration: %v %+v", err, c)
+	}
+	for cfg, want := range map[string]string{
+		`{"mode":"fuzzy"}`:                          "configuration.mode",
+		`{"semantic":{"similarity_threshold":1.5}}`: "configuration.semantic.similarity_threshold",
+		`{"semantic":{"threshold":0.5}}`:            "configuration.semantic.threshold",
+		`{"ttl_seconds":-5}`:                        "configuration.ttl_seconds",
+		`{"scope":{"user":true}}`:                   "configuration.scope.user",
+		`{"bypass_header":"bad header"}`:            "configuration.bypass_header",
+	} {
+		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %s", cfg, err, want)
+		}
+	}
+}

@@ -1,0 +1,15 @@
+// Command guest is the systemprompt plugin as a WebAssembly module (build with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
+package main
+
+import (
+	"github.com/junction-router/junction/plugins/internal/guest"
+	"github.com/junction-router/junction/plugins/systemprompt"
+)
+
+func init() {
+	guest.TuneGC(guest.DefaultGCPercent)
+	systemprompt.Register()
+}
+
+func main() {}

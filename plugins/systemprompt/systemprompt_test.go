@@ -1,0 +1,65 @@
+package systemprompt
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/junction-router/junction/plugins/internal/chatmsg"
+)
+
+// The full behaviour is checked against engine/plugin's native stand-in in
+// plugins/internal/parity and, compiled, in plugins/builtin.
+
+func run(t *testing.T, config, messages string) (string, *Result) {
+	t.Helper()
+	c, err := ParseConfig([]byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := chatmsg.Parse(json.RawMessage(messages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Run(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := chatmsg.Apply(chatmsg.Raws(msgs), r.Edits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(out)
+	return string(b), r
+}
+
+func TestModes(t *testing.T) {
+	got, _ := run(t, `{"system_prompt":"P"}`, `[{"role":"system","name":"n","content":"Old."},{"role":"user","content":"hi"}]`)
+	if got != `[{"role":"system","name":"n","content":"P\n\nOld."},{"role":"user","content":"hi"}]` {
+		t.Errorf("insert: %s", got)
+	}
+	got, _ = run(t, `{"system_prompt":"P","mode":"replace"}`, `[{"role":"system","content":[{"type":"text","text":"Old."}]}]`)
+	if got != `[{"role":"system","content":"P"}]` {
+		t.Errorf("replace: %s", got)
+	}
+	got, _ = run(t, `{"system_prompt":"P"}`, `[{"role":"user","content":"hi"}]`)
+	if got != `[{"role":"system","content":"P"},{"role":"user","content":"hi"}]` {
+		t.Errorf("no system message: %s", got)
+	}
+	if _, r := run(t, `{"system_prompt":"P","enabled":false}`, `[]`); !r.Skipped {
+		t.Error("enabled: false did not skip")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for cfg, want := range map[string]string{
+		`{}`:                                 "configuration.system_prompt is required",
+		`{"system_prompt":" "}`:              "must not be empty",
+		`{"system_prompt":"x","mode":"add"}`: "configuration.mode",
+		`{"system_prompt":"x","prompt":"y"}`: "configuration.prompt",
+	} {
+		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", cfg, err, want)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package sdk
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/junction-router/junction/hostapi/abi"
+)
+
+// Errors of the host functions, one per status code that is not a success.
+var (
+	// ErrNotFound: a cache miss.
+	ErrNotFound = errors.New("not found")
+	// ErrDenied: not allowed in this request's mode (a backend call in
+	// preview, a cache write in probe).
+	ErrDenied = errors.New("not allowed in this mode")
+	// ErrUnavailable: the host has no backend for this call.
+	ErrUnavailable = errors.New("unavailable on this host")
+	// ErrBackend: the backend failed or ran out of time.
+	ErrBackend = errors.New("backend error")
+	// ErrLimit: a limit of the binding was reached.
+	ErrLimit = errors.New("limit reached")
+	// ErrInvalid: the host refused the arguments.
+	ErrInvalid = errors.New("invalid argument")
+)
+
+func statusErr(fn string, st abi.Status) error {
+	var err error
+	switch st {
+	case abi.StatusOK:
+		return nil
+	case abi.StatusNotFound:
+		err = ErrNotFound
+	case abi.StatusDenied:
+		err = ErrDenied
+	case abi.StatusUnavailable:
+		err = ErrUnavailable
+	case abi.StatusBackendError:
+		err = ErrBackend
+	case abi.StatusLimit:
+		err = ErrLimit
+	case abi.StatusInvalidArgument:
+		err = ErrInvalid
+	default:
+		return fmt.Errorf("junction.%s: unexpected status %s", fn, st)
+	}
+	return fmt.Errorf("junction.%s: %w", fn, err)
+}
+
+type hostFunc func(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
+
+// scratch receives host answers; an answer that does not fit is fetched
+// with the result import into a buffer of its size.
+var scratch = make([]byte, 16<<10)
+
+// call runs a host function. The answer aliases scratch unless it was
+// larger; callers decode it before the next call.
+func call(name string, fn hostFunc, arg []byte) ([]byte, error) {
+	var outLen uint32
+	st := abi.Status(fn(addr(arg), uint32(len(arg)), addr(scratch), uint32(len(scratch)), uint32(uintptr(unsafe.Pointer(&outLen)))))
+	runtime.KeepAlive(arg)
+	if st == abi.StatusBufferTooSmall {
+		big := make([]byte, outLen)
+		st = abi.Status(hostResult(0, 0, addr(big), uint32(len(big)), uint32(uintptr(unsafe.Pointer(&outLen)))))
+		if st != abi.StatusOK {
+			return nil, statusErr(name, st)
+		}
+		return big[:outLen], nil
+	}
+	if err := statusErr(name, st); err != nil {
+		return nil, err
+	}
+	if outLen > uint32(len(scratch)) {
+		return nil, fmt.Errorf("junction.%s: the host reported an answer larger than the buffer", name)
+	}
+	return scratch[:outLen], nil
+}
+
+// Log levels.
+const (
+	LevelDebug = abi.LogDebug
+	LevelInfo  = abi.LogInfo
+	LevelWarn  = abi.LogWarn
+	LevelError = abi.LogError
+)
+
+// Log writes a message to the host's log. Never log request text: the host
+// may drop or truncate messages.
+func Log(level uint32, msg string) {
+	a := abi.LogArgs{Level: level, Message: msg}
+	_, _ = call("log", hostLog, a.Append(nil))
+}
+
+// Logf formats and logs at info level.
+func Logf(format string, args ...any) { Log(LevelInfo, fmt.Sprintf(format, args...)) }
+
+// Config returns the binding's configuration JSON ("{}" when none).
+func Config() ([]byte, error) {
+	b, err := call("config", hostConfig, nil)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b...), nil
+}
+
+// Embed returns the host embedder's vector for text. A backend call: denied
+// in preview.
+func Embed(text string) ([]float32, error) {
+	a := abi.TextArgs{Text: text}
+	b, err := call("embed", hostEmbed, a.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	return abi.DecodeVector(b)
+}
+
+// VectorHit is one search result.
+type VectorHit = abi.VectorHit
+
+// VectorSearch returns the k items of the named store most similar to query.
+// A backend call: denied in preview.
+func VectorSearch(store string, query []float32, k int) ([]VectorHit, error) {
+	a := abi.VectorSearchArgs{Store: store, K: uint32(k), Query: query}
+	b, err := call("vector_search", hostVectorSearch, a.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	h, err := abi.DecodeVectorHits(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range h {
+		h[i].Payload = append([]byte(nil), h[i].Payload...)
+	}
+	return h, nil
+}
+
+// CacheEntry is a cache hit: the stored value and its similarity to the
+// lookup (1 for the exact key).
+type CacheEntry = abi.CacheEntry
+
+// CacheLookup finds key in the namespace, or (when embedding is given) the
+// most similar entry at or above threshold. ErrNotFound on a miss. Live only.
+func CacheLookup(namespace, key string, embedding []float32, threshold float32) (CacheEntry, error) {
+	a := abi.CacheLookupArgs{Namespace: namespace, Key: key, Embedding: embedding, Threshold: threshold}
+	b, err := call("cache_lookup", hostCacheLookup, a.Append(nil))
+	if err != nil {
+		return CacheEntry{}, err
+	}
+	e, err := abi.DecodeCacheEntry(b)
+	e.Value = append([]byte(nil), e.Value...)
+	return e, err
+}
+
+// CacheStore stores value under key for ttlSeconds (0: the host's default),
+// with an optional embedding for similarity lookups. Live only.
+func CacheStore(namespace, key string, value []byte, ttlSeconds int, embedding []float32) error {
+	a := abi.CacheStoreArgs{Namespace: namespace, Key: key, Value: value, TTLSeconds: uint32(ttlSeconds), Embedding: embedding}
+	_, err := call("cache_store", hostCacheStore, a.Append(nil))
+	return err
+}
+
+// Class is a label with its score.
+type Class = abi.Class
+
+// Classify runs the host's classifier binding (e.g. "domain", "jailbreak")
+// on text. A backend call: denied in preview.
+func Classify(binding, text string) ([]Class, error) {
+	a := abi.ClassifyArgs{Binding: binding, Text: text}
+	b, err := call("classify", hostClassify, a.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	return abi.DecodeClasses(b)
+}
+
+// TokenCount is the host's token count of text.
+func TokenCount(text string) (int, error) {
+	a := abi.TextArgs{Text: text}
+	b, err := call("token_count", hostTokenCount, a.Append(nil))
+	if err != nil {
+		return 0, err
+	}
+	d := abi.Decoder{B: b}
+	n := d.U32()
+	return int(n), d.Err()
+}
+
+// Now is the host's time in Unix nanoseconds.
+func Now() (int64, error) {
+	b, err := call("now", hostNow, nil)
+	if err != nil {
+		return 0, err
+	}
+	d := abi.Decoder{B: b}
+	n := d.U64()
+	return int64(n), d.Err()
+}
