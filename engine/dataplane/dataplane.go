@@ -394,6 +394,9 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 	*header = preq.Header
 	rt.Plugins = po.Reports
 	rt.CacheStatus = po.CacheStatus
+	if po.CacheStatus == CacheHit {
+		rt.CacheSimilarity = cacheSimilarity(po.Reports)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			p.cancelled(out, metrics.ModelLabel(res))

@@ -18,17 +18,18 @@ import (
 // Routing headers (the spec's earlier-revision set) and Junction's own, in
 // canonical form (the form net/http keeps and writes).
 const (
-	HeaderSelectedModel  = "X-Selected-Model"
-	HeaderConfidence     = "X-Routing-Confidence"
-	HeaderRequestID      = "X-Request-Id"
-	HeaderCacheStatus    = "X-Cache-Status"
-	HeaderProcessingTime = "X-Processing-Time"
-	HeaderClassification = "X-Classification-Time"
-	HeaderSecurity       = "X-Security-Checks"
-	HeaderToolsSelected  = "X-Tools-Selected"
-	HeaderDecision       = "X-Junction-Decision"
-	HeaderReasonCode     = "X-Junction-Reason-Code"
-	HeaderPlugins        = "X-Junction-Plugins"
+	HeaderSelectedModel   = "X-Selected-Model"
+	HeaderConfidence      = "X-Routing-Confidence"
+	HeaderRequestID       = "X-Request-Id"
+	HeaderCacheStatus     = "X-Cache-Status"
+	HeaderCacheSimilarity = "X-Cache-Similarity"
+	HeaderProcessingTime  = "X-Processing-Time"
+	HeaderClassification  = "X-Classification-Time"
+	HeaderSecurity        = "X-Security-Checks"
+	HeaderToolsSelected   = "X-Tools-Selected"
+	HeaderDecision        = "X-Junction-Decision"
+	HeaderReasonCode      = "X-Junction-Reason-Code"
+	HeaderPlugins         = "X-Junction-Plugins"
 )
 
 // Cache statuses of x-cache-status.
@@ -83,6 +84,10 @@ type Routing struct {
 	// CacheStatus is hit when a plugin answered from the response cache;
 	// empty means miss.
 	CacheStatus string
+	// CacheSimilarity is the similarity of a cache hit's entry to the
+	// request, as the cache plugin reported it (1 for an exact hit); empty
+	// when no cache answered.
+	CacheSimilarity string
 	// Processing is the time from receiving the request to the end of the
 	// request phase (forwarding it, or answering it).
 	Processing time.Duration
@@ -127,6 +132,9 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 		cache = CacheMiss
 	}
 	fn(HeaderCacheStatus, cache)
+	if rt.CacheSimilarity != "" {
+		fn(HeaderCacheSimilarity, rt.CacheSimilarity)
+	}
 	fn(HeaderProcessingTime, millis(rt.Processing))
 	fn(HeaderClassification, millis(res.ClassificationTime))
 	fn(HeaderSecurity, securityChecks(res))
@@ -136,6 +144,19 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	if v := pluginsHeader(rt.Plugins); v != "" {
 		fn(HeaderPlugins, v)
 	}
+}
+
+// cacheSimilarity is the "similarity" value the plugin that answered from
+// the cache reported.
+func cacheSimilarity(reports []plugin.Report) string {
+	for i := len(reports) - 1; i >= 0; i-- {
+		if m := reports[i].Module; m != nil {
+			if v, ok := m.Values["similarity"]; ok {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // SetUpstreamHeaders writes the routing headers the spec says the service
