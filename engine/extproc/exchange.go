@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -1020,6 +1021,17 @@ func (x *exchange) finishJSON(body []byte, splice bool) ([]byte, bool) {
 	x.usageDone = true
 	x.phase = phaseDone
 	x.markComplete()
+	if a.Object && x.s.plane.WantsResponse(&x.out) {
+		// The decision's plugins have a response phase (a response cache
+		// storing the answer, say): it runs beside the stream, as on the
+		// gateway, so that Envoy is not kept waiting, on its own copy.
+		out, st, ctx := x.out, x.status, context.WithoutCancel(x.ctx)
+		if st == 0 {
+			st = http.StatusOK
+		}
+		answer := bytes.Clone(body)
+		go x.s.plane.ResponsePhase(ctx, &out, st, answer)
+	}
 	if !splice || !a.Object {
 		return body, false
 	}
