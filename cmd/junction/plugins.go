@@ -44,6 +44,22 @@ func withDir(ctx context.Context, host *hostapi.Host, base *hostapi.Registry, di
 	return &reg, nil
 }
 
+// defaultPluginCacheDir is where compiled plugin modules are kept across
+// runs (compiling a Go module takes seconds, reading it back milliseconds):
+// junction/plugins in the user cache directory, or "" (memory only) when
+// that cannot be created.
+func defaultPluginCacheDir() string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Join(base, "junction", "plugins")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	return dir
+}
+
 // pluginValidator checks plugin configurations as serve does: types with a
 // built-in module against the module's schema, the others natively. The
 // modules are compiled once into the user cache directory, so that
@@ -52,14 +68,7 @@ func pluginValidator(ctx context.Context) (v *plugin.Native, stop func(), err er
 	if len(hostapi.Builtins().Types()) == 0 {
 		return plugin.NewNative(), func() {}, nil
 	}
-	cacheDir := ""
-	if base, err := os.UserCacheDir(); err == nil {
-		cacheDir = filepath.Join(base, "junction", "plugins")
-		if err := os.MkdirAll(cacheDir, 0o755); err != nil {
-			cacheDir = ""
-		}
-	}
-	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir})
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: defaultPluginCacheDir()})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -37,7 +37,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	epCA := fs.String("extproc-tls-client-ca", "", "require Envoy to present a client certificate signed by these CAs (PEM; mutual TLS)")
 	mf := addManagementFlags(fs)
 	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
-	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts; in memory when empty")
+	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts (default: junction/plugins in the user cache directory); off keeps them in memory only")
 	pluginDir := fs.String("plugin-dir", "", "load third-party plugin modules (*.wasm) from this directory, each under the type its descriptor names")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
@@ -65,7 +65,14 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	plugins, err := newPluginSystem(ctx, *pluginCache, *pluginDir, models, reg, log)
+	cacheDir := *pluginCache
+	switch cacheDir {
+	case "":
+		cacheDir = defaultPluginCacheDir()
+	case "off":
+		cacheDir = ""
+	}
+	plugins, err := newPluginSystem(ctx, cacheDir, *pluginDir, models, reg, log)
 	if err != nil {
 		return err
 	}
