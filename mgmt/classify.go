@@ -111,24 +111,40 @@ func (s *Server) intent(ctx context.Context, gen *engine.Generation, rc *recipes
 }
 
 func (s *Server) classifyIntent(w http.ResponseWriter, r *http.Request) {
-	var req IntentRequest
+	serveTextTask(s, w, r, "intent", func(q *IntentRequest) string { return q.Text },
+		func(q *IntentRequest) string { return q.Recipe },
+		func(ctx context.Context, gen *engine.Generation, rc *recipes.Recipe, q *IntentRequest) (any, error) {
+			return s.intent(ctx, gen, rc, q.Text, q.Options)
+		})
+}
+
+// serveTextTask serves a classification endpoint over one text: decode the
+// request, check its text, find its recipe on the serving generation (when
+// recipe is not nil), run the task and count it in the classification
+// metrics under name.
+func serveTextTask[Req any](s *Server, w http.ResponseWriter, r *http.Request, name string,
+	text, recipe func(*Req) string, run func(context.Context, *engine.Generation, *recipes.Recipe, *Req) (any, error)) {
+	var req Req
 	if err := decodeJSON(r, &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	if err := checkText(r, "text", req.Text); err != nil {
+	if err := checkText(r, "text", text(&req)); err != nil {
 		writeError(w, err)
 		return
 	}
 	gen := s.cfg.Runtime().Current()
-	rc, err := recipeIn(gen, req.Recipe)
-	if err != nil {
-		writeError(w, err)
-		return
+	var rc *recipes.Recipe
+	if recipe != nil {
+		var err error
+		if rc, err = recipeIn(gen, recipe(&req)); err != nil {
+			writeError(w, err)
+			return
+		}
 	}
 	start := time.Now()
-	res, err := s.intent(r.Context(), gen, rc, req.Text, req.Options)
-	s.stats.observe("intent", time.Since(start), err)
+	res, err := run(r.Context(), gen, rc, &req)
+	s.stats.observe(name, time.Since(start), err)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -219,23 +235,10 @@ func piiDetect(text string, opts PIIOptions) (*PIIResponse, error) {
 }
 
 func (s *Server) classifyPII(w http.ResponseWriter, r *http.Request) {
-	var req PIIRequest
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkText(r, "text", req.Text); err != nil {
-		writeError(w, err)
-		return
-	}
-	start := time.Now()
-	res, err := piiDetect(req.Text, req.Options)
-	s.stats.observe("pii", time.Since(start), err)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	serveTextTask(s, w, r, "pii", func(q *PIIRequest) string { return q.Text }, nil,
+		func(_ context.Context, _ *engine.Generation, _ *recipes.Recipe, q *PIIRequest) (any, error) {
+			return piiDetect(q.Text, q.Options)
+		})
 }
 
 // SecurityRequest is the security request of document 001.
@@ -331,29 +334,11 @@ func (s *Server) security(ctx context.Context, gen *engine.Generation, rc *recip
 }
 
 func (s *Server) classifySecurity(w http.ResponseWriter, r *http.Request) {
-	var req SecurityRequest
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkText(r, "text", req.Text); err != nil {
-		writeError(w, err)
-		return
-	}
-	gen := s.cfg.Runtime().Current()
-	rc, err := recipeIn(gen, req.Recipe)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	start := time.Now()
-	res, err := s.security(r.Context(), gen, rc, req.Text, req.Options)
-	s.stats.observe("security", time.Since(start), err)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	serveTextTask(s, w, r, "security", func(q *SecurityRequest) string { return q.Text },
+		func(q *SecurityRequest) string { return q.Recipe },
+		func(ctx context.Context, gen *engine.Generation, rc *recipes.Recipe, q *SecurityRequest) (any, error) {
+			return s.security(ctx, gen, rc, q.Text, q.Options)
+		})
 }
 
 // CombinedRequest runs several tasks on one text.
