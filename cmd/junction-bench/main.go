@@ -30,6 +30,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/junction-router/junction/recipes"
 )
 
 func main() {
@@ -76,32 +78,6 @@ providers:
       backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
     - name: big
       backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
-      pii:
-        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
-      context:
-        - {name: long_context, min_tokens: 4000}
-    decisions:
-      - name: urgent_support
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
-        modelRefs: [{model: big, use_reasoning: false}]
-      - name: private_data
-        priority: 120
-        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
-        modelRefs: [{model: small}]
-      - name: long
-        priority: 110
-        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
-        modelRefs: [{model: big}]
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]
 global:
   services:
     observability:
@@ -132,7 +108,7 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	}
 	defer os.RemoveAll(dir)
 	cfgPath := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(config, gwPort, upPort, upPort, metricsPort)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(config, gwPort, upPort, upPort, metricsPort)+recipes.BenchRecipesYAML()), 0o600); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

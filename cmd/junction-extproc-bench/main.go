@@ -101,32 +101,6 @@ providers:
       backend_refs: [{provider: demo}]
     - name: big
       backend_refs: [{provider: demo}]
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
-      pii:
-        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
-      context:
-        - {name: long_context, min_tokens: 4000}
-    decisions:
-      - name: urgent_support
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
-        modelRefs: [{model: big, use_reasoning: false}]
-      - name: private_data
-        priority: 120
-        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
-        modelRefs: [{model: small}]
-      - name: long
-        priority: 110
-        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
-        modelRefs: [{model: big}]
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]
 global:
   services:
     observability:
@@ -149,7 +123,7 @@ func freePort() int {
 
 func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) error {
 	gwPort, mPort, epPort := freePort(), freePort(), freePort()
-	cfgText := fmt.Sprintf(config, gwPort, mPort, epPort)
+	cfgText := fmt.Sprintf(config, gwPort, mPort, epPort) + recipes.BenchRecipesYAML()
 	dir, err := os.MkdirTemp("", "junction-extproc-bench")
 	if err != nil {
 		return err

@@ -37,39 +37,13 @@ providers:
       backend_refs: [{base_url: "http://127.0.0.1:18001/v1", provider: openai}]
     - name: big
       backend_refs: [{base_url: "http://127.0.0.1:18002/v1", provider: openai}]
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
-      pii:
-        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
-      context:
-        - {name: long_context, min_tokens: 4000}
-    decisions:
-      - name: urgent_support
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
-        modelRefs: [{model: big, use_reasoning: false}]
-      - name: private_data
-        priority: 120
-        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
-        modelRefs: [{model: small}]
-      - name: long
-        priority: 110
-        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
-        modelRefs: [{model: big}]
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]
 `
 
 const benchBody = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
 
 func benchServer(b *testing.B) (*extproc.Server, *engine.Generation) {
 	b.Helper()
-	doc, err := recipes.Parse([]byte(benchConfig))
+	doc, err := recipes.Parse([]byte(benchConfig + recipes.BenchRecipesYAML()))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -57,34 +57,7 @@ recipes:
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: small, use_reasoning: false}]
 `,
-	"bench": `
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: urgent, operator: OR, keywords: ["urgent", "asap", "immediately"]}
-      pii:
-        - {name: contact_data, types: [EMAIL, PHONE, CREDIT_CARD, SSN], threshold: 0.5}
-      context:
-        - {name: long_context, min_tokens: 4000}
-    decisions:
-      - name: urgent_support
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: urgent}]}
-        modelRefs: [{model: big, use_reasoning: false}]
-      - name: private_data
-        priority: 120
-        rules: {operator: AND, conditions: [{type: pii, name: contact_data}]}
-        modelRefs: [{model: small}]
-      - name: long
-        priority: 110
-        rules: {operator: AND, conditions: [{type: context, name: long_context}]}
-        modelRefs: [{model: big}]
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]
-`,
+	"bench": recipes.BenchRecipesYAML(),
 }
 
 const benchProviders = `
