@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -150,6 +151,12 @@ type Outcome struct {
 	Routing Routing
 	// Chat is the parsed request as forwarded; nil when it did not parse.
 	Chat *chat.Request
+	// pluginChat is the request as the decision's plugins left it, before
+	// routing wrote its own fields (reasoning mode, include_usage, a
+	// translation): what the response phase is given, so that a plugin
+	// sees the same request in both phases. Kept only when the decision has
+	// response-phase plugins.
+	pluginChat *chat.Request
 
 	Model   *recipes.Model
 	Backend *recipes.BackendRef
@@ -274,6 +281,13 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 		if imm != nil {
 			out.Answer = ImmediateAnswer(rt, req, imm, in.ID, in.Start, p.idHeader(in))
 			return
+		}
+		if rp, ok := p.plugins.(responsePhase); ok && rp.HasResponsePhase(res.Plugins) {
+			// Routing only sets and deletes top-level fields from here on, so
+			// a copy of the field map keeps this state.
+			snap := *req
+			snap.Fields = maps.Clone(req.Fields)
+			out.pluginChat = &snap
 		}
 	}
 

@@ -19,8 +19,7 @@ type responsePhase interface {
 // WantsResponse reports whether a forwarded request's decision has plugins
 // with a response phase, so the front end hands them the answer.
 func (p *Plane) WantsResponse(out *Outcome) bool {
-	rp, ok := p.plugins.(responsePhase)
-	return ok && out != nil && out.Result != nil && len(out.Result.Plugins) > 0 && rp.HasResponsePhase(out.Result.Plugins)
+	return out != nil && out.pluginChat != nil // kept by Run for exactly those decisions
 }
 
 // ResponsePhase runs the response phase of the decision's plugins on a
@@ -29,11 +28,11 @@ func (p *Plane) WantsResponse(out *Outcome) bool {
 // report (the answer has been sent; nothing else can change).
 func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
 	rp, ok := p.plugins.(responsePhase)
-	if !ok || out == nil || out.Result == nil || status < 200 || status > 299 {
+	if !ok || !p.WantsResponse(out) || out.Result == nil || status < 200 || status > 299 {
 		return nil
 	}
 	res := out.Result
-	req := &plugin.Request{Chat: out.Chat, Header: out.Header, Decision: res.Decision, Model: res.Model,
+	req := &plugin.Request{Chat: out.pluginChat, Header: out.Header, Decision: res.Decision, Model: res.Model,
 		Mode: plugin.ModeLive, Signals: matchedSignals(res)}
 	if req.Header == nil {
 		req.Header = http.Header{}

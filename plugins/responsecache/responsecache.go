@@ -177,12 +177,10 @@ type Keys struct {
 }
 
 // ignored are body fields that do not change the answer's content: how it is
-// delivered (stream), who asks, and storage hints; and the reasoning switches
-// the router writes for the selected model after the plugins ran (the
-// response phase sees them, the request phase does not, and they follow from
-// the decision and model, which the scope covers).
+// delivered (stream), who asks, and storage hints. Reasoning switches do
+// change it and are part of the key; the router writes its own after the
+// plugins, and both phases see the request without them.
 var ignored = map[string]bool{
-	"chat_template_kwargs": true, "reasoning_effort": true,
 	"model": true, "stream": true, "stream_options": true, "user": true, "metadata": true,
 	"store": true, "safety_identifier": true, "prompt_cache_key": true, "prompt_cache_options": true,
 	"prompt_cache_retention": true, "service_tier": true,
