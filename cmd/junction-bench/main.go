@@ -21,16 +21,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/junction-router/junction/cmd/internal/loadrun"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -55,14 +52,6 @@ func main() {
 // main before anything starts.
 var serverCPUs, backendCPUs string
 
-// pinned is the command that runs name with args, on cpus when set.
-func pinned(ctx context.Context, cpus, name string, args ...string) *exec.Cmd {
-	if cpus == "" {
-		return exec.CommandContext(ctx, name, args...)
-	}
-	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus, name}, args...)...)
-}
-
 // config routes with the model-free signals of the example configuration.
 const config = `version: v1
 listeners:
@@ -86,22 +75,16 @@ global:
 
 const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Duration) error {
-	upPort, err := freePort()
-	if err != nil {
-		return err
+	var ports [3]int
+	for i := range ports {
+		p, err := loadrun.FreePort()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
 	}
-	gwPort, _ := freePort()
-	metricsPort, _ := freePort()
+	upPort, gwPort, metricsPort := ports[0], ports[1], ports[2]
 	dir, err := os.MkdirTemp("", "junction-bench")
 	if err != nil {
 		return err
@@ -113,8 +96,8 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	up := pinned(ctx, backendCPUs, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
-	gw := pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error", "--extproc=false")
+	up := loadrun.Pinned(ctx, backendCPUs, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
+	gw := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error", "--extproc=false")
 	for _, c := range []*exec.Cmd{up, gw} {
 		c.Stderr = os.Stderr
 		if err := c.Start(); err != nil {
@@ -143,31 +126,33 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 		}
 	}
 	// Warm both paths (connections, lazy initialisation) before measuring.
-	openLoop(client, direct, rate, time.Second)
-	openLoop(client, routed, rate, time.Second)
+	toDirect := loadrun.Timed(func() bool { return send(client, direct) })
+	toGateway := loadrun.Timed(func() bool { return send(client, routed) })
+	loadrun.OpenLoop(toDirect, rate, time.Second)
+	loadrun.OpenLoop(toGateway, rate, time.Second)
 
 	var dP50, dP99, gP50, gP99, added50, added99 []float64
 	for r := 0; r < rounds; r++ {
-		d := openLoop(client, direct, rate, dur)
-		g := openLoop(client, routed, rate, dur)
-		if d.errors > 0 || g.errors > 0 {
-			return fmt.Errorf("round %d: %d direct and %d gateway requests failed", r, d.errors, g.errors)
+		d := loadrun.OpenLoop(toDirect, rate, dur)
+		g := loadrun.OpenLoop(toGateway, rate, dur)
+		if d.Errors > 0 || g.Errors > 0 {
+			return fmt.Errorf("round %d: %d direct and %d gateway requests failed", r, d.Errors, g.Errors)
 		}
-		dP50, dP99 = append(dP50, d.p(0.50)), append(dP99, d.p(0.99))
-		gP50, gP99 = append(gP50, g.p(0.50)), append(gP99, g.p(0.99))
-		added50 = append(added50, g.p(0.50)-d.p(0.50))
-		added99 = append(added99, g.p(0.99)-d.p(0.99))
+		dP50, dP99 = append(dP50, d.P(0.50)), append(dP99, d.P(0.99))
+		gP50, gP99 = append(gP50, g.P(0.50)), append(gP99, g.P(0.99))
+		added50 = append(added50, g.P(0.50)-d.P(0.50))
+		added99 = append(added99, g.P(0.99)-d.P(0.99))
 		fmt.Printf("round %d: direct p50 %.0fµs p99 %.0fµs | gateway p50 %.0fµs p99 %.0fµs | sender lateness p99 %.0fµs / %.0fµs\n",
-			r+1, d.p(.5), d.p(.99), g.p(.5), g.p(.99), d.lateP99, g.lateP99)
+			r+1, d.P(.5), d.P(.99), g.P(.5), g.P(.99), d.LateP99, g.LateP99)
 	}
-	gwRPS := closedLoop(client, routed, conc, tput)
-	dirRPS := closedLoop(client, direct, conc, tput)
+	gwRPS := loadrun.ClosedLoop(func() bool { return send(client, routed) }, conc, tput)
+	dirRPS := loadrun.ClosedLoop(func() bool { return send(client, direct) }, conc, tput)
 
 	fmt.Printf("\nresults (%d rounds of %s at %d req/s; medians of rounds; µs)\n", rounds, dur, rate)
 	fmt.Printf("| path | p50 | p99 |\n|---|---|---|\n")
-	fmt.Printf("| direct to backend | %.0f | %.0f |\n", median(dP50), median(dP99))
-	fmt.Printf("| through gateway | %.0f | %.0f |\n", median(gP50), median(gP99))
-	fmt.Printf("| added by gateway | %.0f | %.0f |\n", median(added50), median(added99))
+	fmt.Printf("| direct to backend | %.0f | %.0f |\n", loadrun.Median(dP50), loadrun.Median(dP99))
+	fmt.Printf("| through gateway | %.0f | %.0f |\n", loadrun.Median(gP50), loadrun.Median(gP99))
+	fmt.Printf("| added by gateway | %.0f | %.0f |\n", loadrun.Median(added50), loadrun.Median(added99))
 	fmt.Printf("\nmax throughput, %d closed-loop clients for %s: gateway %.0f req/s, backend alone %.0f req/s (ratio %.2f)\n",
 		conc, tput, gwRPS, dirRPS, gwRPS/dirRPS)
 	return nil
@@ -176,33 +161,12 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 func waitUp(c *http.Client, url string) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := c.Post(url, "application/json", bytes.NewReader([]byte(body)))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
+		if send(c, url) {
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("%s did not answer 200 within 20s", url)
-}
-
-type sample struct {
-	lat    []float64 // µs, sorted
-	errors int
-	// lateP99 is the 99th percentile of how late requests were sent after
-	// their scheduled time (µs): the sender's own pacing error.
-	lateP99 float64
-}
-
-func (s sample) p(q float64) float64 {
-	if len(s.lat) == 0 {
-		return 0
-	}
-	i := int(q * float64(len(s.lat)-1))
-	return s.lat[i]
 }
 
 func send(c *http.Client, url string) bool {
@@ -213,65 +177,4 @@ func send(c *http.Client, url string) bool {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == 200
-}
-
-// openLoop sends at a fixed rate regardless of how fast answers come back.
-func openLoop(c *http.Client, url string, rate int, dur time.Duration) sample {
-	n := int(float64(rate) * dur.Seconds())
-	interval := time.Second / time.Duration(rate)
-	lat := make([]float64, n)
-	late := make([]float64, n)
-	var errs atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		due := start.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			sent := time.Now()
-			if !send(c, url) {
-				errs.Add(1)
-			}
-			lat[i] = float64(time.Since(sent).Microseconds())
-			late[i] = float64(sent.Sub(due).Microseconds())
-		}(i, due)
-	}
-	wg.Wait()
-	sort.Float64s(lat)
-	sort.Float64s(late)
-	s := sample{lat: lat, errors: int(errs.Load())}
-	s.lateP99 = sample{lat: late}.p(0.99)
-	return s
-}
-
-func closedLoop(c *http.Client, url string, conc int, dur time.Duration) float64 {
-	var done atomic.Int64
-	stop := time.Now().Add(dur)
-	var wg sync.WaitGroup
-	for i := 0; i < conc; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				if send(c, url) {
-					done.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(done.Load()) / dur.Seconds()
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }

@@ -29,11 +29,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +39,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/junction-router/junction/cmd/internal/loadrun"
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/extproc/envoytest"
@@ -77,14 +75,6 @@ func main() {
 // serverCPUs is -server-cpus: set once by main before anything starts.
 var serverCPUs string
 
-// pinned is the command that runs name with args, on serverCPUs when set.
-func pinned(ctx context.Context, name string, args ...string) *exec.Cmd {
-	if serverCPUs == "" {
-		return exec.CommandContext(ctx, name, args...)
-	}
-	return exec.CommandContext(ctx, "taskset", append([]string{"-c", serverCPUs, name}, args...)...)
-}
-
 // config is junction-bench's (the example configuration's model-free
 // signals), with the models answered in-process.
 const config = `version: v1
@@ -112,13 +102,11 @@ const body = `{"model":"MoM","messages":[{"role":"system","content":"You are hel
 
 var answer = []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
 
+// freePort is loadrun.FreePort, or 0 (which fails the listener that gets
+// it, with an error naming the address) when none can be found.
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	p, _ := loadrun.FreePort()
+	return p
 }
 
 func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) error {
@@ -134,7 +122,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := pinned(ctx, bin, "serve", "--config", cfgPath, "--log-level", "error")
+	srv := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error")
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
@@ -152,7 +140,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return err
 	}
 	floorPort := freePort()
-	floorSrv := pinned(ctx, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
+	floorSrv := loadrun.Pinned(ctx, serverCPUs, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
 	floorSrv.Env = srv.Env
 	floorSrv.Stderr = os.Stderr
 	if err := floorSrv.Start(); err != nil {
@@ -225,27 +213,20 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	if err := waitUp(gateway, extproc, floorTrip); err != nil {
 		return err
 	}
-	timed := func(f func() bool) func() (time.Duration, bool) {
-		return func() (time.Duration, bool) {
-			t := time.Now()
-			ok := f()
-			return time.Since(t), ok
-		}
-	}
 	jpid, fpid := srv.Process.Pid, floorSrv.Process.Pid
 	paths := []struct {
 		name string
 		f    func() (time.Duration, bool)
 		pid  int // the server whose CPU the path uses
 	}{
-		{"decision in process", timed(decide), 0},
+		{"decision in process", loadrun.Timed(decide), 0},
 		{"decision over ext_proc, BUFFERED", extproc, jpid},
 		{"decision over ext_proc, FULL_DUPLEX_STREAMED", extprocDuplex, jpid},
 		{"empty ext_proc server, BUFFERED", floorTrip, fpid},
-		{"through the gateway", timed(gateway), jpid},
+		{"through the gateway", loadrun.Timed(gateway), jpid},
 	}
 	for _, p := range paths {
-		openLoop(p.f, rate, time.Second) // warm connections and lazy initialisation
+		loadrun.OpenLoop(p.f, rate, time.Second) // warm connections and lazy initialisation
 	}
 	p50 := make([][]float64, len(paths))
 	p99 := make([][]float64, len(paths))
@@ -254,33 +235,33 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		var line string
 		var res []sample
 		for i, p := range paths {
-			sc0, dc0 := procCPU(p.pid), selfCPU()
-			s := openLoop(p.f, rate, dur)
-			sc1, dc1 := procCPU(p.pid), selfCPU()
-			n := float64(len(s.lat))
+			sc0, dc0 := loadrun.ProcCPU(p.pid), selfCPU()
+			s := sample{Sample: loadrun.OpenLoop(p.f, rate, dur)}
+			sc1, dc1 := loadrun.ProcCPU(p.pid), selfCPU()
+			n := float64(len(s.Lat))
 			s.serverCPU, s.driverCPU = float64((sc1-sc0).Microseconds())/n, float64((dc1-dc0).Microseconds())/n
-			if s.errors > 0 {
-				return fmt.Errorf("round %d, %s: %d of %d failed", r+1, p.name, s.errors, len(s.lat))
+			if s.Errors > 0 {
+				return fmt.Errorf("round %d, %s: %d of %d failed", r+1, p.name, s.Errors, len(s.Lat))
 			}
 			res = append(res, s)
-			p50[i] = append(p50[i], s.p(.5))
-			p99[i] = append(p99[i], s.p(.99))
+			p50[i] = append(p50[i], s.P(.5))
+			p99[i] = append(p99[i], s.P(.99))
 			line += fmt.Sprintf("\n  %-45s p50 %5.0fµs p99 %6.0fµs  (sender late p99 %.0fµs; CPU per request: server %.0fµs, this process %.0fµs)",
-				p.name, s.p(.5), s.p(.99), s.lateP99, s.serverCPU, s.driverCPU)
+				p.name, s.P(.5), s.P(.99), s.LateP99, s.serverCPU, s.driverCPU)
 		}
-		added50 = append(added50, res[1].p(.5)-res[0].p(.5))
-		added99 = append(added99, res[1].p(.99)-res[0].p(.99))
-		addedDuplex50 = append(addedDuplex50, res[2].p(.5)-res[0].p(.5))
-		addedDuplex99 = append(addedDuplex99, res[2].p(.99)-res[0].p(.99))
+		added50 = append(added50, res[1].P(.5)-res[0].P(.5))
+		added99 = append(added99, res[1].P(.99)-res[0].P(.99))
+		addedDuplex50 = append(addedDuplex50, res[2].P(.5)-res[0].P(.5))
+		addedDuplex99 = append(addedDuplex99, res[2].P(.99)-res[0].P(.99))
 		fmt.Printf("round %d:%s\n", r+1, line)
 	}
 	fmt.Printf("\nresults (%d rounds of %s at %d streams/s, server GOMAXPROCS=%d; medians of rounds; µs)\n", rounds, dur, rate, procs)
 	fmt.Printf("| path | p50 | p99 |\n|---|---:|---:|\n")
 	for i, p := range paths {
-		fmt.Printf("| %s | %.0f | %.0f |\n", p.name, median(p50[i]), median(p99[i]))
+		fmt.Printf("| %s | %.0f | %.0f |\n", p.name, loadrun.Median(p50[i]), loadrun.Median(p99[i]))
 	}
-	fmt.Printf("| added by ext_proc to the decision, BUFFERED | %.0f | %.0f |\n", median(added50), median(added99))
-	fmt.Printf("| added by ext_proc to the decision, FULL_DUPLEX_STREAMED | %.0f | %.0f |\n", median(addedDuplex50), median(addedDuplex99))
+	fmt.Printf("| added by ext_proc to the decision, BUFFERED | %.0f | %.0f |\n", loadrun.Median(added50), loadrun.Median(added99))
+	fmt.Printf("| added by ext_proc to the decision, FULL_DUPLEX_STREAMED | %.0f | %.0f |\n", loadrun.Median(addedDuplex50), loadrun.Median(addedDuplex99))
 	return nil
 }
 
@@ -430,85 +411,11 @@ func waitUp(gateway func() bool, trips ...func() (time.Duration, bool)) error {
 	return fmt.Errorf("junction serve (gateway and ext_proc) and the floor server did not answer within 20s")
 }
 
+// sample is a round of the open loop with the CPU time per request of the
+// server process and of this one, µs.
 type sample struct {
-	lat     []float64 // µs, sorted
-	errors  int
-	lateP99 float64 // µs the sender was late, 99th percentile
-	// CPU time per request of the server process and of this one, µs.
+	loadrun.Sample
 	serverCPU, driverCPU float64
 }
 
-// procCPU is a process's user+system CPU time, from /proc (0 elsewhere,
-// and for pid 0).
-func procCPU(pid int) time.Duration {
-	if pid == 0 {
-		return 0
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces): utime is the
-	// 14th field, stime the 15th, in clock ticks (100 per second).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(string(f[11]), 10, 64)
-	st, _ := strconv.ParseInt(string(f[12]), 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
-}
-
-func selfCPU() time.Duration { return procCPU(os.Getpid()) }
-
-func (s sample) p(q float64) float64 {
-	if len(s.lat) == 0 {
-		return 0
-	}
-	return s.lat[int(q*float64(len(s.lat)-1))]
-}
-
-// openLoop starts f at a fixed rate, each on its own goroutine, whether or
-// not earlier calls have returned.
-func openLoop(f func() (time.Duration, bool), rate int, dur time.Duration) sample {
-	n := int(float64(rate) * dur.Seconds())
-	interval := time.Second / time.Duration(rate)
-	lat := make([]float64, n)
-	late := make([]float64, n)
-	var errs atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		due := start.Add(time.Duration(i) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		wg.Add(1)
-		go func(i int, due time.Time) {
-			defer wg.Done()
-			late[i] = float64(time.Since(due).Microseconds())
-			d, ok := f()
-			if !ok {
-				errs.Add(1)
-			}
-			lat[i] = float64(d.Nanoseconds()) / 1e3
-		}(i, due)
-	}
-	wg.Wait()
-	sort.Float64s(lat)
-	sort.Float64s(late)
-	return sample{lat: lat, errors: int(errs.Load()), lateP99: sample{lat: late}.p(0.99)}
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
-}
+func selfCPU() time.Duration { return loadrun.ProcCPU(os.Getpid()) }
