@@ -37,6 +37,17 @@ func TestPluginCommands(t *testing.T) {
 		t.Errorf("bad name: %d %s", code, errOut)
 	}
 
+	// Outside a checkout the project gets the SDK the binary carries and
+	// builds with no module proxy at all.
+	t.Setenv("GOPROXY", "off")
+	code, out, errOut = runCLI(t, "plugin", "new", "offline", "--dir", dir, "--sdk", "embedded")
+	if code != 0 || strings.Contains(errOut, "tidy failed") {
+		t.Fatalf("new with the embedded SDK: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut = runCLI(t, "plugin", "build", filepath.Join(dir, "offline"), "-o", filepath.Join(dir, "offline.wasm")); code != 0 {
+		t.Fatalf("build against the embedded SDK: %d %s %s", code, out, errOut)
+	}
+
 	wasmFile := filepath.Join(dir, "greeter.wasm")
 	code, out, errOut = runCLI(t, "plugin", "build", proj, "-o", wasmFile)
 	if code != 0 || !strings.Contains(out, "sha256 ") {

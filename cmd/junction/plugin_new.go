@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/junction-router/junction"
 	"github.com/junction-router/junction/plugins/modbuild"
 )
 
@@ -25,7 +27,7 @@ func pluginNewCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", ".", "the directory to create the project in")
 	module := fs.String("module", "", "the project's Go module path (default example.com/NAME)")
-	sdk := fs.String("sdk", "", "a local Junction checkout to build against (a replace directive); found automatically when run inside one")
+	sdk := fs.String("sdk", "", `a local Junction checkout to build against (a replace directive); found automatically when run inside one; "embedded" (the default elsewhere) writes the SDK this binary carries into the project`)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -44,7 +46,10 @@ func pluginNewCmd(args []string, stdout, stderr io.Writer) error {
 	if *sdk == "" {
 		*sdk = findJunctionCheckout()
 	}
-	if *sdk != "" {
+	embedded := *sdk == "" || *sdk == "embedded"
+	if embedded {
+		*sdk = "./" + embeddedSDKDir
+	} else {
 		abs, err := filepath.Abs(*sdk)
 		if err != nil {
 			return err
@@ -59,6 +64,11 @@ func pluginNewCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s already exists; choose another name or --dir", root)
 	}
 	data := struct{ Name, Module, SDK, Header string }{name, *module, *sdk, "x-" + strings.ReplaceAll(name, "_", "-")}
+	if embedded {
+		if err := writeEmbeddedSDK(filepath.Join(root, embeddedSDKDir)); err != nil {
+			return err
+		}
+	}
 	for file, text := range scaffold {
 		var b bytes.Buffer
 		if err := template.Must(template.New(file).Delims("[[", "]]").Parse(text)).Execute(&b, data); err != nil {
@@ -79,6 +89,36 @@ func pluginNewCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "created %s\n\n  cd %s\n  junction plugin build        # %s.wasm\n  junction plugin test         # runs testdata/*.json\n  junction plugin inspect %s.wasm\n", root, root, name, name)
 	return nil
+}
+
+// embeddedSDKDir is where a project gets its copy of the SDK when it is not
+// built against a checkout.
+const embeddedSDKDir = "junction-sdk"
+
+// writeEmbeddedSDK writes the SDK and ABI sources the binary carries into dir
+// as a module of their own (the project's go.mod replaces Junction's module
+// with it): they import only the standard library, so the project builds
+// offline.
+func writeEmbeddedSDK(dir string) error {
+	err := fs.WalkDir(junction.PluginSDK, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		b, err := junction.PluginSDK.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(dir, filepath.FromSlash(path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(p, b, 0o644)
+	})
+	if err != nil {
+		return fmt.Errorf("write the embedded SDK: %w", err)
+	}
+	mod := "// The Junction plugin SDK and ABI as this junction binary carries them\n// (junction plugin new wrote them; the project's go.mod points here).\nmodule " + junctionModule + "\n\ngo 1.26\n"
+	return os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644)
 }
 
 // findJunctionCheckout returns the Junction checkout the working directory
