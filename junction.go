@@ -11,8 +11,9 @@ package junction
 
 import "embed"
 
-// PluginSDK holds the Go files of sdk/ and hostapi/abi/ (tests included;
-// writers skip them), at the paths they have in this module.
+// PluginSDK holds the files of sdk/ and hostapi/abi/ with their
+// subpackages (tests included; writers skip them), at the paths they have in
+// this module.
 //
-//go:embed sdk/*.go hostapi/abi/*.go
+//go:embed sdk hostapi/abi
 var PluginSDK embed.FS

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Request is the typed view of the routed request a handler reads. It is
@@ -135,15 +136,15 @@ func (r *Request) Matched(kind, name string) bool {
 func (r *Request) Body() []byte { return r.body }
 
 // Field returns the raw JSON of the body's top-level field name.
-func (r *Request) Field(name string) ([]byte, bool) { return objectField(r.body, name) }
+func (r *Request) Field(name string) ([]byte, bool) { return jsonscan.Field(r.body, name) }
 
 // MessageJSON returns the raw JSON of messages[i] as it is in the body.
 func (r *Request) MessageJSON(i int) ([]byte, bool) {
-	msgs, ok := objectField(r.body, "messages")
+	msgs, ok := jsonscan.Field(r.body, "messages")
 	if !ok {
 		return nil, false
 	}
-	return arrayElem(msgs, i)
+	return jsonscan.Element(msgs, i)
 }
 
 // Response is the view of a successful upstream answer in the response

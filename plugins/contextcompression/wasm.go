@@ -18,15 +18,7 @@ var Descriptor = sdk.Descriptor{
 }
 
 // Register declares the plugin to the SDK; the guest's init calls it.
-func Register() {
-	sdk.Register(Descriptor, func(config []byte) (sdk.Plugin, error) {
-		c, err := ParseConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
-}
+func Register() { guest.Register(Descriptor, ParseConfig) }
 
 // count uses the host's tokenizer, and the estimate when the host has none.
 func count(s string) (int, error) {

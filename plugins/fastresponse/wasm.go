@@ -1,6 +1,7 @@
 package fastresponse
 
 import (
+	"github.com/junction-router/junction/plugins/internal/guest"
 	"github.com/junction-router/junction/sdk"
 )
 
@@ -15,15 +16,7 @@ var Descriptor = sdk.Descriptor{
 }
 
 // Register declares the plugin to the SDK; the guest's init calls it.
-func Register() {
-	sdk.Register(Descriptor, func(config []byte) (sdk.Plugin, error) {
-		c, err := ParseConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
-}
+func Register() { guest.Register(Descriptor, ParseConfig) }
 
 // OnRequest answers the request.
 func (c *Config) OnRequest(_ *sdk.Request, res *sdk.Result) error {

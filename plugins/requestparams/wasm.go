@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/junction-router/junction/plugins/internal/chatmsg"
+	"github.com/junction-router/junction/plugins/internal/guest"
+
 	"github.com/junction-router/junction/sdk"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Descriptor is what the module says about itself.
@@ -19,19 +21,11 @@ var Descriptor = sdk.Descriptor{
 }
 
 // Register declares the plugin to the SDK; the guest's init calls it.
-func Register() {
-	sdk.Register(Descriptor, func(config []byte) (sdk.Plugin, error) {
-		c, err := ParseConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
-}
+func Register() { guest.Register(Descriptor, ParseConfig) }
 
 // OnRequest polices the body's parameters.
 func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
-	ms, err := chatmsg.Members(req.Body())
+	ms, err := jsonscan.Members(req.Body())
 	if err != nil {
 		return fmt.Errorf("the request body is not a JSON object: %v", err)
 	}

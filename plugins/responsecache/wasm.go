@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/junction-router/junction/plugins/internal/guest"
+
 	"github.com/junction-router/junction/sdk"
 )
 
@@ -21,15 +23,7 @@ var Descriptor = sdk.Descriptor{
 }
 
 // Register declares the plugin to the SDK; the guest's init calls it.
-func Register() {
-	sdk.Register(Descriptor, func(config []byte) (sdk.Plugin, error) {
-		c, err := ParseConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
-}
+func Register() { guest.Register(Descriptor, ParseConfig) }
 
 // lookupArgs are the namespace, key and embedding a request is looked up and
 // stored under. Semantic matches are confined to requests with the same

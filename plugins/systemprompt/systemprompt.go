@@ -27,6 +27,7 @@ import (
 
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Type is the plugin type recipes name; Version is the plugin's version.
@@ -88,11 +89,11 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 			Edits:  []chatmsg.Edit{{Kind: chatmsg.Insert, Index: 0, Raw: chatmsg.New("system", c.SystemPrompt)}},
 		}, nil
 	}
-	ms, err := chatmsg.Members(msgs[0].Raw)
+	ms, err := jsonscan.Members(msgs[0].Raw)
 	if err != nil {
 		return nil, fmt.Errorf("messages[0]: %v", err)
 	}
-	content := bytes.TrimSpace(chatmsg.Lookup(ms, "content"))
+	content := bytes.TrimSpace(jsonscan.Lookup(ms, "content"))
 	next := chatmsg.String(c.SystemPrompt)
 	detail := "replaced the system message's content"
 	if c.Mode == "insert" {

@@ -19,15 +19,7 @@ var Descriptor = sdk.Descriptor{
 }
 
 // Register declares the plugin to the SDK; the guest's init calls it.
-func Register() {
-	sdk.Register(Descriptor, func(config []byte) (sdk.Plugin, error) {
-		c, err := ParseConfig(config)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
-}
+func Register() { guest.Register(Descriptor, ParseConfig) }
 
 // OnRequest runs the plugin on one request.
 func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Type is the plugin type recipes name; Version is the plugin's version.
@@ -155,7 +156,7 @@ func (c *Config) Run(in Input) (*Result, error) {
 	var notes []string
 	var all []tool
 	if len(in.Tools) > 0 && string(in.Tools) != "null" {
-		raws, err := chatmsg.Elements(in.Tools)
+		raws, err := jsonscan.Elements(in.Tools)
 		if err != nil {
 			return nil, fmt.Errorf("tools must be an array of tool objects: %v", err)
 		}
@@ -281,23 +282,23 @@ func (c *Config) selectSemantic(embed func([]string) ([][]float32, error), query
 
 // toolNames reads a tool's function name and description.
 func toolNames(raw []byte) (name, descr string, err error) {
-	ms, err := chatmsg.Members(raw)
+	ms, err := jsonscan.Members(raw)
 	if err != nil {
 		return "", "", err
 	}
-	fn := chatmsg.Lookup(ms, "function")
+	fn := jsonscan.Lookup(ms, "function")
 	if fn == nil || fn[0] != '{' {
 		return "", "", nil
 	}
-	fm, err := chatmsg.Members(fn)
+	fm, err := jsonscan.Members(fn)
 	if err != nil {
 		return "", "", err
 	}
-	if v := chatmsg.Lookup(fm, "name"); v != nil {
-		name, _ = chatmsg.Unquote(v)
+	if v := jsonscan.Lookup(fm, "name"); v != nil {
+		name, _ = jsonscan.Unquote(v)
 	}
-	if v := chatmsg.Lookup(fm, "description"); v != nil {
-		descr, _ = chatmsg.Unquote(v)
+	if v := jsonscan.Lookup(fm, "description"); v != nil {
+		descr, _ = jsonscan.Unquote(v)
 	}
 	return name, descr, nil
 }

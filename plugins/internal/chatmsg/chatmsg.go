@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Message is one element of the messages array.
@@ -38,41 +39,41 @@ func Parse(raw json.RawMessage) ([]Message, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	elems, err := Elements(raw)
+	elems, err := jsonscan.Elements(raw)
 	if err != nil {
 		return nil, fmt.Errorf("messages must be an array of message objects: %v", err)
 	}
 	out := make([]Message, len(elems))
 	for i, e := range elems {
-		ms, err := Members(e)
+		ms, err := jsonscan.Members(e)
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d] must be an object: %v", i, err)
 		}
 		m := Message{Raw: e}
-		if r := Lookup(ms, "role"); r != nil {
-			if m.Role, err = Unquote(r); err != nil {
+		if r := jsonscan.Lookup(ms, "role"); r != nil {
+			if m.Role, err = jsonscan.Unquote(r); err != nil {
 				return nil, fmt.Errorf("messages[%d].role must be a string", i)
 			}
 		}
-		content := bytes.TrimSpace(Lookup(ms, "content"))
+		content := bytes.TrimSpace(jsonscan.Lookup(ms, "content"))
 		if m.Text, err = ContentText(content); err != nil {
 			return nil, fmt.Errorf("messages[%d].content %v", i, err)
 		}
 		m.HasContent = len(content) > 0 && string(content) != "null" && string(content) != `""`
-		if id := Lookup(ms, "tool_call_id"); id != nil {
-			m.ToolCallID, _ = Unquote(id)
+		if id := jsonscan.Lookup(ms, "tool_call_id"); id != nil {
+			m.ToolCallID, _ = jsonscan.Unquote(id)
 		}
-		if calls := Lookup(ms, "tool_calls"); len(calls) > 0 && calls[0] == '[' {
-			list, err := Elements(calls)
+		if calls := jsonscan.Lookup(ms, "tool_calls"); len(calls) > 0 && calls[0] == '[' {
+			list, err := jsonscan.Elements(calls)
 			if err != nil {
 				return nil, fmt.Errorf("messages[%d].tool_calls: %v", i, err)
 			}
 			for _, c := range list {
-				cm, err := Members(c)
+				cm, err := jsonscan.Members(c)
 				if err != nil {
 					return nil, fmt.Errorf("messages[%d].tool_calls: %v", i, err)
 				}
-				id, _ := Unquote(Lookup(cm, "id"))
+				id, _ := jsonscan.Unquote(jsonscan.Lookup(cm, "id"))
 				m.ToolCallIDs = append(m.ToolCallIDs, id)
 			}
 		}
@@ -90,27 +91,27 @@ func ContentText(raw json.RawMessage) (string, error) {
 	}
 	switch raw[0] {
 	case '"':
-		s, err := Unquote(raw)
+		s, err := jsonscan.Unquote(raw)
 		if err != nil {
 			return "", fmt.Errorf("is not a valid string")
 		}
 		return s, nil
 	case '[':
-		parts, err := Elements(raw)
+		parts, err := jsonscan.Elements(raw)
 		if err != nil {
 			return "", fmt.Errorf("must be a string or an array of content parts")
 		}
 		var b strings.Builder
 		for _, p := range parts {
-			pm, err := Members(p)
+			pm, err := jsonscan.Members(p)
 			if err != nil {
 				return "", fmt.Errorf("must be a string or an array of content parts")
 			}
-			t := Lookup(pm, "text")
+			t := jsonscan.Lookup(pm, "text")
 			if t == nil || string(t) == "null" {
 				continue
 			}
-			text, err := Unquote(t)
+			text, err := jsonscan.Unquote(t)
 			if err != nil {
 				return "", fmt.Errorf("must be a string or an array of content parts")
 			}
@@ -184,12 +185,12 @@ func NewToolCall(id, function, arguments string) json.RawMessage {
 // SetMember returns obj with member name set to value (appended when
 // absent). The other members keep their bytes and order.
 func SetMember(obj json.RawMessage, name string, value json.RawMessage) (json.RawMessage, error) {
-	return splice(obj, name, value)
+	return jsonscan.Splice(obj, name, value)
 }
 
 // DeleteMember returns obj without member name.
 func DeleteMember(obj json.RawMessage, name string) (json.RawMessage, error) {
-	return splice(obj, name, nil)
+	return jsonscan.Splice(obj, name, nil)
 }
 
 // Raws returns the raw bytes of msgs, in order.
@@ -202,7 +203,7 @@ func Raws(msgs []Message) []json.RawMessage {
 }
 
 // String encodes s as a JSON string literal.
-func String(s string) json.RawMessage { return Quote(s) }
+func String(s string) json.RawMessage { return jsonscan.Quote(s) }
 
 // EditKind is what an Edit does to the messages array.
 type EditKind uint8

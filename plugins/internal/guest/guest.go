@@ -11,6 +11,18 @@ import (
 	"github.com/junction-router/junction/sdk"
 )
 
+// Register declares a built-in plugin to the SDK: its descriptor and the
+// parser of its configuration (which returns the plugin).
+func Register[P sdk.Plugin](d sdk.Descriptor, parse func(config []byte) (P, error)) {
+	sdk.Register(d, func(config []byte) (sdk.Plugin, error) {
+		p, err := parse(config)
+		if err != nil {
+			return nil, err // not a typed nil inside a non-nil interface
+		}
+		return p, nil
+	})
+}
+
 // Messages parses the body's messages array.
 func Messages(req *sdk.Request) ([]chatmsg.Message, error) {
 	raw, _ := req.Field("messages")

@@ -1,10 +1,47 @@
-package chatmsg
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 )
+
+func TestFieldAndElement(t *testing.T) {
+	body := []byte(` {"model":"a","nested":{"messages":[1]},"messages":[{"role":"system","content":"x, \"y\" ]"},{"role":"user"}] , "n": 3 }`)
+	if v, ok := Field(body, "n"); !ok || string(v) != "3" {
+		t.Fatalf("n = %s %v", v, ok)
+	}
+	msgs, ok := Field(body, "messages")
+	if !ok {
+		t.Fatal("no messages")
+	}
+	m1, ok := Element(msgs, 1)
+	if !ok || string(m1) != `{"role":"user"}` {
+		t.Fatalf("messages[1] = %s", m1)
+	}
+	if _, ok := Element(msgs, 2); ok {
+		t.Fatal("messages[2] found")
+	}
+	if _, ok := Field(body, "missing"); ok {
+		t.Fatal("missing found")
+	}
+	if _, ok := Field([]byte(`{"a":`), "a"); ok {
+		t.Fatal("truncated object answered")
+	}
+}
+
+func TestUnquote(t *testing.T) {
+	for in, want := range map[string]string{`"plain"`: "plain", `"a\nb\"c\\"`: "a\nb\"c\\", `"\u00e9\u4e2d"`: "é中", `"\ud83d\ude00"`: "😀", `"\ud83d x"`: "\uFFFD x", "\"caf\xe9\"": "caf\uFFFD"} {
+		if got, err := Unquote([]byte(in)); err != nil || got != want {
+			t.Errorf("%s = %q %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{`plain`, `"\u12"`, `"\x"`} {
+		if _, err := Unquote([]byte(bad)); err == nil {
+			t.Errorf("%s unquoted", bad)
+		}
+	}
+}
 
 func TestSplice(t *testing.T) {
 	for _, tc := range []struct {
@@ -23,9 +60,9 @@ func TestSplice(t *testing.T) {
 		if tc.value != "" {
 			value = []byte(tc.value)
 		}
-		got, err := splice([]byte(tc.obj), tc.name, value)
+		got, err := Splice([]byte(tc.obj), tc.name, value)
 		if err != nil || string(got) != tc.want {
-			t.Errorf("splice(%s, %s, %s) = %s, %v; want %s", tc.obj, tc.name, tc.value, got, err, tc.want)
+			t.Errorf("Splice(%s, %s, %s) = %s, %v; want %s", tc.obj, tc.name, tc.value, got, err, tc.want)
 		}
 		if !json.Valid(got) {
 			t.Errorf("splice gave invalid JSON %s", got)
