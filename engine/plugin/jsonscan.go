@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
 	"github.com/junction-router/junction/engine/chat"
-	"unicode/utf8"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // This file holds the small byte-level JSON helpers the stage and the native
@@ -195,14 +196,4 @@ func isNull(raw []byte) bool {
 }
 
 // unquote decodes a JSON string literal, without reflection when it has no escapes.
-func unquote(lit []byte) (string, error) {
-	if len(lit) >= 2 && lit[0] == '"' && lit[len(lit)-1] == '"' && bytes.IndexByte(lit, '\\') < 0 {
-		body := lit[1 : len(lit)-1]
-		if utf8.Valid(body) && bytes.IndexFunc(body, func(r rune) bool { return r < ' ' }) < 0 {
-			return string(body), nil
-		}
-	}
-	var s string
-	err := json.Unmarshal(lit, &s)
-	return s, err
-}
+func unquote(lit []byte) (string, error) { return jsonscan.Unquote(lit) }

@@ -870,6 +870,8 @@ func TestNoIO(t *testing.T) {
 		`"github.com/junction-router/junction/engine/chat"`: true, `"github.com/junction-router/junction/recipes"`: true,
 		// The plugin ABI's wire types: no I/O, no dependencies.
 		`"github.com/junction-router/junction/hostapi/abi"`: true,
+		// A JSON scanner: no I/O, only the standard library and the ABI.
+		`"github.com/junction-router/junction/sdk/jsonscan"`: true,
 	}
 	for _, imp := range packageImports(t) {
 		if !allowed[imp] {

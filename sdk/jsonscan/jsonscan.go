@@ -15,6 +15,7 @@ import (
 	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/junction-router/junction/hostapi/abi"
 )
@@ -309,7 +310,8 @@ func Unquote(raw []byte) (string, error) {
 		}
 		i += 2
 	}
-	return string(out), nil
+	// out is not used again: the string can share its bytes.
+	return unsafe.String(unsafe.SliceData(out), len(out)), nil
 }
 
 // hex4 reads the four hex digits at s[i:i+4].
