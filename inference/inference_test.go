@@ -484,6 +484,22 @@ func TestDevices(t *testing.T) {
 	} else if info.Device != "cuda:0" {
 		t.Errorf("auto chose %q", info.Device)
 	}
+	// Devices agrees with what loading found: the CPU always, and a GPU
+	// usable exactly when auto chose it.
+	devs := rt.Devices()
+	if len(devs) == 0 || devs[0].Device != "cpu" || !devs[0].Usable || devs[0].Threads < 1 {
+		t.Fatalf("devices: %+v", devs)
+	}
+	gpuUsable := false
+	for _, d := range devs[1:] {
+		if !strings.HasPrefix(d.Device, "cuda:") || (!d.Usable && d.Reason == "") {
+			t.Errorf("device %+v", d)
+		}
+		gpuUsable = gpuUsable || d.Usable
+	}
+	if gpuUsable != (info.Device != "cpu") {
+		t.Errorf("devices %+v, but auto chose %s", devs, info.Device)
+	}
 	for _, bad := range []string{"tpu", "cuda:x", "cuda:-1"} {
 		if _, err := rt.Load(context.Background(), dir, inference.ModelOptions{Device: bad}); !errors.Is(err, inference.ErrInvalidOptions) {
 			t.Errorf("device %q: %v", bad, err)

@@ -27,6 +27,8 @@ Usage:
   junction config builtin                   print the built-in configuration
   junction demo-backend [--listen ADDR]     run the demo OpenAI-compatible backend
   junction worker [flags] [MODEL...]        serve task models over HTTP (127.0.0.1:8100); see docs/worker.md
+  junction worker list-models|list-plugins|devices
+                                            the built-in models, family plugins, usable devices (JSON)
   junction plugin new|build|inspect|test|preview
                                             write, build and try WebAssembly plugins ('junction plugin help')
   junction version
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "demo-backend":
 		err = demoCmd(ctx, args[1:], stderr)
 	case "worker":
-		err = workerCmd(ctx, args[1:], stderr)
+		err = workerCmd(ctx, args[1:], stdout, stderr)
 	case "plugin":
 		err = pluginCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":

@@ -49,7 +49,8 @@ func parseWorkerArgs(args []string, stderr io.Writer) (workerConfig, error) {
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: junction worker [flags] [MODEL[@REVISION]...]\n\n"+
 			"Serves task models over HTTP (default 127.0.0.1:8100). MODEL is a built-in model name or a model\n"+
-			"directory (model.onnx, config.json, tokenizer.json). With no MODEL, the built-in default models.\n\nFlags:\n")
+			"directory (model.onnx, config.json, tokenizer.json). With no MODEL, the built-in default models.\n\n"+
+			"Other commands:\n"+workerCommandsUsage+"\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	modelsFile := fs.String("models", "", "models file (YAML or JSON: models: [{model, revision, name, device, profile, engine, family, memory_budget_gib, options}]) instead of MODEL arguments")
@@ -264,7 +265,12 @@ func resolveModel(spec worker.Spec, dir string) (string, error) {
 	return "", worker.Permanent(fmt.Errorf("model %q is neither a model directory nor a built-in model in %s; this build does not download models — give a local directory with model.onnx, config.json and tokenizer.json", spec.Model, dir))
 }
 
-func workerCmd(ctx context.Context, args []string, stderr io.Writer) error {
+func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		if cmd, ok := workerCommands[args[0]]; ok {
+			return cmd(args[1:], stdout)
+		}
+	}
 	cfg, err := parseWorkerArgs(args, stderr)
 	if err != nil {
 		return err

@@ -197,6 +197,16 @@ func ReadManifest() (*Manifest, error) {
 	return &m, nil
 }
 
+// ManifestDigest is the digest of the committed manifest, which names every
+// data file by its digest: it pins the default models' revision.
+func ManifestDigest() (string, error) {
+	raw, err := data.ReadFile("data/" + ManifestFile)
+	if err != nil {
+		return "", fmt.Errorf("defaultmodels: %s is missing; run `make models`", ManifestFile)
+	}
+	return Digest(raw), nil
+}
+
 // Digest is "sha256:" and the hex SHA-256 of b.
 func Digest(b []byte) string {
 	s := sha256.Sum256(b)
