@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ModelRuntimeNames lists the router_model_runtime_* families the router
+// records for its model deployments (the spec's frontend metrics).
+var ModelRuntimeNames = []string{
+	"router_model_runtime_ready",
+	"router_model_runtime_replica_ready",
+	"router_model_runtime_requests_total",
+	"router_model_runtime_replica_requests_total",
+	"router_model_runtime_request_duration_seconds",
+	"router_model_runtime_restarts_total",
+}
+
+// Outcomes of router_model_runtime_requests_total (deployment level) and
+// router_model_runtime_replica_requests_total (replica level) as the spec
+// lists them. A call is recorded once at each level; a deployment outcome
+// the replica list lacks (unavailable, overloaded) is "failed" or
+// "rejected" there.
+const (
+	RuntimeOK          = "ok"
+	RuntimeTimeout     = "timeout"
+	RuntimeUnavailable = "unavailable"
+	RuntimeOverloaded  = "overloaded"
+	RuntimeRejected    = "rejected"
+	RuntimeFailed      = "failed"
+)
+
+// ModelRuntime holds the metrics of the router's model deployments (workers
+// it supervises or attaches to). Every method is a no-op on a nil receiver.
+type ModelRuntime struct {
+	ready           *prometheus.GaugeVec
+	replicaReady    *prometheus.GaugeVec
+	requests        *prometheus.CounterVec
+	replicaRequests *prometheus.CounterVec
+	duration        *prometheus.HistogramVec
+	restarts        *prometheus.CounterVec
+}
+
+// NewModelRuntime creates the model runtime metrics on reg (panicking, as
+// MustRegister does, when reg already holds them).
+func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
+	m := &ModelRuntime{
+		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_ready",
+			Help: "1 when the deployment has a ready replica, else 0.",
+		}, []string{"deployment"}),
+		replicaReady: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_replica_ready",
+			Help: "1 when the replica's worker reports every model ready, else 0.",
+		}, []string{"deployment", "replica"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_requests_total",
+			Help: "Signal calls to a model deployment by outcome (ok, timeout, unavailable, overloaded, rejected, failed).",
+		}, []string{"deployment", "outcome"}),
+		replicaRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_replica_requests_total",
+			Help: "Signal calls answered by one replica by outcome (ok, failed, rejected, canceled, timeout).",
+		}, []string{"deployment", "replica", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "router_model_runtime_request_duration_seconds",
+			Help:    "Duration of signal calls to a model deployment, failover included.",
+			Buckets: classificationBuckets,
+		}, []string{"deployment"}),
+		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_restarts_total",
+			Help: "Restarts of managed worker processes by the router's supervisor.",
+		}, []string{"deployment", "replica"}),
+	}
+	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.restarts)
+	return m
+}
+
+// SetReady records whether a replica is ready and whether its deployment is.
+func (m *ModelRuntime) SetReady(deployment, replica string, replicaReady, deploymentReady bool) {
+	if m == nil {
+		return
+	}
+	m.replicaReady.WithLabelValues(deployment, replica).Set(b2f(replicaReady))
+	m.ready.WithLabelValues(deployment).Set(b2f(deploymentReady))
+}
+
+// Request records one call; replica is "" when no replica was tried.
+func (m *ModelRuntime) Request(deployment, replica, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(deployment, outcome).Inc()
+	m.duration.WithLabelValues(deployment).Observe(d.Seconds())
+	if replica == "" {
+		return
+	}
+	ro := outcome
+	switch outcome {
+	case RuntimeUnavailable:
+		ro = RuntimeFailed
+	case RuntimeOverloaded:
+		ro = RuntimeRejected
+	}
+	m.replicaRequests.WithLabelValues(deployment, replica, ro).Inc()
+}
+
+// Restarted counts n restarts of a managed replica's worker.
+func (m *ModelRuntime) Restarted(deployment, replica string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.restarts.WithLabelValues(deployment, replica).Add(float64(n))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
