@@ -91,9 +91,6 @@ const (
 	ArtifactDefaults = "defaults"
 )
 
-// Managed reports whether replica r of d is started by the router.
-func (d *ModelDeployment) Managed(r DeploymentReplica) bool { return r.Endpoint == "" }
-
 // EffectiveReplicas returns the deployment's replicas: the configured list,
 // or the one implicit replica (attached when Endpoint is set, else managed
 // on Device).

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,10 +82,11 @@ type replicaState struct {
 	restarts int
 }
 
-// peekCatalog reads global.model_catalog of the configuration file serve
-// starts with (nil when there is none or the file does not load: the
-// configuration lifecycle reports that).
-func peekCatalog(path string) *recipes.ModelCatalog {
+// peekDocument reads the configuration file serve starts with (nil when
+// there is none or it does not load: the configuration lifecycle reports
+// that), for what must be known before it compiles: the deployments, and
+// where the management API will listen.
+func peekDocument(path string) *recipes.Document {
 	if path == "" {
 		return nil
 	}
@@ -94,6 +96,14 @@ func peekCatalog(path string) *recipes.ModelCatalog {
 	}
 	doc, _, err := recipes.ParseSource(raw)
 	if err != nil {
+		return nil
+	}
+	return doc
+}
+
+// catalogOf is doc's global.model_catalog (nil without a document).
+func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
+	if doc == nil {
 		return nil
 	}
 	return doc.Global.ModelCatalog
@@ -415,9 +425,13 @@ func (s *deploymentSet) report(st *mgmt.Startup) {
 }
 
 func (s *deploymentSet) publishLocked() {
-	if s.startup == nil {
-		return
+	if s.startup != nil {
+		s.startup.SetDeployments(s.snapshotLocked())
 	}
+}
+
+// snapshotLocked is the deployments as /startup-status lists them.
+func (s *deploymentSet) snapshotLocked() []mgmt.ModelDeployment {
 	out := make([]mgmt.ModelDeployment, 0, len(s.deps))
 	for _, d := range s.deps {
 		md := mgmt.ModelDeployment{Name: d.cfg.Name, Artifact: d.cfg.Artifact, Ready: d.pool.Ready()}
@@ -450,16 +464,91 @@ func (s *deploymentSet) publishLocked() {
 		}
 		out = append(out, md)
 	}
-	s.startup.SetDeployments(out)
+	return out
+}
+
+// interimStatusAddr is where the management API will listen, when an
+// interim start-up status may be served there before it does: only without
+// bearer authentication (the interim listener checks no token) and on an
+// address the management API itself would accept.
+func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
+	if doc == nil || *mf.addr == "off" {
+		return ""
+	}
+	m := doc.Global.Services.ManagementAPI
+	if m.Auth.Mode == "bearer" {
+		return ""
+	}
+	addr := *mf.addr
+	if addr == "" {
+		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
+	}
+	if mgmt.ListenAddr(addr, m.Auth.Mode, *mf.allowRemote) != nil {
+		return ""
+	}
+	return addr
+}
+
+// serveInterimStatus answers GET /ready and GET /startup-status on addr
+// (503, phase loading_model_deployments) and 503 SERVICE_UNAVAILABLE to
+// everything else, until the returned stop is called. It is best effort: a
+// busy address leaves it out, and the management API reports the conflict
+// when it starts.
+func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return func() {}
+	}
+	status := func() mgmt.StartupStatus {
+		s.mu.Lock()
+		deps := s.snapshotLocked()
+		s.mu.Unlock()
+		st := mgmt.StartupStatus{ReadyStatus: mgmt.ReadyStatus{Phase: "loading_model_deployments", PendingModels: []string{}, TotalModels: len(deps)},
+			ModelDeployments: deps}
+		for _, d := range deps {
+			if d.Ready {
+				st.ReadyModels++
+			} else {
+				st.PendingModels = append(st.PendingModels, d.Name)
+			}
+		}
+		return st
+	}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) { reply(w, status().ReadyStatus) })
+	mux.HandleFunc("GET /startup-status", func(w http.ResponseWriter, _ *http.Request) { reply(w, status()) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, mgmt.ErrorBody{Error: mgmt.ErrorDetail{Code: mgmt.CodeServiceUnavailable, Timestamp: time.Now().UTC().Format(time.RFC3339),
+			Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"}})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
 }
 
 // waitForCompile waits for the deployment the embeddings binding uses:
-// compiling a configuration embeds its embedding signals' candidates.
-func (s *deploymentSet) waitForCompile(ctx context.Context) error {
+// compiling a configuration embeds its embedding signals' candidates. The
+// management API cannot listen before the configuration compiles, so while
+// this waits an interim listener on statusAddr ("" for none) answers /ready
+// and /startup-status.
+func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string) error {
 	if s == nil || s.embedDep == nil {
 		return nil
 	}
 	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
+	if statusAddr != "" {
+		defer s.serveInterimStatus(statusAddr)()
+	}
 	return s.waitFor(ctx, []*deployment{s.embedDep})
 }
 

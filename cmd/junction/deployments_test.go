@@ -342,6 +342,53 @@ func TestServeAttachedDeployment(t *testing.T) {
 	}
 }
 
+// An embeddings binding is ready before the configuration compiles (its
+// candidates are embedded by the worker); meanwhile an interim listener on
+// the management address reports the loading phase.
+func TestServeEmbeddingsDeployment(t *testing.T) {
+	orttest.Library(t)
+	t.Setenv(envRunMain, "1")
+	t.Setenv(supervise.EnvThreads, "1")
+	gw, mg, met := freePort(t), freePort(t), freePort(t)
+	cfg := writeFile(t, fmt.Sprintf(`version: v1
+listeners: [{name: public, address: 127.0.0.1, port: %d}]
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{provider: demo}]}
+    - {name: billing, backend_refs: [{provider: demo}]}
+recipes:
+  - name: default
+    signals:
+      embeddings: [{name: refund, candidates: ["I was charged twice", "how do I get a refund"], threshold: 0.75}]
+    decisions:
+      - name: billing
+        rules: {operator: OR, conditions: [{type: embedding, name: refund}]}
+        modelRefs: [{model: billing}]
+global:
+  services:
+    management_api: {address: 127.0.0.1, port: %d}
+    observability: {metrics: {address: 127.0.0.1, port: %d}}
+  model_catalog:
+    deployments: [{name: emb, artifact: embed-glove}]
+    bindings: {embeddings: {deployment: emb}}
+`, gw, mg, met))
+	r := serveDeployments(t, cfg, gw, mg, met)
+	if !r.sawLoading || r.gatewayEarlyUp {
+		t.Errorf("loading phase seen %v, gateway up early %v", r.sawLoading, r.gatewayEarlyUp)
+	}
+	if got := r.route("I was charged twice this month"); got != "billing" {
+		t.Errorf("routed to %q, want billing", got)
+	}
+	if got := r.route("What is the capital of France?"); got != "small" {
+		t.Errorf("routed to %q, want small", got)
+	}
+	// Two requests plus the candidates embedded when the configuration compiled.
+	if n := r.metric(`router_model_runtime_requests_total{deployment="emb",outcome="ok"}`); n < 3 {
+		t.Errorf("requests_total ok = %v, want at least 3", n)
+	}
+}
+
 // Deployments that cannot start fail serve with an error that says why.
 func TestServeDeploymentFailures(t *testing.T) {
 	cfg, _, _, _ := deploymentConfig(t, `    deployments:

@@ -65,14 +65,18 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	catalog := peekCatalog(*cfg)
+	peeked := peekDocument(*cfg)
+	catalog := catalogOf(peeked)
 	deps, err := startDeployments(catalog, reg, log, stderr)
 	if err != nil {
 		return err
 	}
 	defer deps.Close()
 	deps.apply(&models)
-	if err := deps.waitForCompile(ctx); err != nil {
+	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked)); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return err
 	}
 	cacheDir := *pluginCache
