@@ -352,6 +352,15 @@ func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deploy
 	return nil
 }
 
+// inProcessMode is the --signal-models mode for the in-process models:
+// none are loaded when deployments serve every model-backed kind.
+func (s *deploymentSet) inProcessMode(mode string) string {
+	if s != nil && s.bound.Domain != nil && s.bound.Jailbreak != nil && s.bound.Embedder != nil && mode == signalModelsONNX {
+		return signalModelsLexical
+	}
+	return mode
+}
+
 // apply replaces the in-process models of the bound signal kinds.
 func (s *deploymentSet) apply(m *signal.Models) {
 	if s == nil {

@@ -60,11 +60,6 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	m := metrics.New(reg)
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
-	models, closeModels, err := signalModels(ctx, *sigModels, log)
-	if err != nil {
-		return err
-	}
-	defer closeModels()
 	peeked := peekDocument(*cfg)
 	catalog := catalogOf(peeked)
 	deps, err := startDeployments(catalog, reg, log, stderr)
@@ -72,6 +67,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer deps.Close()
+	models, closeModels, err := signalModels(ctx, deps.inProcessMode(*sigModels), log)
+	if err != nil {
+		return err
+	}
+	defer closeModels()
 	deps.apply(&models)
 	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked)); err != nil {
 		if ctx.Err() != nil {
