@@ -218,7 +218,7 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 			d.reps = append(d.reps, rs)
 			pool = append(pool, client.Replica{Name: rs.name, HTTP: rs.http, BaseURL: rs.base, Model: model})
 		}
-		d.pool, err = client.New(client.Options{Deployment: cfg.Name, Replicas: pool, Observe: s.met.Request})
+		d.pool, err = client.New(client.Options{Deployment: cfg.Name, Replicas: pool, Observe: s.observe})
 		if err != nil {
 			return s, err
 		}
@@ -235,6 +235,25 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 		}
 	}
 	return s, nil
+}
+
+// observe records a finished worker call in the router_model_runtime_*
+// metrics. Server-Timing phases are recorded only for successful calls, and
+// phase names only as the worker's contract lists them (labels stay bounded).
+func (s *deploymentSet) observe(c client.Call) {
+	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
+	if c.Outcome != client.OutcomeOK {
+		return
+	}
+	if tr, ok := c.Transport(); ok {
+		s.met.Transport(c.Deployment, c.Surface, tr)
+	}
+	for _, p := range c.Server {
+		switch p.Name {
+		case "parse", "tokenize", "queue", "forward", "post", "serialize", "total":
+			s.met.ServerPhase(c.Deployment, c.Surface, p.Name, p.Duration)
+		}
+	}
 }
 
 // workerArgs are a managed worker's model arguments for cfg's artifact, and

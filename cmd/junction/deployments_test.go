@@ -240,6 +240,12 @@ func TestServeManagedDeployment(t *testing.T) {
 	if r.metric(`router_model_runtime_ready{deployment="guard"}`) != 1 {
 		t.Error("router_model_runtime_ready is not 1")
 	}
+	for _, series := range []string{`router_model_runtime_transport_seconds_count{deployment="guard",surface="classify"}`,
+		`router_model_runtime_server_seconds_count{deployment="guard",phase="forward",surface="classify"}`} {
+		if n := r.metric(series); n != 3 {
+			t.Errorf("%s = %v, want 3", series, n)
+		}
+	}
 
 	pid := r.pid("guard")
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {

@@ -14,6 +14,8 @@ var ModelRuntimeNames = []string{
 	"router_model_runtime_requests_total",
 	"router_model_runtime_replica_requests_total",
 	"router_model_runtime_request_duration_seconds",
+	"router_model_runtime_transport_seconds",
+	"router_model_runtime_server_seconds",
 	"router_model_runtime_restarts_total",
 }
 
@@ -39,6 +41,8 @@ type ModelRuntime struct {
 	requests        *prometheus.CounterVec
 	replicaRequests *prometheus.CounterVec
 	duration        *prometheus.HistogramVec
+	transport       *prometheus.HistogramVec
+	server          *prometheus.HistogramVec
 	restarts        *prometheus.CounterVec
 }
 
@@ -67,12 +71,22 @@ func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
 			Help:    "Duration of signal calls to a model deployment, failover included.",
 			Buckets: classificationBuckets,
 		}, []string{"deployment"}),
+		transport: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "router_model_runtime_transport_seconds",
+			Help:    "Time of a worker call the worker's Server-Timing total does not account for (connection, framing, wire); only answers with Server-Timing are recorded.",
+			Buckets: classificationBuckets,
+		}, []string{"deployment", "surface"}),
+		server: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "router_model_runtime_server_seconds",
+			Help:    "Phases of worker calls as the worker's Server-Timing header reports them (parse, tokenize, queue, forward, post, serialize, total).",
+			Buckets: classificationBuckets,
+		}, []string{"deployment", "surface", "phase"}),
 		restarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_model_runtime_restarts_total",
 			Help: "Restarts of managed worker processes by the router's supervisor.",
 		}, []string{"deployment", "replica"}),
 	}
-	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.restarts)
+	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts)
 	return m
 }
 
@@ -103,6 +117,23 @@ func (m *ModelRuntime) Request(deployment, replica, outcome string, d time.Durat
 		ro = RuntimeRejected
 	}
 	m.replicaRequests.WithLabelValues(deployment, replica, ro).Inc()
+}
+
+// ServerPhase records one Server-Timing phase of a worker answer.
+func (m *ModelRuntime) ServerPhase(deployment, surface, phase string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.server.WithLabelValues(deployment, surface, phase).Observe(d.Seconds())
+}
+
+// Transport records the part of a worker call its Server-Timing total does
+// not cover. Callers record none for an answer without Server-Timing.
+func (m *ModelRuntime) Transport(deployment, surface string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.transport.WithLabelValues(deployment, surface).Observe(d.Seconds())
 }
 
 // Restarted counts n restarts of a managed replica's worker.

@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,9 +58,44 @@ type Replica struct {
 	Model string
 }
 
-// Observer records one call: its outcome, how long it took and which
-// replica answered ("" when none was tried).
-type Observer func(deployment, replica, outcome string, d time.Duration)
+// Call describes one finished call, for metrics.
+type Call struct {
+	Deployment string
+	// Replica is the replica that answered last ("" when none was tried).
+	Replica string
+	// Surface is the worker endpoint: classify or embeddings.
+	Surface string
+	Outcome string
+	// Duration is the whole call, failover included.
+	Duration time.Duration
+	// Attempt is the last replica's request, from sending it to reading
+	// the answer; Server the phases of that answer's Server-Timing header
+	// (parse, tokenize, queue, forward, post, serialize, total), none when
+	// the worker sent no such header.
+	Attempt time.Duration
+	Server  []Phase
+}
+
+// Phase is one Server-Timing entry.
+type Phase struct {
+	Name     string
+	Duration time.Duration
+}
+
+// Transport is the part of Attempt the worker did not account for (the
+// connection, HTTP framing, the wire), and whether it is known: only an
+// answer with a Server-Timing total gives it.
+func (c Call) Transport() (time.Duration, bool) {
+	for _, p := range c.Server {
+		if p.Name == "total" {
+			return max(c.Attempt-p.Duration, 0), true
+		}
+	}
+	return 0, false
+}
+
+// Observer records one call.
+type Observer func(Call)
 
 // Options configure a Pool.
 type Options struct {
@@ -170,6 +206,7 @@ func (p *Pool) pick(tried map[*replica]bool) *replica {
 // passed over for the next ready one while the deadline allows.
 func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any, out any, check func() error) error {
 	start := time.Now()
+	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/")}
 	var tried map[*replica]bool
 	var last *Error
 	for {
@@ -181,18 +218,19 @@ func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any,
 			}
 			break
 		}
-		err := p.once(ctx, r, path, body(r), out)
+		err := p.once(ctx, r, path, body(r), out, &c)
 		if err == nil {
-			if cerr := check(); cerr != nil {
-				p.record(r.Name, OutcomeFailed, start)
+			c.Replica, c.Outcome = r.Name, OutcomeOK
+			cerr := check()
+			if cerr != nil {
+				c.Outcome = OutcomeFailed
 				var e *Error
 				if errors.As(cerr, &e) {
 					e.Replica = r.Name
 				}
-				return cerr
 			}
-			p.record(r.Name, OutcomeOK, start)
-			return nil
+			p.record(&c, start)
+			return cerr
 		}
 		last = err
 		if err.Outcome != OutcomeUnavailable || ctx.Err() != nil || len(p.replicas) == 1 {
@@ -203,14 +241,38 @@ func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any,
 		}
 		tried[r] = true
 	}
-	p.record(last.Replica, last.Outcome, start)
+	c.Replica, c.Outcome = last.Replica, last.Outcome
+	p.record(&c, start)
 	return last
 }
 
-func (p *Pool) record(replica, outcome string, start time.Time) {
+func (p *Pool) record(c *Call, start time.Time) {
 	if p.observe != nil {
-		p.observe(p.deployment, replica, outcome, time.Since(start))
+		c.Duration = time.Since(start)
+		p.observe(*c)
 	}
+}
+
+// serverTiming parses a Server-Timing header ("name;dur=ms, ..."); entries
+// without a duration are left out.
+func serverTiming(h string, into []Phase) []Phase {
+	into = into[:0]
+	for len(h) > 0 {
+		var entry string
+		entry, h, _ = strings.Cut(h, ",")
+		name, params, _ := strings.Cut(entry, ";")
+		name = strings.TrimSpace(name)
+		for params != "" {
+			var kv string
+			kv, params, _ = strings.Cut(params, ";")
+			if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "dur="); ok {
+				if ms, err := strconv.ParseFloat(v, 64); err == nil && name != "" && ms >= 0 {
+					into = append(into, Phase{Name: name, Duration: time.Duration(ms * float64(time.Millisecond))})
+				}
+			}
+		}
+	}
+	return into
 }
 
 // workerError is the worker's whole-request error body.
@@ -221,7 +283,7 @@ type workerError struct {
 	} `json:"error"`
 }
 
-func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any) *Error {
+func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any, c *Call) *Error {
 	fail := func(outcome string, status int, code string, err error) *Error {
 		return &Error{Deployment: p.deployment, Replica: r.Name, Outcome: outcome, Status: status, Code: code, Err: err}
 	}
@@ -234,8 +296,11 @@ func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any)
 		return fail(OutcomeFailed, 0, "", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	sent := time.Now()
+	c.Server = c.Server[:0]
 	resp, err := r.HTTP.Do(req)
 	if err != nil {
+		c.Attempt = time.Since(sent)
 		if ctx.Err() != nil {
 			return fail(OutcomeTimeout, 0, "", ctx.Err())
 		}
@@ -246,7 +311,9 @@ func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any)
 		return fail(OutcomeUnavailable, 0, "", fmt.Errorf("cannot reach the worker: %w", err))
 	}
 	defer resp.Body.Close()
+	c.Server = serverTiming(resp.Header.Get("Server-Timing"), c.Server)
 	data, err := io.ReadAll(io.LimitReader(resp.Body, p.maxBytes+1))
+	c.Attempt = time.Since(sent)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fail(OutcomeTimeout, resp.StatusCode, "", ctx.Err())

@@ -109,12 +109,14 @@ func counting(h http.Handler, n *atomic.Int64) http.Handler {
 type observed struct {
 	mu       sync.Mutex
 	outcomes []string
+	calls    []client.Call
 }
 
-func (o *observed) observe(_, replica, outcome string, _ time.Duration) {
+func (o *observed) observe(c client.Call) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.outcomes = append(o.outcomes, replica+":"+outcome)
+	o.outcomes = append(o.outcomes, c.Replica+":"+c.Outcome)
+	o.calls = append(o.calls, c)
 }
 
 func (o *observed) list() string {
@@ -196,6 +198,20 @@ func TestClassifyAndEmbedMatchTheModel(t *testing.T) {
 			}
 			if got := obs.list(); got != "0:ok 0:ok" {
 				t.Errorf("observed %q", got)
+			}
+			// The worker's Server-Timing phases come with each call, and
+			// the transport is what they leave of the attempt.
+			for i, call := range obs.calls {
+				want := []string{"classify", "embeddings"}[i]
+				var names []string
+				for _, p := range call.Server {
+					names = append(names, p.Name)
+				}
+				tr, ok := call.Transport()
+				if call.Surface != want || strings.Join(names, ",") != "parse,tokenize,queue,forward,post,serialize,total" ||
+					!ok || tr <= 0 || tr >= call.Attempt || call.Attempt > call.Duration {
+					t.Errorf("call %d: %+v (transport %v, %v)", i, call, tr, ok)
+				}
 			}
 		})
 	}
