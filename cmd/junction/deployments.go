@@ -196,7 +196,7 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 					model = r.ServedName
 				}
 			} else {
-				o, oerr := supervise.OptionsFromEnv(os.Getenv, managedArgs(cfg, r, args), managed > 1)
+				o, oerr := supervise.OptionsFromEnv(os.Getenv, append(workerLogLevel(log), managedArgs(cfg, r, args)...), managed > 1)
 				if oerr != nil {
 					return s, oerr
 				}
@@ -318,6 +318,21 @@ func managedArgs(cfg recipes.ModelDeployment, r recipes.DeploymentReplica, model
 		}
 	}
 	return append(args, model...)
+}
+
+// workerLogLevel passes the router's log level on to its workers, whose
+// log goes to the router's stderr.
+func workerLogLevel(log *slog.Logger) []string {
+	ctx := context.Background()
+	for _, l := range []struct {
+		level slog.Level
+		name  string
+	}{{slog.LevelDebug, "debug"}, {slog.LevelInfo, "info"}, {slog.LevelWarn, "warning"}} {
+		if log.Enabled(ctx, l.level) {
+			return []string{"--log-level", l.name}
+		}
+	}
+	return []string{"--log-level", "error"}
 }
 
 // workerAddress is the HTTP client and base URL of an operator-run worker:
