@@ -84,7 +84,7 @@ func serveDeployments(t *testing.T, cfg string, gw, mg, met int) *servedRouter {
 	r := &servedRouter{t: t, gw: fmt.Sprintf("http://127.0.0.1:%d", gw), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mg),
 		met: fmt.Sprintf("http://127.0.0.1:%d/metrics", met), cancel: cancel, done: make(chan int, 1), stderr: &syncWriter{}}
 	go func() {
-		r.done <- run(ctx, []string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical"}, io.Discard, r.stderr)
+		r.done <- run(ctx, []string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical", "--config-watch", "50ms"}, io.Discard, r.stderr)
 	}()
 	t.Cleanup(r.stop)
 	deadline := time.Now().Add(60 * time.Second)
@@ -269,6 +269,35 @@ func TestServeManagedDeployment(t *testing.T) {
 	}
 	if n := r.metric(`router_model_runtime_restarts_total{deployment="guard",replica="0"}`); n != 1 {
 		t.Errorf("restarts_total = %v, want 1", n)
+	}
+	// Workers start with serve: an edit that changes the deployments is
+	// refused and the running configuration keeps serving.
+	raw, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(raw), "device: cpu}", "device: auto}", 1)
+	if err := os.WriteFile(cfg, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get(r.mgmt + "/api/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// Refused before compiling, as a change that needs a restart.
+		if strings.Contains(string(b), "ConfigActivationFailed") && strings.Contains(string(b), `"activation_stage":"validate"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the edited deployments were not refused: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if meth, matched := r.jailbreakMethod(attack); meth != "worker:guard" || !matched {
+		t.Errorf("after the refused edit: method %q matched %v", meth, matched)
 	}
 	last := r.pid("guard")
 	r.stop()
