@@ -61,6 +61,12 @@ func TestConfigLifecycle(t *testing.T) {
 	if r.errCode(t) != mgmt.CodeRestartRequired {
 		t.Fatalf("tracing: %s", r.body)
 	}
+	// Model deployments are started with serve: adding one needs a restart.
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"model_catalog": map[string]any{
+		"deployments": []any{map[string]any{"name": "guard", "artifact": "jailbreak-glove"}}}}}, "If-Match", etag), 409)
+	if !strings.Contains(string(r.body), `"path":"/global/model_catalog/deployments"`) || r.errCode(t) != mgmt.CodeRestartRequired {
+		t.Fatalf("deployments: %s", r.body)
+	}
 	// A listener port change is rejected at that listener's path.
 	cur := e.call("GET", "/api/v1/config", nil, "If-None-Match", "x").json(t)
 	cur["listeners"].([]any)[0].(map[string]any)["port"] = 18999

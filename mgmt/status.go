@@ -40,8 +40,8 @@ func (s *Startup) Complete() { s.set("complete", "") }
 // status document (it may hold paths) but shown by /startup-status.
 func (s *Startup) Fail(reason string) { s.set("failed", reason) }
 
-// SetDeployments records the managed model deployments (none today: the
-// bindings are built into the binary).
+// SetDeployments records the model deployments of global.model_catalog
+// (serve keeps them up to date as its workers' health changes).
 func (s *Startup) SetDeployments(d []ModelDeployment) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

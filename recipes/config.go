@@ -340,6 +340,11 @@ type Global struct {
 type ModelCatalog struct {
 	// SignalTimeoutMS bounds signal evaluation; 0 means the spec's default.
 	SignalTimeoutMS int `json:"signal_timeout_ms,omitempty"`
+	// Deployments are model runtime workers the router starts and supervises
+	// (or attaches to); Bindings say which signal kinds use them. Without
+	// them the signals run the default models in-process.
+	Deployments []ModelDeployment `json:"deployments,omitempty"`
+	Bindings    *ModelBindings    `json:"bindings,omitempty"`
 }
 
 // Services are the non-data-plane listeners and features.

@@ -681,6 +681,9 @@ func (c *checker) global() {
 	if mc := c.doc.Global.ModelCatalog; mc != nil && mc.SignalTimeoutMS < 0 {
 		c.add("/global/model_catalog/signal_timeout_ms", CodeInvalidValue, "must not be negative (got %d)", mc.SignalTimeoutMS)
 	}
+	if mc := c.doc.Global.ModelCatalog; mc != nil {
+		c.deployments(mc)
+	}
 }
 
 // ports reports two listening sockets on the same port and overlapping address.

@@ -39,7 +39,8 @@ func addManagementFlags(fs *flag.FlagSet) managementFlags {
 // through the management lifecycle, so that serve starts on the last
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
-func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginSystem, models signal.Models, log *slog.Logger) (*mgmt.Config, error) {
+// guard refuses documents serve cannot apply (changed model deployments).
+func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginSystem, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
 	if *mf.historyLimit < 1 {
 		return nil, fmt.Errorf("--config-history-limit must be at least 1 (got %d)", *mf.historyLimit)
 	}
@@ -91,6 +92,9 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 		return lang, nil
 	}
 	compile := func(ctx context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+		if err := guard(doc); err != nil {
+			return nil, err
+		}
 		det, err := detector(doc)
 		if err != nil {
 			return nil, err

@@ -60,11 +60,25 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	m := metrics.New(reg)
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
-	models, closeModels, err := signalModels(ctx, *sigModels, log)
+	peeked := peekDocument(*cfg)
+	catalog := catalogOf(peeked)
+	deps, err := startDeployments(catalog, reg, log, stderr)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	models, closeModels, err := signalModels(ctx, deps.inProcessMode(*sigModels), log)
 	if err != nil {
 		return err
 	}
 	defer closeModels()
+	deps.apply(&models)
+	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked)); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	cacheDir := *pluginCache
 	switch cacheDir {
 	case "":
@@ -77,7 +91,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer plugins.Close()
-	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, log)
+	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, catalogGuard(catalog), log)
 	if err != nil {
 		return err
 	}
@@ -98,6 +112,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 
 	startup := mgmt.NewStartup()
 	startup.Begin()
+	deps.report(startup)
 
 	var servers []*http.Server
 	var listeners []net.Listener // closed directly on a failed start: Serve may not hold them yet
@@ -145,6 +160,15 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 		log.Info("management API listening", "addr", "http://"+mAddr, "docs", "http://"+mAddr+"/docs")
+	}
+	// The data-plane listeners open once every model deployment is ready.
+	if err := deps.wait(ctx); err != nil {
+		abandon()
+		if ctx.Err() != nil {
+			return nil
+		}
+		startup.Fail(err.Error())
+		return err
 	}
 	for _, l := range doc.Listeners {
 		if !*gwOn {

@@ -116,6 +116,11 @@ func (c classifier) Classify(ctx context.Context, texts []string) ([][]signal.La
 // cross-validated accuracy with and without it is in docs/models.md.
 const PhraseFloor = 0.9
 
+// WithPhraseFloor applies the default jailbreak model's phrase floor to c,
+// for the same model served elsewhere (a worker), so that it scores texts
+// exactly as Open's in-process binding does.
+func WithPhraseFloor(c signal.Classifier) signal.Classifier { return phraseFloor{c} }
+
 // phraseFloor lifts the jailbreak probability of texts with a well-known
 // injection phrasing to at least PhraseFloor, as the lexical fallback does.
 type phraseFloor struct{ signal.Classifier }

@@ -1,0 +1,664 @@
+package main
+
+// The router's model deployments (global.model_catalog.deployments and
+// bindings): serve starts and supervises a `junction worker` process per
+// managed replica on a Unix socket in a 0700 directory (this executable,
+// through inference/worker/supervise), reaches operator-run workers by
+// endpoint, binds the signal kinds named in bindings to them
+// (inference/worker/client), watches every replica's /health, and reports
+// them to /ready and /startup-status and to the router_model_runtime_*
+// metrics. Without deployments nothing here runs and the signals use the
+// in-process models.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/metrics"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/inference/defaultmodels"
+	"github.com/junction-router/junction/inference/ortlib"
+	"github.com/junction-router/junction/inference/worker/client"
+	"github.com/junction-router/junction/inference/worker/supervise"
+	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/recipes"
+)
+
+// deploymentPoll is how often each replica's /health is read: a restarted
+// worker is back in rotation within this long of being ready.
+const deploymentPoll = 250 * time.Millisecond
+
+// deploymentSet is the running deployments of one serve process. A nil
+// *deploymentSet (no deployments configured) does nothing.
+type deploymentSet struct {
+	log          *slog.Logger
+	met          *metrics.ModelRuntime
+	deps         []*deployment
+	readyTimeout time.Duration
+	bound        signal.Models // the kinds bound to deployments; nil fields run in-process
+	embedDep     *deployment   // the deployment of the embeddings binding (compiling needs it)
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex // guards the replicas' status and startup
+	startup *mgmt.Startup
+}
+
+type deployment struct {
+	cfg  recipes.ModelDeployment
+	pool *client.Pool
+	reps []*replicaState
+}
+
+// replicaState is one worker of a deployment and what its /health said.
+type replicaState struct {
+	name     string
+	worker   *supervise.Worker // nil for an attached worker
+	endpoint string
+	http     *http.Client
+	base     string
+
+	state    string // the worker's status, or not_running / unreachable
+	reason   string
+	ready    bool
+	pid      int
+	restarts int
+}
+
+// peekDocument reads the configuration file serve starts with (nil when
+// there is none or it does not load: the configuration lifecycle reports
+// that), for what must be known before it compiles: the deployments, and
+// where the management API will listen.
+func peekDocument(path string) *recipes.Document {
+	if path == "" {
+		return nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	doc, _, err := recipes.ParseSource(raw)
+	if err != nil {
+		return nil
+	}
+	return doc
+}
+
+// catalogOf is doc's global.model_catalog (nil without a document).
+func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
+	if doc == nil {
+		return nil
+	}
+	return doc.Global.ModelCatalog
+}
+
+// catalogGuard refuses a configuration whose deployments or bindings differ
+// from those serve started with: workers are started once, at start-up, so
+// such a change would silently not apply.
+func catalogGuard(started *recipes.ModelCatalog) func(*recipes.Document) error {
+	want := catalogKey(started)
+	return func(doc *recipes.Document) error {
+		if got := catalogKey(doc.Global.ModelCatalog); !bytes.Equal(got, want) {
+			return errors.New("global.model_catalog deployments or bindings differ from those junction serve started with; workers are started at start-up, so restart junction serve to apply this change")
+		}
+		return nil
+	}
+}
+
+func catalogKey(mc *recipes.ModelCatalog) []byte {
+	var v struct {
+		D []recipes.ModelDeployment `json:"d,omitempty"`
+		B *recipes.ModelBindings    `json:"b,omitempty"`
+	}
+	if mc != nil {
+		v.D, v.B = mc.Deployments, mc.Bindings
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// builtinArtifacts are the model names a managed worker serves from the
+// committed default models.
+var builtinArtifacts = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
+
+// startDeployments starts (or attaches to) every deployment of mc and builds
+// the clients of its bindings. It returns at once; wait reports readiness.
+// Workers' own output goes to stderr.
+func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+	if mc == nil || len(mc.Deployments) == 0 {
+		return nil, nil
+	}
+	base, err := supervise.OptionsFromEnv(os.Getenv, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	s = &deploymentSet{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout}
+	if s.readyTimeout <= 0 {
+		s.readyTimeout = 10 * time.Minute
+	}
+	defer func() {
+		if err != nil {
+			s.Close()
+			s = nil
+		}
+	}()
+	var env []string
+	if os.Getenv(ortlib.EnvLibrary) == "" {
+		// The workers find ONNX Runtime where this process does.
+		if lib, ferr := ortlib.Find(""); ferr == nil {
+			env = append(env, ortlib.EnvLibrary+"="+lib)
+		}
+	}
+	byName := map[string]*deployment{}
+	for _, cfg := range mc.Deployments {
+		d := &deployment{cfg: cfg}
+		s.deps = append(s.deps, d)
+		byName[cfg.Name] = d
+		reps := cfg.EffectiveReplicas()
+		managed := 0
+		for _, r := range reps {
+			if r.Endpoint == "" {
+				managed++
+			}
+		}
+		var args []string
+		served := cfg.ServedName
+		if managed > 0 {
+			if args, served, err = workerArgs(cfg); err != nil {
+				return s, err
+			}
+		}
+		var pool []client.Replica
+		for j, r := range reps {
+			rs := &replicaState{name: strconv.Itoa(j), state: "starting"}
+			model := served
+			if r.Endpoint != "" {
+				rs.endpoint = r.Endpoint
+				rs.http, rs.base = workerAddress(r.Endpoint)
+				if r.ServedName != "" {
+					model = r.ServedName
+				}
+			} else {
+				o, oerr := supervise.OptionsFromEnv(os.Getenv, append(workerLogLevel(log), managedArgs(cfg, r, args)...), managed > 1)
+				if oerr != nil {
+					return s, oerr
+				}
+				o.Env = append(o.Env, env...)
+				if o.Dir != "" {
+					// Each worker gets its own private directory under the configured one.
+					o.Dir = filepath.Join(o.Dir, cfg.Name+"-"+rs.name)
+				}
+				o.Stderr = stderr
+				o.Logger = log.With("deployment", cfg.Name, "replica", rs.name)
+				w, serr := supervise.Start(o)
+				if serr != nil {
+					return s, fmt.Errorf("model deployment %q: %w", cfg.Name, serr)
+				}
+				rs.worker, rs.http, rs.base = w, w.Client(), w.BaseURL()
+				rs.pid = w.PID()
+				log.Info("model worker started", "deployment", cfg.Name, "replica", rs.name, "pid", rs.pid, "socket", w.Socket())
+			}
+			d.reps = append(d.reps, rs)
+			pool = append(pool, client.Replica{Name: rs.name, HTTP: rs.http, BaseURL: rs.base, Model: model})
+		}
+		d.pool, err = client.New(client.Options{Deployment: cfg.Name, Replicas: pool, Observe: s.observe})
+		if err != nil {
+			return s, err
+		}
+	}
+	if err := s.bind(mc.Bindings, byName); err != nil {
+		return s, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	for _, d := range s.deps {
+		for i := range d.reps {
+			s.wg.Add(1)
+			go s.watch(ctx, d, i)
+		}
+	}
+	return s, nil
+}
+
+// observe records a finished worker call in the router_model_runtime_*
+// metrics. Server-Timing phases are recorded only for successful calls, and
+// phase names only as the worker's contract lists them (labels stay bounded).
+func (s *deploymentSet) observe(c client.Call) {
+	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
+	if c.Outcome != client.OutcomeOK {
+		return
+	}
+	if tr, ok := c.Transport(); ok {
+		s.met.Transport(c.Deployment, c.Surface, tr)
+	}
+	for _, p := range c.Server {
+		switch p.Name {
+		case "parse", "tokenize", "queue", "forward", "post", "serialize", "total":
+			s.met.ServerPhase(c.Deployment, c.Surface, p.Name, p.Duration)
+		}
+	}
+}
+
+// workerArgs are a managed worker's model arguments for cfg's artifact, and
+// the name requests use for it ("" for every built-in model at once).
+func workerArgs(cfg recipes.ModelDeployment) (args []string, served string, err error) {
+	fail := func(format string, a ...any) ([]string, string, error) {
+		return nil, "", fmt.Errorf("model deployment %q: "+format, append([]any{cfg.Name}, a...)...)
+	}
+	if cfg.Profile != "" && cfg.Profile != "exact" {
+		return fail("profile %q: this build's worker runs only the exact profile", cfg.Profile)
+	}
+	a := cfg.Artifact
+	customDir := os.Getenv(supervise.EnvCacheDir) != ""
+	switch {
+	case a == recipes.ArtifactDefaults:
+		if cfg.ServedName != "" {
+			return fail("served_name does not apply to artifact defaults, which serves %s under their own names", strings.Join(builtinArtifacts, ", "))
+		}
+		return nil, "", nil
+	case filepath.IsAbs(a):
+		if st, serr := os.Stat(a); serr != nil || !st.IsDir() {
+			return fail("artifact %s is not a model directory (it needs model.onnx, config.json and tokenizer.json)", a)
+		}
+		served = filepath.Base(a)
+	case slices.Contains(builtinArtifacts, a) || customDir:
+		served = a
+	default:
+		return fail("artifact %q is not a built-in model (%s, or defaults for all of them); give an absolute model directory, or set $%s to a models directory that has it",
+			a, strings.Join(builtinArtifacts, ", "), supervise.EnvCacheDir)
+	}
+	if cfg.ServedName != "" {
+		served = cfg.ServedName
+	}
+	model := a
+	switch rev := cfg.Revision; {
+	case rev == "":
+	case filepath.IsAbs(rev):
+		model = rev // the pinned copy of the artifact's files
+	default:
+		model = a + "@" + rev
+	}
+	return []string{model, "--served-model-name", served}, served, nil
+}
+
+// managedArgs are the worker arguments of one managed replica: its device,
+// the built-in models' directory, then the model arguments.
+func managedArgs(cfg recipes.ModelDeployment, r recipes.DeploymentReplica, model []string) []string {
+	var args []string
+	dev := r.Device
+	if dev == "" {
+		dev = cfg.Device
+	}
+	if dev != "" {
+		args = append(args, "--device", dev)
+	}
+	builtin := cfg.Artifact == recipes.ArtifactDefaults || !filepath.IsAbs(cfg.Artifact)
+	if builtin && os.Getenv(supervise.EnvCacheDir) == "" {
+		// Built-in names resolve against the committed default models,
+		// written once into the user cache.
+		if dir, err := defaultmodels.CacheDir(""); err == nil {
+			args = append(args, "--cache-dir", dir)
+		}
+	}
+	return append(args, model...)
+}
+
+// workerLogLevel passes the router's log level on to its workers, whose
+// log goes to the router's stderr.
+func workerLogLevel(log *slog.Logger) []string {
+	ctx := context.Background()
+	for _, l := range []struct {
+		level slog.Level
+		name  string
+	}{{slog.LevelDebug, "debug"}, {slog.LevelInfo, "info"}, {slog.LevelWarn, "warning"}} {
+		if log.Enabled(ctx, l.level) {
+			return []string{"--log-level", l.name}
+		}
+	}
+	return []string{"--log-level", "error"}
+}
+
+// workerAddress is the HTTP client and base URL of an operator-run worker:
+// unix:/path, http(s)://host:port or host:port (validated by recipes).
+func workerAddress(addr string) (*http.Client, string) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return supervise.UnixClient(p), "http://worker"
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	base := addr
+	if !strings.Contains(addr, "://") {
+		base = "http://" + addr
+	}
+	return &http.Client{Transport: tr}, strings.TrimSuffix(base, "/")
+}
+
+// bind builds the signal models of the bindings.
+func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deployment) error {
+	for _, nb := range b.Each() {
+		d := byName[nb.Binding.Deployment]
+		if d == nil {
+			return fmt.Errorf("global.model_catalog.bindings.%s: deployment %q is not declared", nb.Kind, nb.Binding.Deployment)
+		}
+		head := nb.Binding.Head
+		method := "worker:" + d.cfg.Name
+		if head != "" {
+			method += "/" + head
+		}
+		var in recipes.DeploymentInput
+		if d.cfg.Input != nil {
+			in = *d.cfg.Input
+		}
+		switch nb.Kind {
+		case "domain":
+			s.bound.Domain = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
+		case "jailbreak":
+			if in.Overflow == "" {
+				in.Overflow = "window" // a safety scan reads the whole text
+			}
+			var c signal.Classifier = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
+			if head == defaultmodels.JailbreakName || (head == "" && d.cfg.Artifact == defaultmodels.JailbreakName) {
+				c = defaultmodels.WithPhraseFloor(c) // as the in-process binding of this model
+			}
+			s.bound.Jailbreak = c
+		case "embeddings":
+			s.bound.Embedder = client.NewEmbedder(d.pool, method, client.EmbedOptions{Head: head, MaxTokens: in.MaxTokens})
+			s.embedDep = d
+		}
+	}
+	return nil
+}
+
+// inProcessMode is the --signal-models mode for the in-process models:
+// none are loaded when deployments serve every model-backed kind.
+func (s *deploymentSet) inProcessMode(mode string) string {
+	if s != nil && s.bound.Domain != nil && s.bound.Jailbreak != nil && s.bound.Embedder != nil && mode == signalModelsONNX {
+		return signalModelsLexical
+	}
+	return mode
+}
+
+// apply replaces the in-process models of the bound signal kinds.
+func (s *deploymentSet) apply(m *signal.Models) {
+	if s == nil {
+		return
+	}
+	if s.bound.Domain != nil {
+		m.Domain = s.bound.Domain
+	}
+	if s.bound.Jailbreak != nil {
+		m.Jailbreak = s.bound.Jailbreak
+	}
+	if s.bound.Embedder != nil {
+		m.Embedder = s.bound.Embedder
+	}
+}
+
+// watch reads replica i's /health until ctx ends, taking it in and out of
+// its pool's rotation and recording what it saw.
+func (s *deploymentSet) watch(ctx context.Context, d *deployment, i int) {
+	defer s.wg.Done()
+	r := d.reps[i]
+	t := time.NewTicker(deploymentPoll)
+	defer t.Stop()
+	for {
+		st, err := supervise.Health(ctx, r.http, r.base)
+		if ctx.Err() != nil {
+			return
+		}
+		pid, restarts := 0, 0
+		if r.worker != nil {
+			pid, restarts = r.worker.PID(), r.worker.Restarts()
+		}
+		ready := err == nil && (st == "ready" || st == "degraded") && (r.worker == nil || pid != 0)
+		reason := ""
+		switch {
+		case r.worker != nil && pid == 0:
+			st, reason = "not_running", "the worker exited; the supervisor restarts it"
+		case err != nil && r.worker != nil:
+			st = "starting"
+		case err != nil:
+			st, reason = "unreachable", err.Error()
+		case !ready:
+			reason = "the worker reports " + st
+		}
+		d.pool.SetReady(i, ready)
+		s.mu.Lock()
+		if restarts > r.restarts {
+			s.met.Restarted(d.cfg.Name, r.name, restarts-r.restarts)
+		}
+		r.state, r.reason, r.ready, r.pid, r.restarts = st, reason, ready, pid, restarts
+		s.met.SetReady(d.cfg.Name, r.name, ready, d.pool.Ready())
+		s.publishLocked()
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// report makes startup show the deployments (and keeps it up to date).
+func (s *deploymentSet) report(st *mgmt.Startup) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startup = st
+	s.publishLocked()
+}
+
+func (s *deploymentSet) publishLocked() {
+	if s.startup != nil {
+		s.startup.SetDeployments(s.snapshotLocked())
+	}
+}
+
+// snapshotLocked is the deployments as /startup-status lists them.
+func (s *deploymentSet) snapshotLocked() []mgmt.ModelDeployment {
+	out := make([]mgmt.ModelDeployment, 0, len(s.deps))
+	for _, d := range s.deps {
+		md := mgmt.ModelDeployment{Name: d.cfg.Name, Artifact: d.cfg.Artifact, Ready: d.pool.Ready()}
+		var procs, reasons []string
+		for _, r := range d.reps {
+			if r.worker != nil {
+				p := "managed, not running"
+				if r.pid != 0 {
+					p = "managed, pid " + strconv.Itoa(r.pid)
+				}
+				procs = append(procs, p)
+			} else {
+				procs = append(procs, "attached "+r.endpoint)
+			}
+			if !r.ready && md.State == "" {
+				md.State = r.state
+			}
+			if !r.ready && r.reason != "" {
+				reasons = append(reasons, "replica "+r.name+": "+r.reason)
+			}
+		}
+		md.Process = strings.Join(procs, "; ")
+		if md.Ready {
+			md.State = "ready"
+		} else {
+			md.Reason = strings.Join(reasons, "; ")
+		}
+		if md.State == "" {
+			md.State = "starting"
+		}
+		out = append(out, md)
+	}
+	return out
+}
+
+// interimStatusAddr is where the management API will listen, when an
+// interim start-up status may be served there before it does: only without
+// bearer authentication (the interim listener checks no token) and on an
+// address the management API itself would accept.
+func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
+	if doc == nil || *mf.addr == "off" {
+		return ""
+	}
+	m := doc.Global.Services.ManagementAPI
+	if m.Auth.Mode == "bearer" {
+		return ""
+	}
+	addr := *mf.addr
+	if addr == "" {
+		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
+	}
+	if mgmt.ListenAddr(addr, m.Auth.Mode, *mf.allowRemote) != nil {
+		return ""
+	}
+	return addr
+}
+
+// serveInterimStatus answers GET /ready and GET /startup-status on addr
+// (503, phase loading_model_deployments) and 503 SERVICE_UNAVAILABLE to
+// everything else, until the returned stop is called. It is best effort: a
+// busy address leaves it out, and the management API reports the conflict
+// when it starts.
+func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return func() {}
+	}
+	status := func() mgmt.StartupStatus {
+		s.mu.Lock()
+		deps := s.snapshotLocked()
+		s.mu.Unlock()
+		st := mgmt.StartupStatus{ReadyStatus: mgmt.ReadyStatus{Phase: "loading_model_deployments", PendingModels: []string{}, TotalModels: len(deps)},
+			ModelDeployments: deps}
+		for _, d := range deps {
+			if d.Ready {
+				st.ReadyModels++
+			} else {
+				st.PendingModels = append(st.PendingModels, d.Name)
+			}
+		}
+		return st
+	}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) { reply(w, status().ReadyStatus) })
+	mux.HandleFunc("GET /startup-status", func(w http.ResponseWriter, _ *http.Request) { reply(w, status()) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		reply(w, mgmt.ErrorBody{Error: mgmt.ErrorDetail{Code: mgmt.CodeServiceUnavailable, Timestamp: time.Now().UTC().Format(time.RFC3339),
+			Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"}})
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+}
+
+// waitForCompile waits for the deployment the embeddings binding uses:
+// compiling a configuration embeds its embedding signals' candidates. The
+// management API cannot listen before the configuration compiles, so while
+// this waits an interim listener on statusAddr ("" for none) answers /ready
+// and /startup-status.
+func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string) error {
+	if s == nil || s.embedDep == nil {
+		return nil
+	}
+	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
+	if statusAddr != "" {
+		defer s.serveInterimStatus(statusAddr)()
+	}
+	return s.waitFor(ctx, []*deployment{s.embedDep})
+}
+
+// wait waits until every deployment has a ready replica, or the ready
+// timeout ($JUNCTION_WORKER_READY_TIMEOUT, 10m) passes.
+func (s *deploymentSet) wait(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	return s.waitFor(ctx, s.deps)
+}
+
+func (s *deploymentSet) waitFor(ctx context.Context, deps []*deployment) error {
+	deadline := time.NewTimer(s.readyTimeout)
+	defer deadline.Stop()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var pending []*deployment
+		for _, d := range deps {
+			if !d.pool.Ready() {
+				pending = append(pending, d)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			var why []string
+			s.mu.Lock()
+			for _, d := range pending {
+				for _, r := range d.reps {
+					w := fmt.Sprintf("%s replica %s: %s", d.cfg.Name, r.name, r.state)
+					if r.reason != "" {
+						w += " (" + r.reason + ")"
+					}
+					why = append(why, w)
+				}
+			}
+			s.mu.Unlock()
+			return fmt.Errorf("model deployments not ready after %s (set $%s to wait longer): %s", s.readyTimeout, supervise.EnvReadyTimeout, strings.Join(why, "; "))
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops watching and stops the managed workers (terminate, then kill
+// after 10 s), all at once.
+func (s *deploymentSet) Close() {
+	if s == nil {
+		return
+	}
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	var wg sync.WaitGroup
+	for _, d := range s.deps {
+		for _, r := range d.reps {
+			if r.worker != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); r.worker.Stop() }()
+			}
+		}
+	}
+	wg.Wait()
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/inference"
+	"github.com/junction-router/junction/inference/defaultmodels"
+	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/inference/worker/supervise"
+	"github.com/junction-router/junction/recipes"
+)
+
+// BenchmarkSignalLatency compares one signal call on the default models
+// in-process (ONNX Runtime in the router, one intra-op thread) with the same
+// call through serve's wiring to a managed worker (this binary run as
+// `junction worker --threads 1`, one process serving the three defaults) over
+// its Unix socket: one text per call, one call at a time, as a request's
+// signal makes it. The worker's result cache is off, so every call runs the
+// model.
+func BenchmarkSignalLatency(b *testing.B) {
+	orttest.Library(b)
+	b.Setenv(envRunMain, "1")
+	b.Setenv(supervise.EnvThreads, "1")
+	b.Setenv(supervise.EnvResultCache, "0")
+	ctx := context.Background()
+
+	rt, err := inference.Open(inference.Options{Device: "cpu", Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	local, err := defaultmodels.Open(ctx, rt, "", 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Close()
+
+	deps, err := startDeployments(&recipes.ModelCatalog{
+		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
+		Bindings: &recipes.ModelBindings{
+			Domain:     &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.DomainName},
+			Jailbreak:  &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.JailbreakName},
+			Embeddings: &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.EmbedderName},
+		},
+	}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer deps.Close()
+	if err := deps.wait(ctx); err != nil {
+		b.Fatal(err)
+	}
+	remote := deps.bound
+
+	texts := []string{"Prove that every finite group of prime order is cyclic"}
+	for _, side := range []struct {
+		name string
+		m    signal.Models
+	}{{"in-process", local.Signals}, {"worker-uds", remote}} {
+		b.Run("domain/"+side.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := side.m.Domain.Classify(ctx, texts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("jailbreak/"+side.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := side.m.Jailbreak.Classify(ctx, texts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("embed/"+side.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := side.m.Embedder.Embed(ctx, texts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

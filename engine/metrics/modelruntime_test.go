@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestModelRuntime(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewModelRuntime(reg)
+	m.SetReady("guard", "0", true, true)
+	m.SetReady("guard", "1", false, true)
+	m.Request("guard", "0", RuntimeOK, 2*time.Millisecond)
+	m.Request("guard", "1", RuntimeUnavailable, time.Millisecond)
+	m.Request("guard", "0", RuntimeOverloaded, time.Millisecond)
+	m.Request("guard", "", RuntimeUnavailable, 0) // no replica was ready
+	m.Transport("guard", "classify", 100*time.Microsecond)
+	m.ServerPhase("guard", "classify", "forward", time.Millisecond)
+	m.Restarted("guard", "1", 2)
+	m.Restarted("guard", "1", 0)
+	want := `
+# HELP router_model_runtime_ready 1 when the deployment has a ready replica, else 0.
+# TYPE router_model_runtime_ready gauge
+router_model_runtime_ready{deployment="guard"} 1
+# HELP router_model_runtime_replica_ready 1 when the replica's worker reports every model ready, else 0.
+# TYPE router_model_runtime_replica_ready gauge
+router_model_runtime_replica_ready{deployment="guard",replica="0"} 1
+router_model_runtime_replica_ready{deployment="guard",replica="1"} 0
+# HELP router_model_runtime_replica_requests_total Signal calls answered by one replica by outcome (ok, failed, rejected, canceled, timeout).
+# TYPE router_model_runtime_replica_requests_total counter
+router_model_runtime_replica_requests_total{deployment="guard",outcome="failed",replica="1"} 1
+router_model_runtime_replica_requests_total{deployment="guard",outcome="ok",replica="0"} 1
+router_model_runtime_replica_requests_total{deployment="guard",outcome="rejected",replica="0"} 1
+# HELP router_model_runtime_requests_total Signal calls to a model deployment by outcome (ok, timeout, unavailable, overloaded, rejected, failed).
+# TYPE router_model_runtime_requests_total counter
+router_model_runtime_requests_total{deployment="guard",outcome="ok"} 1
+router_model_runtime_requests_total{deployment="guard",outcome="overloaded"} 1
+router_model_runtime_requests_total{deployment="guard",outcome="unavailable"} 2
+# HELP router_model_runtime_restarts_total Restarts of managed worker processes by the router's supervisor.
+# TYPE router_model_runtime_restarts_total counter
+router_model_runtime_restarts_total{deployment="guard",replica="1"} 2
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "router_model_runtime_ready", "router_model_runtime_replica_ready",
+		"router_model_runtime_replica_requests_total", "router_model_runtime_requests_total", "router_model_runtime_restarts_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(reg, ModelRuntimeNames...); n != 13 {
+		t.Errorf("%d series, want 13", n)
+	}
+	var nilM *ModelRuntime
+	nilM.Request("x", "0", RuntimeOK, 0) // a nil receiver records nothing
+}
