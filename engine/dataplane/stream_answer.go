@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
+	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/engine/plugin"
 )
 
@@ -55,7 +57,29 @@ func (p *Plane) NewStreamAnswer(out *Outcome) *StreamAnswer {
 	if !p.WantsResponse(out) {
 		return nil
 	}
-	return &StreamAnswer{limit: MaxResponsePhaseBody}
+	return &StreamAnswer{limit: MaxResponsePhaseBody, buf: getStreamBuffer()}
+}
+
+// streamBuffers hold collected chunks; one is taken per stream and given
+// back once the answer was assembled, so a stream's chunks are copied into
+// memory that is already there instead of a buffer grown from nothing.
+var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// maxPooledStream is the largest buffer kept for reuse: a rare long answer
+// should not pin its memory.
+const maxPooledStream = 1 << 20
+
+func getStreamBuffer() []byte { return (*streamBuffers.Get().(*[]byte))[:0] }
+
+// release gives the buffer back; s holds nothing afterwards.
+func (s *StreamAnswer) release() {
+	b := s.buf
+	s.buf = nil
+	if cap(b) == 0 || cap(b) > maxPooledStream {
+		return
+	}
+	b = b[:0]
+	streamBuffers.Put(&b)
 }
 
 // Chunk takes one event's data as the client receives it (chat chunk JSON, or
@@ -72,7 +96,8 @@ func (s *StreamAnswer) Chunk(data []byte) {
 		return
 	}
 	if len(s.buf)+len(data)+binary.MaxVarintLen64 > s.limit {
-		s.over, s.buf = true, nil
+		s.over = true
+		s.release()
 		return
 	}
 	s.buf = binary.AppendUvarint(s.buf, uint64(len(data)))
@@ -84,7 +109,8 @@ func (s *StreamAnswer) Chunk(data []byte) {
 // event past MaxEventBytes): it cannot be assembled.
 func (s *StreamAnswer) TooLarge() {
 	if s != nil {
-		s.over, s.buf = true, nil
+		s.over = true
+		s.release()
 	}
 }
 
@@ -114,17 +140,18 @@ func (p *Plane) StreamEnded(ctx context.Context, out *Outcome, status int, s *St
 	reason, detail := "", ""
 	var body []byte
 	switch {
-	case !complete || !s.done:
-		reason = SkipIncomplete
-	case s.over:
+	case s.over: // first: a front end stops reading a stream past its bound, so [DONE] may go unseen
 		reason = SkipTooLarge
 		detail = fmt.Sprintf("the streamed answer exceeds %d bytes", s.limit)
+	case !complete || !s.done:
+		reason = SkipIncomplete
 	default:
 		var err error
 		if body, err = s.Assemble(); err != nil {
 			reason, detail = SkipUnreadable, err.Error()
 		}
 	}
+	s.release() // the assembled body is a copy
 	if reason != "" {
 		p.metrics.ResponsePhaseSkipped(reason)
 		if reason != SkipIncomplete { // incomplete streams are counted already (errors, cancellations)
@@ -168,7 +195,7 @@ func (s *StreamAnswer) Assemble() ([]byte, error) {
 	if s.over {
 		return nil, fmt.Errorf("the streamed answer exceeds %d bytes", s.limit)
 	}
-	var a assembly
+	a := assembly{chunk: new(streamChunk)}
 	rest := s.buf
 	for i := 0; len(rest) > 0; i++ {
 		n, k := binary.Uvarint(rest)
@@ -194,16 +221,10 @@ func AssembleChunks(chunks ...[]byte) ([]byte, error) {
 	return s.Assemble()
 }
 
-// streamChunk is what Assemble reads of a chat.completion.chunk.
+// streamChunk is what Assemble decodes of a chat.completion.chunk: its
+// choices (the other members are read one by one).
 type streamChunk struct {
-	ID                string          `json:"id"`
-	Created           int64           `json:"created"`
-	Model             string          `json:"model"`
-	SystemFingerprint *string         `json:"system_fingerprint"`
-	ServiceTier       *string         `json:"service_tier"`
-	Choices           []streamChoice  `json:"choices"`
-	Usage             json.RawMessage `json:"usage"`
-	Error             json.RawMessage `json:"error"`
+	Choices []streamChoice
 }
 
 type streamChoice struct {
@@ -235,6 +256,7 @@ type assembly struct {
 	fingerprint, tier *string
 	choices           []*choiceAcc
 	usage             json.RawMessage
+	chunk             *streamChunk // reused: its choices are zeroed before each decode
 }
 
 type choiceAcc struct {
@@ -253,32 +275,46 @@ type toolAcc struct {
 }
 
 func (a *assembly) add(data []byte) error {
-	// A fresh value per chunk: decoding into reused slice elements would
-	// keep the previous chunk's fields that this one leaves out.
-	c := &streamChunk{}
-	if err := json.Unmarshal(data, c); err != nil {
+	// Split the chunk's members without decoding them (engine/chat's
+	// scanner) and decode only what is merged: the choices every chunk
+	// carries, the identity once, usage when present. The choices decode
+	// into a reused backing array whose elements would keep what the
+	// previous chunk set and this one leaves out: zero them first.
+	var buf [12]chat.Member
+	members, err := chat.Members(buf[:0], data)
+	if err != nil {
 		return fmt.Errorf("not a chat.completion.chunk: %v", err)
 	}
-	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return errors.New("the stream carried an error event")
-	}
-	if a.id == "" {
-		a.id = c.ID
-	}
-	if a.model == "" {
-		a.model = c.Model
-	}
-	if a.created == 0 {
-		a.created = c.Created
-	}
-	if c.SystemFingerprint != nil {
-		a.fingerprint = c.SystemFingerprint
-	}
-	if c.ServiceTier != nil {
-		a.tier = c.ServiceTier
-	}
-	if len(c.Usage) > 0 && string(c.Usage) != "null" {
-		a.usage = append(a.usage[:0], c.Usage...)
+	c := a.chunk
+	clear(c.Choices[:cap(c.Choices)])
+	c.Choices = c.Choices[:0]
+	for _, m := range members {
+		var err error
+		switch {
+		case m.Is("choices"):
+			err = json.Unmarshal(m.Value, &c.Choices)
+		case m.Is("usage"):
+			if string(m.Value) != "null" {
+				err = unmarshalRaw(m.Value, &a.usage)
+			}
+		case m.Is("error"):
+			if string(m.Value) != "null" {
+				return errors.New("the stream carried an error event")
+			}
+		case m.Is("id") && a.id == "":
+			err = json.Unmarshal(m.Value, &a.id)
+		case m.Is("model") && a.model == "":
+			err = json.Unmarshal(m.Value, &a.model)
+		case m.Is("created") && a.created == 0:
+			err = json.Unmarshal(m.Value, &a.created)
+		case m.Is("system_fingerprint") && string(m.Value) != "null":
+			err = json.Unmarshal(m.Value, &a.fingerprint)
+		case m.Is("service_tier") && string(m.Value) != "null":
+			err = json.Unmarshal(m.Value, &a.tier)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", m.Name(), err)
+		}
 	}
 	for i := range c.Choices {
 		ch := &c.Choices[i]
@@ -419,4 +455,13 @@ func (a *assembly) encode() ([]byte, error) {
 		return nil, fmt.Errorf("encoding the assembled answer: %v", err)
 	}
 	return b, nil
+}
+
+// unmarshalRaw checks that v is valid JSON and keeps a copy in dst.
+func unmarshalRaw(v []byte, dst *json.RawMessage) error {
+	if !json.Valid(v) {
+		return errors.New("invalid JSON")
+	}
+	*dst = append((*dst)[:0], v...)
+	return nil
 }

@@ -204,6 +204,19 @@ func TestIncompleteOrHugeStreamsSkipResponsePhase(t *testing.T) {
 	hresp.Body.Close()
 	waitFor(t, "the cancelled stream counted", func() bool { return skipped(dataplane.SkipIncomplete) == 2 })
 
+	// An error event, even one the upstream follows with [DONE], is relayed
+	// but not given to plugins.
+	e.ups["small"].setHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial\"}}]}\n\n")
+		fmt.Fprint(w, "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\"}}\n\ndata: [DONE]\n\n")
+	}))
+	resp, body = e.post("/v1/chat/completions", req)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "overloaded") {
+		t.Fatalf("error event: %d %s", resp.StatusCode, body)
+	}
+	waitFor(t, "the error event counted", func() bool { return skipped(dataplane.SkipUnreadable) == 1 })
+
 	// An answer past the bound is relayed whole but not given to plugins.
 	piece := strings.Repeat("x", 1<<20)
 	events := dataplane.MaxResponsePhaseBody/len(piece) + 2
