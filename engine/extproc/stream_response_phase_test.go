@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -76,7 +75,8 @@ func choiceContent(t *testing.T, body string) string {
 
 // Behind Envoy, a streamed answer reaches the response phase once its last
 // piece went back to Envoy, assembled into a chat.completion, whichever mode
-// Envoy sends the answer's body in, and for a Responses API client.
+// Envoy sends the answer's body in, from a Messages API backend (translated),
+// and for a Responses API client.
 func TestStreamedAnswerReachesResponsePhaseBehindEnvoy(t *testing.T) {
 	rec := &recorder{}
 	e := newEnv(t, withRecorded(rec))
@@ -84,6 +84,7 @@ func TestStreamedAnswerReachesResponsePhaseBehindEnvoy(t *testing.T) {
 	for name, cfg := range answerModes {
 		for _, req := range []envoytest.Request{
 			chat(userBody("recordme "+name, `"stream":true`)),
+			chat(`{"model":"claude","stream":true,"messages":[{"role":"user","content":"recordme ` + name + `"}]}`), // Messages API backend
 			{Method: "POST", Path: "/v1/responses", Headers: envoytest.H("content-type", "application/json"),
 				Body: []byte(`{"model":"MoM","stream":true,"input":"recordme ` + name + `"}`)},
 		} {
@@ -128,10 +129,10 @@ func withBody(resp envoytest.Response, body []byte) envoytest.Response {
 	return resp
 }
 
-// A stream that ends without the upstream's [DONE], one Envoy abandons
-// mid-way (the client or the upstream went away), and one past the response
-// phase's bound never reach the response phase; each is counted.
-func TestIncompleteOrHugeStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
+// A stream that ends without the upstream's [DONE] and one Envoy abandons
+// mid-way (the client or the upstream went away) never reach the response
+// phase; each is counted (a stream past the bound: stream_huge_test.go).
+func TestIncompleteStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
 	rec := &recorder{}
 	e := newEnv(t, withRecorded(rec))
 	skipped := func(reason string) float64 {
@@ -185,30 +186,7 @@ func TestIncompleteOrHugeStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
 	s.Abort()
 	eventually(t, "the abandoned stream counted", func() bool { return skipped(dataplane.SkipIncomplete) == float64(len(answerModes)+1) })
 
-	// Past the bound: relayed whole, not given to plugins. (Full duplex is
-	// left out here: envoytest sends every piece before reading the answers,
-	// which gRPC's flow control stalls on at this size; Envoy does not.)
-	for _, name := range []string{"streamed", "buffered"} {
-		s := e.open(answerModes[name])
-		if _, err := s.SendRequest(chat(userBody("recordme huge", `"stream":true`))); err != nil {
-			t.Fatal(err)
-		}
-		piece := strings.Repeat("x", 1<<20)
-		event := []byte(fmt.Sprintf("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q}}]}\n\n", piece))
-		resp := envoytest.Response{Status: 200, Headers: envoytest.H("content-type", "text/event-stream")}
-		for i := 0; i < dataplane.MaxResponsePhaseBody/len(piece)+2; i++ {
-			resp.Pieces = append(resp.Pieces, event)
-		}
-		resp.Pieces = append(resp.Pieces, []byte("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"))
-		ro, err := s.SendResponse(resp)
-		if err != nil || ro.Downstream == nil || len(ro.Downstream.Body) < dataplane.MaxResponsePhaseBody {
-			t.Fatalf("%s: %v", name, err)
-		}
-		s.Close()
-	}
-	eventually(t, "the huge streams counted", func() bool { return skipped(dataplane.SkipTooLarge) == 2 })
-
 	if got := rec.got(); len(got) != 0 {
-		t.Fatalf("the response phase ran for %d incomplete or huge streams", len(got))
+		t.Fatalf("the response phase ran for %d incomplete streams", len(got))
 	}
 }
