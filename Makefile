@@ -43,7 +43,7 @@ test: vet fmt-check
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
 	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
-	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase' ./engine/gateway/ ./engine/extproc/
+	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./engine/gateway/ ./engine/extproc/
 
 vet:
 	$(GO) vet ./...

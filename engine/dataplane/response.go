@@ -33,7 +33,11 @@ func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, bod
 		return nil
 	}
 	res := out.Result
-	req := &plugin.Request{Chat: out.pluginChat, Header: out.Header, Decision: res.Decision, Model: res.Model,
+	header := out.pluginHeader
+	if header == nil {
+		header = out.Header
+	}
+	req := &plugin.Request{Chat: out.pluginChat, Header: header, Decision: res.Decision, Model: res.Model,
 		Mode: plugin.ModeLive, Signals: matchedSignals(res)}
 	if req.Header == nil {
 		req.Header = http.Header{}

@@ -46,6 +46,7 @@ func (x *exchange) chat(body []byte) {
 	plane := x.s.plane.WithPlugins(x.s.opts.Plugins) // the runner in force for this request
 	out := plane.Run(x.r.Context(), &dataplane.Request{
 		Gen: x.gen, Recipe: x.listener.Entrypoint, ID: x.id, Start: x.start, Body: body, ClientAuthorization: clientAuth,
+		ClientHeader: x.r.Header,
 	})
 	if out.Result != nil {
 		x.routed(out.Result)

@@ -168,3 +168,28 @@ func TestIncompleteStreamsAreNotCached(t *testing.T) {
 		}
 	}
 }
+
+// A streamed request carrying the bypass header (a client header, which the
+// gateway lends to plugins) is neither answered from nor stored in the cache.
+func TestBypassedStreamIsNotCached(t *testing.T) {
+	e := newEnv(t, withRunner(responseCacheRunner(t)), withCachedDecision())
+	resp, body := e.post("/v1/chat/completions", cacheBody("cacheme bypass", `"stream":true,`), "x-cache-bypass", "true")
+	if _, done := sseContent(t, body); resp.StatusCode != 200 || !done {
+		t.Fatalf("bypassed stream: %d %s", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get("x-junction-plugins"); got != "response_cache=skipped" {
+		t.Fatalf("x-junction-plugins %q: the plugin did not see the bypass header", got)
+	}
+	if up := e.ups["small"].last(t); up.Header.Get("x-cache-bypass") != "" {
+		t.Fatal("the client's bypass header was forwarded upstream")
+	}
+	// The response phase skips it too. It runs after the stream: give it
+	// time, then ask again with an upstream that fails (so that this request
+	// stores nothing itself).
+	time.Sleep(300 * time.Millisecond)
+	e.ups["small"].setHandler(demobackend.New(demobackend.Options{Status: http.StatusServiceUnavailable}))
+	resp, body = e.post("/v1/chat/completions", cacheBody("cacheme bypass", ""))
+	if resp.Header.Get("x-cache-status") != "miss" {
+		t.Fatalf("x-cache-status %q: a bypassed stream was stored: %s", resp.Header.Get("x-cache-status"), body)
+	}
+}
