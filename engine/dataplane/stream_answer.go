@@ -44,11 +44,10 @@ const (
 // byte went to the client, so a stream is never slowed by more than a copy.
 // A nil *StreamAnswer ignores everything (no plugin wants the answer).
 type StreamAnswer struct {
-	buf    []byte // each chunk's data, preceded by its length (uvarint)
-	limit  int
-	done   bool // [DONE] was seen
-	over   bool // past limit: buf was dropped
-	chunks int
+	buf   []byte // each chunk's data, preceded by its length (uvarint)
+	limit int
+	done  bool // [DONE] was seen
+	over  bool // past limit: buf was dropped
 }
 
 // NewStreamAnswer returns the collector for a forwarded streamed request
@@ -102,7 +101,6 @@ func (s *StreamAnswer) Chunk(data []byte) {
 	}
 	s.buf = binary.AppendUvarint(s.buf, uint64(len(data)))
 	s.buf = append(s.buf, data...)
-	s.chunks++
 }
 
 // TooLarge marks an answer the front end stopped reading event by event (an
@@ -112,17 +110,6 @@ func (s *StreamAnswer) TooLarge() {
 		s.over = true
 		s.release()
 	}
-}
-
-// Done reports whether [DONE] was seen.
-func (s *StreamAnswer) Done() bool { return s != nil && s.done }
-
-// Size is the bytes held.
-func (s *StreamAnswer) Size() int {
-	if s == nil {
-		return 0
-	}
-	return len(s.buf)
 }
 
 // StreamEnded ends a collected stream: when complete (the front end
@@ -211,9 +198,9 @@ func (s *StreamAnswer) Assemble() ([]byte, error) {
 	return a.encode()
 }
 
-// AssembleChunks is Assemble over chunk data given directly (each element one
-// event's data, [DONE] optional), for tests and tools.
-func AssembleChunks(chunks ...[]byte) ([]byte, error) {
+// assembleChunks is Assemble over chunk data given directly (each element
+// one event's data, [DONE] optional).
+func assembleChunks(chunks ...[]byte) ([]byte, error) {
 	s := &StreamAnswer{limit: MaxResponsePhaseBody}
 	for _, c := range chunks {
 		s.Chunk(c)

@@ -18,7 +18,7 @@ func chunks(s ...string) [][]byte {
 // in pieces), a finish chunk and include_usage's usage chunk becomes the
 // chat.completion a non-streamed request gets.
 func TestAssembleMergesChunks(t *testing.T) {
-	got, err := AssembleChunks(chunks(
+	got, err := assembleChunks(chunks(
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","system_fingerprint":"fp","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`,
 		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"m","choices":[{"index":0,"delta":{"content":"lo \"x\" <b>"},"finish_reason":null}]}`,
@@ -49,7 +49,7 @@ func TestAssembleMergesChunks(t *testing.T) {
 // Choices are merged per index and listed in index order; reasoning_content
 // is kept; a choice without content deltas has null content.
 func TestAssembleChoicesByIndex(t *testing.T) {
-	got, err := AssembleChunks(chunks(
+	got, err := assembleChunks(chunks(
 		`{"id":"x","created":1,"model":"m","choices":[{"index":1,"delta":{"role":"assistant","content":"B"}},{"index":0,"delta":{"role":"assistant","reasoning_content":"think"}}]}`,
 		`{"id":"x","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"A"},"finish_reason":"stop"},{"index":1,"delta":{},"finish_reason":"length"}]}`,
 		`{"id":"x","created":1,"model":"m","choices":[{"index":2,"delta":{"role":"assistant"},"finish_reason":"stop"}]}`,
@@ -71,7 +71,7 @@ func TestAssembleRefusesErrorsAndNonJSON(t *testing.T) {
 		"error event": `{"error":{"message":"overloaded","type":"server_error"}}`,
 		"not JSON":    `{"id":`,
 	} {
-		_, err := AssembleChunks([]byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(c))
+		_, err := assembleChunks([]byte(`{"id":"x","choices":[{"index":0,"delta":{"content":"a"}}]}`), []byte(c))
 		if err == nil || !strings.Contains(err.Error(), "chunk 1") {
 			t.Errorf("%s: err = %v, want an error naming chunk 1", name, err)
 		}
@@ -84,15 +84,15 @@ func TestStreamAnswerBound(t *testing.T) {
 	s := &StreamAnswer{limit: 100}
 	c := []byte(`{"choices":[{"index":0,"delta":{"content":"0123456789"}}]}`) // 58 bytes
 	s.Chunk(c)
-	if s.Size() == 0 || s.over {
-		t.Fatalf("first chunk: size %d over %v", s.Size(), s.over)
+	if len(s.buf) == 0 || s.over {
+		t.Fatalf("first chunk: size %d over %v", len(s.buf), s.over)
 	}
 	s.Chunk(c)
-	if !s.over || s.Size() != 0 {
-		t.Fatalf("past the limit: size %d over %v", s.Size(), s.over)
+	if !s.over || len(s.buf) != 0 {
+		t.Fatalf("past the limit: size %d over %v", len(s.buf), s.over)
 	}
 	s.Chunk([]byte("[DONE]"))
-	if !s.Done() {
+	if !s.done {
 		t.Fatal("[DONE] not seen")
 	}
 	if _, err := s.Assemble(); err == nil {
@@ -102,15 +102,12 @@ func TestStreamAnswerBound(t *testing.T) {
 	s = &StreamAnswer{limit: 1000}
 	s.Chunk(c)
 	s.Chunk([]byte("[DONE]"))
-	n := s.Size()
+	n := len(s.buf)
 	s.Chunk(c)
-	if s.Size() != n {
+	if len(s.buf) != n {
 		t.Fatal("a chunk after [DONE] was kept")
 	}
 	var nilAnswer *StreamAnswer
-	nilAnswer.Chunk(c) // a nil collector ignores everything
-	nilAnswer.TooLarge()
-	if nilAnswer.Done() || nilAnswer.Size() != 0 {
-		t.Fatal("nil collector")
-	}
+	nilAnswer.Chunk(c)   // a nil collector ignores everything
+	nilAnswer.TooLarge() // and nothing panics
 }
