@@ -43,6 +43,7 @@ test: vet fmt-check
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
 	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
+	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./engine/gateway/ ./engine/extproc/
 
 vet:
 	$(GO) vet ./...
@@ -76,6 +77,7 @@ bench: build
 	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
+	$(GO) test -run=^$$ -bench=BenchmarkStreamAnswer -benchmem -count=6 ./engine/dataplane/
 	$(GO) run ./cmd/junction-extproc-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./mgmt/
 	@$(MAKE) --no-print-directory onnxruntime

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +126,13 @@ type Request struct {
 	// no api_key_env key; the gateway sets it only on a listener without
 	// api_keys (the client's key is then meant for the backend).
 	ClientAuthorization string
+	// ClientHeader is the client's request headers, for a front end whose
+	// Header does not start from them (the gateway): the decision's plugins
+	// see them beside the upstream headers, since some act on what the
+	// client sent (a response cache's bypass header), less credentials and
+	// hop-by-hop headers. They are lent for the plugin stage only: none is
+	// forwarded unless a plugin changed it.
+	ClientHeader http.Header
 }
 
 // RoutedPanic is what Run panics with when something panics after routing
@@ -157,6 +165,9 @@ type Outcome struct {
 	// sees the same request in both phases. Kept only when the decision has
 	// response-phase plugins.
 	pluginChat *chat.Request
+	// pluginHeader is the headers the plugins saw, the client's lent ones
+	// included (see Request.ClientHeader), kept with pluginChat.
+	pluginHeader http.Header
 
 	Model   *recipes.Model
 	Backend *recipes.BackendRef
@@ -274,6 +285,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	rt.SetUpstreamHeaders(header, in.ID)
 
 	if len(res.Plugins) > 0 {
+		lent := lendClientHeaders(header, in.ClientHeader)
 		imm, ok := p.runPlugins(ctx, in, out, rt, req, &header)
 		if !ok {
 			return
@@ -288,7 +300,12 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			snap := *req
 			snap.Fields = maps.Clone(req.Fields)
 			out.pluginChat = &snap
+			out.pluginHeader = header
+			if len(lent) > 0 {
+				out.pluginHeader = header.Clone()
+			}
 		}
+		returnClientHeaders(header, lent)
 	}
 
 	// Reasoning is written after the plugins: routing owns these fields, so a
@@ -507,4 +524,44 @@ func CountTools(raw json.RawMessage) int {
 		return 0
 	}
 	return len(tools)
+}
+
+// unlentHeaders are the client headers never lent to plugins: credentials
+// meant for the front end, and hop-by-hop and framing headers.
+var unlentHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "X-Api-Key": true, "Api-Key": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Host": true,
+}
+
+// lendClientHeaders adds to h the client headers it does not have (the
+// upstream's own win), and returns what it added.
+func lendClientHeaders(h, client http.Header) map[string][]string {
+	var lent map[string][]string
+	for k, v := range client {
+		if unlentHeaders[k] || len(v) == 0 {
+			continue
+		}
+		if _, ok := h[k]; ok {
+			continue
+		}
+		if lent == nil {
+			lent = make(map[string][]string, len(client))
+		}
+		h[k] = slices.Clone(v) // a plugin's AddHeader must not write into the client's slice
+		lent[k] = v
+	}
+	return lent
+}
+
+// returnClientHeaders removes from h the lent headers no plugin changed, so
+// that only what the plugins set is forwarded. (A plugin that set a lent
+// header to the value it already had is indistinguishable from one that left
+// it: that header is not forwarded.)
+func returnClientHeaders(h http.Header, lent map[string][]string) {
+	for k, v := range lent {
+		if slices.Equal(h[k], v) {
+			delete(h, k)
+		}
+	}
 }

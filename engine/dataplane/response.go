@@ -23,16 +23,21 @@ func (p *Plane) WantsResponse(out *Outcome) bool {
 }
 
 // ResponsePhase runs the response phase of the decision's plugins on a
-// successful (2xx) non-streamed upstream answer: body is the answer as the
-// upstream sent it. It returns the plugins' reports; a failure is in its
-// report (the answer has been sent; nothing else can change).
+// successful (2xx) upstream answer: body is a non-streamed answer as the
+// upstream sent it, or a streamed one merged into a chat.completion
+// (StreamEnded). It returns the plugins' reports; a failure is in its report
+// (the answer has been sent; nothing else can change).
 func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
 	rp, ok := p.plugins.(responsePhase)
 	if !ok || !p.WantsResponse(out) || out.Result == nil || status < 200 || status > 299 {
 		return nil
 	}
 	res := out.Result
-	req := &plugin.Request{Chat: out.pluginChat, Header: out.Header, Decision: res.Decision, Model: res.Model,
+	header := out.pluginHeader
+	if header == nil {
+		header = out.Header
+	}
+	req := &plugin.Request{Chat: out.pluginChat, Header: header, Decision: res.Decision, Model: res.Model,
 		Mode: plugin.ModeLive, Signals: matchedSignals(res)}
 	if req.Header == nil {
 		req.Header = http.Header{}

@@ -104,6 +104,11 @@ type exchange struct {
 	respPieces int
 	respTooBig bool
 	respHeld   bool // full duplex: the pieces so far are held, not yet answered
+	// streamAns collects an event stream's chunks for the decision's
+	// response-phase plugins (nil when none has one); streamEnded: it was
+	// handed over (or dropped) once.
+	streamAns   *dataplane.StreamAnswer
+	streamEnded bool
 
 	// Translation (engine/translate): responsesAPI marks a POST
 	// /v1/responses, translated to a chat completion (responsesReq) on the
@@ -685,6 +690,7 @@ func (x *exchange) responseMode(want filterv3.ProcessingMode_BodySendMode) *filt
 
 // startStreams prepares the event translators the answer needs.
 func (x *exchange) startStreams() {
+	x.streamAns = x.s.plane.NewStreamAnswer(&x.out)
 	now := time.Now().Unix()
 	if x.anthropic {
 		x.aStream = translate.NewAnthropicStream(now)
@@ -756,6 +762,7 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 			out = chunk
 		}
 		x.scanOff, x.scan = true, dataplane.EventScanner{}
+		x.streamAns.TooLarge()
 	default:
 		_ = x.scan.Feed(chunk, func(ev, data []byte) bool {
 			out = x.upstreamEvent(ev, data, rewrite, out)
@@ -783,6 +790,7 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 			}
 		}
 		x.recordUsage()
+		upstreamDone := x.doneSeen // before Junction adds its own [DONE]
 		if !x.doneSeen {
 			if rewrite {
 				out = x.event(dataplane.DoneEvent, doneData, true, out)
@@ -793,8 +801,31 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 		}
 		x.phase = phaseDone
 		x.markComplete()
+		err := x.send(x.bodyReply(true, out, changed, eos))
+		x.endStream(upstreamDone && err == nil)
+		return err
 	}
 	return x.send(x.bodyReply(true, out, changed, eos))
+}
+
+// endStream hands a collected event stream to the response phase once its
+// last piece went back to Envoy (complete: the upstream's [DONE] was in it),
+// beside the stream so that Envoy is not kept waiting; an incomplete stream
+// is only counted.
+func (x *exchange) endStream(complete bool) {
+	if x.streamAns == nil || x.streamEnded {
+		return
+	}
+	x.streamEnded = true
+	out, st, sa := x.out, x.status, x.streamAns
+	if st == 0 {
+		st = http.StatusOK
+	}
+	if !complete {
+		x.s.plane.StreamEnded(x.ctx, &out, st, sa, false)
+		return
+	}
+	go x.s.plane.StreamEnded(context.WithoutCancel(x.ctx), &out, st, sa, true)
 }
 
 var doneData = []byte("[DONE]")
@@ -829,6 +860,7 @@ func (x *exchange) event(ev, data []byte, rewrite bool, out []byte) []byte {
 		return out // the gateway relays nothing after [DONE]
 	}
 	if data != nil {
+		x.streamAns.Chunk(data)
 		if string(data) == "[DONE]" {
 			x.doneSeen = true
 			x.recordUsage()
@@ -1049,6 +1081,11 @@ func (x *exchange) responseTrailers() error {
 		}
 		x.phase = phaseDone
 		x.markComplete()
+		if x.sse {
+			err := x.send(trailersResponse(true))
+			x.endStream(x.doneSeen && err == nil)
+			return err
+		}
 	case phaseStart, phaseRequestBody:
 		return x.protocolError("response_trailers", "response trailers arrived while the request was "+phaseNames[x.phase])
 	case phaseForwarded:
@@ -1189,6 +1226,7 @@ func (x *exchange) finish() {
 		x.s.metrics.Error(x.model, metrics.ReasonCancellation)
 	}
 	x.recordUsage()
+	x.endStream(false) // a stream that ended before its answer did
 	st := x.status
 	switch {
 	case x.cancelled:

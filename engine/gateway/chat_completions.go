@@ -46,6 +46,7 @@ func (x *exchange) chat(body []byte) {
 	plane := x.s.plane.WithPlugins(x.s.opts.Plugins) // the runner in force for this request
 	out := plane.Run(x.r.Context(), &dataplane.Request{
 		Gen: x.gen, Recipe: x.listener.Entrypoint, ID: x.id, Start: x.start, Body: body, ClientAuthorization: clientAuth,
+		ClientHeader: x.r.Header,
 	})
 	if out.Result != nil {
 		x.routed(out.Result)
@@ -64,6 +65,13 @@ func (x *exchange) chat(body []byte) {
 		// plugins' own deadlines rather than the client's connection.
 		ctx := context.WithoutCancel(x.r.Context())
 		x.onAnswer = func(status int, body []byte) { go plane.ResponsePhase(ctx, &out, status, body) }
+		if out.Stream {
+			// A streamed answer is collected while it is relayed and given
+			// to the plugins, assembled, after its last event went out.
+			sa := plane.NewStreamAnswer(&out)
+			x.streamAnswer = sa
+			x.onStreamEnd = func(status int, complete bool) { go plane.StreamEnded(ctx, &out, status, sa, complete) }
+		}
 	}
 	rt := &out.Routing
 	target := x.s.ups.target(out.Backend, out.Model.APIFormat) // parsed once per backend; Run checked it

@@ -163,6 +163,11 @@ type exchange struct {
 	// onAnswer, when set, gets a successful non-streamed answer's status and
 	// upstream body after it was sent (the plugins' response phase).
 	onAnswer func(status int, body []byte)
+	// streamAnswer, when set, collects a streamed answer's chunks for the
+	// response phase; onStreamEnd gets it once the relay ended (complete:
+	// every event, [DONE] included, reached the client).
+	streamAnswer *dataplane.StreamAnswer
+	onStreamEnd  func(status int, complete bool)
 }
 
 // allow answers 405 unless the method is one of methods.

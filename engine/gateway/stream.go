@@ -59,12 +59,20 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 		}
 	}
 	defer record()
+	// complete: every event, the final [DONE] included, was written to the
+	// client. Only then is the answer given to the response phase, after
+	// its last byte went out.
+	complete := false
+	if x.onStreamEnd != nil {
+		defer func() { x.onStreamEnd(resp.StatusCode, complete && x.r.Context().Err() == nil) }()
+	}
 
 	// relay writes one event to the client; end is true when the stream is
 	// over (its [DONE] was written, or the client went away).
 	relay := func(raw, data []byte) (end bool) {
 		done := false
 		if data != nil {
+			x.streamAnswer.Chunk(data)
 			if string(data) == "[DONE]" {
 				done = true
 				record()
@@ -86,6 +94,7 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 			return true
 		}
 		x.w.Flush()
+		complete = done
 		return done
 	}
 	var tr *translate.AnthropicStream
@@ -134,6 +143,7 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 		return
 	}
 	x.w.Flush()
+	complete = true // the stream ended without the upstream's [DONE]: StreamEnded tells
 }
 
 // streamBroke ends a stream whose upstream failed after the answer began.

@@ -108,6 +108,8 @@ type Metrics struct {
 	tpot                   *prometheus.HistogramVec
 	promptTokens           *prometheus.CounterVec
 	completionTokens       *prometheus.CounterVec
+	// responsePhaseSkipped is Junction's own (not in the spec's table).
+	responsePhaseSkipped *prometheus.CounterVec
 
 	// Children of the series recorded on every request, resolved once per
 	// label set (children.go).
@@ -209,13 +211,17 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "llm_model_completion_tokens_total",
 			Help: "Completion tokens reported by upstreams, per model.",
 		}, []string{"model"}),
+		responsePhaseSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "junction_response_phase_skipped_total",
+			Help: "Streamed answers whose decision has response-phase plugins (a response cache) but that were not given to them, by reason: too_large (past the response-phase bound), incomplete (no [DONE] reached the client: upstream error, cancelled client), unreadable (a chunk that is not a chat.completion.chunk, or an error event).",
+		}, []string{"reason"}),
 	}
 	reg.MustRegister(
 		m.requests, m.requestDuration, m.classificationAccuracy, m.classificationDuration,
 		m.cacheHitRatio, m.cacheSize, m.piiDetections, m.jailbreakAttempts,
 		m.requestErrors, m.modelRequests, m.reasoningDecisions, m.templateUsage,
 		m.effortUsage, m.modelCost, m.reasonCodes, m.ttft, m.tpot,
-		m.promptTokens, m.completionTokens,
+		m.promptTokens, m.completionTokens, m.responsePhaseSkipped,
 	)
 	return m
 }

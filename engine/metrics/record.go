@@ -180,3 +180,13 @@ func (m *Metrics) SetClassificationAccuracy(category string, accuracy float64) {
 	}
 	m.classificationAccuracy.WithLabelValues(category).Set(accuracy)
 }
+
+// ResponsePhaseSkipped counts a streamed answer the decision's response-phase
+// plugins were not given (junction_response_phase_skipped_total); reason is
+// one of engine/dataplane's Skip reasons.
+func (m *Metrics) ResponsePhaseSkipped(reason string) {
+	if m == nil {
+		return
+	}
+	m.responsePhaseSkipped.WithLabelValues(reason).Inc()
+}
