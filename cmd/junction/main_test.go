@@ -203,7 +203,9 @@ global:
 
 func waitFor(t *testing.T, url string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: under -race on a loaded two-core machine, loading the ONNX
+	// models alone has taken more than ten seconds. It returns once up.
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
