@@ -28,6 +28,8 @@ var heldOut = []string{
 	"ok",
 	"",
 	"qwzx flurbo",
+	// Repeated words: the domain model counts each word once.
+	"The the THE cell cell membrane, membrane: the cell's membrane and the heart heart heart.",
 }
 
 // sharedRoot is one cache root for the package's tests: writing the model
@@ -207,7 +209,7 @@ func TestManifestMatchesFiles(t *testing.T) {
 	}
 	// The figures docs/models.md quotes; a rebuild that changes them must
 	// update the page too.
-	if math.Abs(rep.Domain.Accuracy-0.7963) > 5e-5 || rep.Jailbreak < 0.9 {
+	if math.Abs(rep.Domain.Accuracy-0.8045) > 5e-5 || rep.Jailbreak < 0.9 {
 		t.Errorf("manifest reports domain accuracy %.4f and jailbreak %.4f; update docs/models.md and this test", rep.Domain.Accuracy, rep.Jailbreak)
 	}
 }

@@ -80,6 +80,10 @@ type Linear struct {
 	// MeanPrior is added to the denominator of the SIF mean the classifier
 	// reads (a pseudo-count that pulls short texts towards zero).
 	MeanPrior float32
+	// Presence: a word counts once in the bag of words however often the
+	// text repeats it (binary term frequency); otherwise every occurrence
+	// counts.
+	Presence bool
 }
 
 // Bundle is everything `make models` commits.

@@ -48,6 +48,19 @@ func sifMean(g *onnxgraph.Graph, v *Vectors, ids, m string, prior float32) strin
 	return g.Op("Div", []string{num, den})
 }
 
+// firstOccurrence is 1 where a token's id does not occur earlier among the
+// unmasked tokens of its text and 0 where it does [B,T]: the ids compared
+// pairwise, the strictly lower triangle (earlier positions) kept and summed.
+func firstOccurrence(g *onnxgraph.Graph, ids, m string) string {
+	axis1 := g.Int64("", []int64{1}, []int64{1})
+	axis2 := g.Int64("", []int64{1}, []int64{2})
+	eq := g.Op("Cast", []string{g.Op("Equal", []string{g.Op("Unsqueeze", []string{ids, axis2}), g.Op("Unsqueeze", []string{ids, axis1})})}, onnxgraph.Int("to", int64(onnxgraph.Float))) // [B,T,T]: ids[i] == ids[j]
+	eq = g.Op("Mul", []string{eq, g.Op("Unsqueeze", []string{m, axis1})})                                                                                                                // j unmasked
+	earlier := g.Op("Trilu", []string{eq, g.Int64("", nil, []int64{-1})}, onnxgraph.Int("upper", 0))                                                                                     // j < i
+	seen := g.Op("ReduceSum", []string{earlier, axis2}, onnxgraph.Int("keepdims", 0))
+	return g.Op("Sub", []string{g.Float32("", nil, []float32{1}), g.Op("Min", []string{seen, g.Float32("", nil, []float32{1})})})
+}
+
 // EmbedderGraph builds the sentence embedder.
 func EmbedderGraph(v *Vectors) *onnxgraph.Graph {
 	g := onnxgraph.New("glove-sif-embedding")
@@ -83,7 +96,10 @@ func ClassifierGraph(name string, v *Vectors, l *Linear) *onnxgraph.Graph {
 	axis1 := g.Int64("", []int64{1}, []int64{1})
 	axis2 := g.Int64("", []int64{1}, []int64{2})
 	iw := g.Op("Mul", []string{g.Op("Gather", []string{g.Float32("idf", []int64{int64(vocab)}, idf), ids}), m}) // [B,T]
-	rows := g.Op("Gather", []string{g.Float32("bow", []int64{int64(vocab), int64(c)}, bow), ids})               // [B,T,C]
+	if l.Presence {
+		iw = g.Op("Mul", []string{iw, firstOccurrence(g, ids, m)})
+	}
+	rows := g.Op("Gather", []string{g.Float32("bow", []int64{int64(vocab), int64(c)}, bow), ids}) // [B,T,C]
 	sum := g.Op("ReduceSum", []string{g.Op("Mul", []string{rows, g.Op("Unsqueeze", []string{iw, axis2})}), axis1}, onnxgraph.Int("keepdims", 0))
 	ss := g.Op("ReduceSum", []string{g.Op("Mul", []string{iw, iw}), axis1}, onnxgraph.Int("keepdims", 1))
 	nrm := g.Op("Sqrt", []string{g.Op("Max", []string{ss, g.Float32("", nil, []float32{1e-24})})})

@@ -65,11 +65,13 @@ func (l *Linear) Probabilities(v *Vectors, ids []int32) []float64 {
 	}
 	z := make([]float64, c)
 	ss := 0.0
+	seen := map[int32]bool{}
 	for _, id := range ids {
 		i, ok := row[id]
-		if !ok {
+		if !ok || (l.Presence && seen[id]) {
 			continue
 		}
+		seen[id] = true
 		w := float64(l.IDF[i])
 		ss += w * w
 		for k := range z {

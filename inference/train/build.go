@@ -38,9 +38,10 @@ func DefaultBuild() BuildConfig {
 	f := FeatureConfig{MaxTokens: defaultmodels.MaxTokens, BoW: true, Dense: 0.05, SIFa: 1e-3}
 	dom, jb := f, f
 	dom.MeanPrior, jb.MeanPrior = 3, 6
+	dom.Presence = true
 	return BuildConfig{
 		TopWords:       50000,
-		Domain:         Config{Features: dom, Lambda: 1e-5, MaxIter: 300},
+		Domain:         Config{Features: dom, Lambda: 5e-6, MaxIter: 300},
 		Jailbreak:      Config{Features: jb, Lambda: 1e-5, MaxIter: 300},
 		ExamWeight:     0.05,
 		EverydayWeight: 1,
@@ -432,5 +433,6 @@ func export(f *Fitted, ids map[string]int32) *defaultmodels.Linear {
 		l.Bias = append(l.Bias, float32(b))
 	}
 	l.MeanPrior = float32(f.Feat.Cfg.MeanPrior)
+	l.Presence = f.Feat.Cfg.Presence
 	return l
 }

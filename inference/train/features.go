@@ -23,6 +23,10 @@ type FeatureConfig struct {
 	// weight that pulls the mean of a short text towards zero, whose few
 	// vectors would otherwise be read as confidently as a paragraph's.
 	MeanPrior float64 `json:"mean_prior"`
+	// Presence counts a word once in the bag of words however often the
+	// text repeats it (binary term frequency), the vector scaled to unit
+	// length over the distinct words; otherwise every occurrence counts.
+	Presence bool `json:"presence,omitempty"`
 }
 
 // SIFWeight is the smooth inverse frequency weight of a word of the given
@@ -155,6 +159,15 @@ func (f *Featurizer) Features(d []string) []Entry {
 			idx = append(idx, i)
 		}
 		sort.Slice(idx, func(a, b int) bool { return idx[a] < idx[b] })
+		if f.Cfg.Presence {
+			// In index order: a sum in map order would change the last
+			// bits from run to run, and make models-check compares bytes.
+			ss = 0
+			for _, i := range idx {
+				acc[i] = f.IDF[i]
+				ss += acc[i] * acc[i]
+			}
+		}
 		for _, i := range idx {
 			out = append(out, Entry{i, acc[i] / math.Sqrt(ss)})
 		}
