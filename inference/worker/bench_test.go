@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,21 +79,55 @@ func median(d []time.Duration) time.Duration {
 
 // BenchmarkWorkerHTTPOverhead compares one classify request through the
 // worker (HTTP on loopback, JSON, tokenizing for the budget, the batcher,
-// Server-Timing, metrics) with the same call on the session directly. It
-// reports the median latency of each and their ratio (target ≤ 1.2).
+// Server-Timing, metrics) with the same call on the session directly, over
+// TCP and over a Unix socket (how the router reaches the workers it
+// manages). It reports the median latency of each, their ratios (target
+// ≤ 1.2), and the worker's own share from its Server-Timing.
 func BenchmarkWorkerHTTPOverhead(b *testing.B) {
 	for _, bm := range benchModels {
 		b.Run(bm.name, func(b *testing.B) { benchOverhead(b, bm.spec) })
 	}
 }
 
+// unixServer serves a worker on a Unix socket, as `junction serve` reaches
+// the workers it manages, and returns a client that dials it.
+func unixServer(b *testing.B, r *realModels) (string, *http.Client) {
+	b.Helper()
+	srv, err := worker.New([]worker.Spec{{Model: "m"}}, r.loader(), worker.Options{ResultCacheEntries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if st := srv.WaitSettled(ctx); st != worker.StateReady {
+		b.Fatalf("worker did not become ready: %s", st)
+	}
+	sock := filepath.Join(b.TempDir(), "w.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv.Handler()}
+	go func() { _ = hs.Serve(l) }()
+	b.Cleanup(func() {
+		_ = hs.Close()
+		_ = srv.Close()
+	})
+	var d net.Dialer
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", sock) }}}
+	return "http://worker", client
+}
+
 func benchOverhead(b *testing.B, spec synthetic.Spec) {
 	r := openReal(b, map[string]synthetic.Spec{"m": spec})
 	url, client := benchServer(b, r, worker.Options{})
+	unixURL, unixClient := unixServer(b, r)
 	direct := r.direct(b, "m")
 	ctx := context.Background()
 	const perRound, rounds = 200, 5
-	var dl, hl []time.Duration
+	var dl, hl, ul, sTotal, sForward []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		for round := range rounds {
@@ -102,10 +139,17 @@ func benchOverhead(b *testing.B, spec synthetic.Spec) {
 				}
 				dl = append(dl, time.Since(t0))
 				t0 = time.Now()
-				if err := classifyOnce(client, url, text); err != nil {
+				phases, err := classifyTimed(client, url, text)
+				if err != nil {
 					b.Fatal(err)
 				}
 				hl = append(hl, time.Since(t0))
+				sTotal, sForward = append(sTotal, phases["total"]), append(sForward, phases["forward"])
+				t0 = time.Now()
+				if _, err := classifyTimed(unixClient, unixURL, text); err != nil {
+					b.Fatal(err)
+				}
+				ul = append(ul, time.Since(t0))
 			}
 		}
 	}
@@ -113,6 +157,40 @@ func benchOverhead(b *testing.B, spec synthetic.Spec) {
 	b.ReportMetric(float64(md.Microseconds()), "direct-µs")
 	b.ReportMetric(float64(mh.Microseconds()), "http-µs")
 	b.ReportMetric(float64(mh)/float64(md), "http/direct")
+	mu := median(ul)
+	b.ReportMetric(float64(mu.Microseconds()), "unix-µs")
+	b.ReportMetric(float64(mu)/float64(md), "unix/direct")
+	// Where the added time goes: the worker's own total (Server-Timing),
+	// of which its forward pass; the rest of http-µs is the HTTP exchange.
+	b.ReportMetric(float64(median(sTotal).Microseconds()), "server-total-µs")
+	b.ReportMetric(float64(median(sForward).Microseconds()), "server-forward-µs")
+}
+
+// classifyTimed is classifyOnce returning the Server-Timing phases.
+func classifyTimed(client *http.Client, url, text string) (map[string]time.Duration, error) {
+	body, _ := json.Marshal(map[string]any{"input": text})
+	resp, err := client.Post(url+"/v1/classify", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	phases := map[string]time.Duration{}
+	for _, part := range strings.Split(resp.Header.Get("Server-Timing"), ",") {
+		name, dur, ok := strings.Cut(strings.TrimSpace(part), ";dur=")
+		if !ok {
+			continue
+		}
+		ms, err := strconv.ParseFloat(dur, 64)
+		if err != nil {
+			return nil, fmt.Errorf("Server-Timing %q: %v", part, err)
+		}
+		phases[name] = time.Duration(ms * float64(time.Millisecond))
+	}
+	return phases, nil
 }
 
 // BenchmarkWorkerBatching runs 32 concurrent clients sending one-input
