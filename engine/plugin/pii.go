@@ -166,12 +166,22 @@ func shiftPII(p *abi.PIISpans, edits []messageEdit) {
 	}
 }
 
-// lookupLast is lookup taking the last of repeated keys, as encoding/json
-// (and so chat's flattening) does.
+// lookupLast finds key in obj the way encoding/json (and so chat's
+// flattening) does: names match case-insensitively, and of repeated keys the
+// last one wins.
 func lookupLast(obj []byte, ms []member, key string) json.RawMessage {
 	for i := len(ms) - 1; i >= 0; i-- {
-		if ms[i].is(key) {
-			return obj[ms[i].start:ms[i].end]
+		m := ms[i]
+		name := m.key
+		if m.escaped {
+			s, err := unquote(append(append([]byte{'"'}, m.key...), '"'))
+			if err != nil {
+				continue
+			}
+			name = []byte(s)
+		}
+		if bytes.EqualFold(name, []byte(key)) {
+			return obj[m.start:m.end]
 		}
 	}
 	return nil

@@ -37,6 +37,12 @@ func TestLocatePII(t *testing.T) {
 	if got.Flags != abi.PIIUnscanned || fmt.Sprint(got.Spans) != fmt.Sprint(want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
+	// Keys as encoding/json reads them: case-insensitive, the last repeated one.
+	odd := newReq(t, `{"model":"m","messages":[{"role":"user","content":"x","Content":[{"type":"text","text":"a"},{"TEXT":"bc"}]}]}`)
+	if got, err := LocatePII(odd.Chat, []TextSpan{{Message: 0, Start: 2, End: 4, Type: "IBAN"}}, false, false); err != nil ||
+		fmt.Sprint(got.Spans) != fmt.Sprint([]abi.PIISpan{{Message: 0, Part: 1, Start: 0, End: 2, Type: "IBAN"}}) {
+		t.Errorf("odd keys: %+v %v (flattened %q)", got, err, odd.Chat.Messages[0].Content)
+	}
 	for _, bad := range []TextSpan{{Message: 3, Start: 0, End: 1}, {Message: 1, Start: 5, End: 99}, {Message: 1, Start: 4, End: 4}} {
 		if _, err := LocatePII(req.Chat, []TextSpan{bad}, false, false); err == nil {
 			t.Errorf("span %+v was placed", bad)
