@@ -44,6 +44,7 @@ test: vet fmt-check
 	$(GO) test -count=1 ./plugins/builtin/
 	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
 	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./engine/gateway/ ./engine/extproc/
+	$(GO) test -count=1 -run 'TestPIISpansReachPlugins|TestPluginPreviewPII' ./engine/gateway/ ./cmd/junction/
 
 vet:
 	$(GO) vet ./...
@@ -75,6 +76,8 @@ bench: build
 	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./engine/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Call' -benchtime=20000x -count=1 ./hostapi/
 	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
+	$(GO) test -run=^$$ -bench=LocatePII -benchmem -count=5 ./engine/plugin/
+	$(GO) test -run=^$$ -bench=PIIRedactModule -benchtime=500x -benchmem -count=5 ./hostapi/plugintest/
 	$(GO) run ./cmd/junction-bench
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
 	$(GO) test -run=^$$ -bench=BenchmarkStreamAnswer -benchmem -count=6 ./engine/dataplane/

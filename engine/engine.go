@@ -400,10 +400,61 @@ type Result struct {
 	Block      *Block              `json:"block,omitempty"`
 	// PIIDetected and JailbreakDetected summarise the safety signals for the
 	// x-security-checks header.
-	PIIDetected        bool          `json:"pii_detected"`
-	PIIEntities        []string      `json:"pii_entities,omitempty"`
+	PIIDetected bool     `json:"pii_detected"`
+	PIIEntities []string `json:"pii_entities,omitempty"`
+	// PII is where the personal data is: the spans the evaluated pii signals
+	// counted (PII.Scanned is false when no pii signal was evaluated).
+	// Plugins read it (through the plugin stage); the JSON form leaves it out.
+	PII                PIIScan       `json:"-"`
 	JailbreakDetected  bool          `json:"jailbreak_detected"`
 	ClassificationTime time.Duration `json:"classification_time_ns"`
+}
+
+// PIIScan is what the evaluated pii signals detected, placed in the request.
+type PIIScan struct {
+	// Scanned: at least one pii signal was evaluated (its result may still
+	// be Unscanned: past its deadline or budget).
+	Scanned bool
+	// Spans are the union of the signals' spans, sorted by message and start,
+	// at most signal.MaxPIISpans (those of the newest messages).
+	Spans []signal.PIISpan
+	// Truncated: more spans were detected than Spans holds.
+	Truncated bool
+	// Unscanned: some user text was not scanned (over the scan budget, past
+	// the signal deadline), so personal data may be where no span says.
+	Unscanned bool
+}
+
+// merge adds a pii signal's spans to the scan. Every pii signal of a
+// recipe reads the same scan, so two signals' spans are equal or disjoint.
+func (p *PIIScan) merge(r *signal.Result) {
+	p.Scanned = true
+	p.Unscanned = p.Unscanned || r.Unscanned
+	p.Truncated = p.Truncated || r.SpansTruncated
+	if len(r.Spans) == 0 {
+		return
+	}
+	if len(p.Spans) == 0 {
+		p.Spans = r.Spans
+		return
+	}
+	merged := make([]signal.PIISpan, 0, len(p.Spans)+len(r.Spans))
+	a, b := p.Spans, r.Spans
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || len(a) > 0 && (a[0].Message < b[0].Message || a[0].Message == b[0].Message && a[0].Start < b[0].Start):
+			merged, a = append(merged, a[0]), a[1:]
+		case len(a) == 0 || b[0].Message < a[0].Message || b[0].Message == a[0].Message && b[0].Start < a[0].Start:
+			merged, b = append(merged, b[0]), b[1:]
+		default: // the same span
+			merged, a, b = append(merged, a[0]), a[1:], b[1:]
+		}
+	}
+	if len(merged) > signal.MaxPIISpans {
+		// As each signal does: the newest messages' spans are kept.
+		merged, p.Truncated = merged[len(merged)-signal.MaxPIISpans:], true
+	}
+	p.Spans = merged
 }
 
 // Route classifies req under recipe (empty: the default recipe) and decides
@@ -432,6 +483,7 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 		s := &res.Signals[i]
 		switch s.Kind {
 		case recipes.KindPII:
+			res.PII.merge(s)
 			if len(s.Entities) > 0 {
 				res.PIIDetected = true
 				res.PIIEntities = mergeSorted(res.PIIEntities, s.Entities)

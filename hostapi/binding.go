@@ -207,6 +207,11 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	rec := req.Append(inst.rec[:0])
 	inst.rec = rec
 	st := &callState{b: b, mode: req.Mode}
+	if req.Phase == abi.PhaseRequest {
+		// The spans describe the request before it is sent; the response
+		// phase has none (pii_spans answers unavailable), as documented.
+		st.pii = req.PII
+	}
 	// An interruptible call runs under a context with the deadline, which
 	// wazero watches. A trusted call cannot be interrupted, so it skips that
 	// context's cost; the host functions it calls get the deadline instead.

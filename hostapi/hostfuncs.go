@@ -27,6 +27,8 @@ type callState struct {
 	// deadline is the call's deadline when the call's context does not carry
 	// it (trusted calls); host functions run under it.
 	deadline time.Time
+	// pii is what the router's pii signals detected (nil: no scan).
+	pii *abi.PIISpans
 }
 
 type stateKey struct{}
@@ -50,6 +52,7 @@ func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) err
 		abi.ImportTokenCount:   h.hostTokenCount,
 		abi.ImportNow:          h.hostNow,
 		abi.ImportResult:       hostResult,
+		abi.ImportPIISpans:     hostPIISpans,
 	}
 	b := rt.NewHostModuleBuilder(abi.ImportModule)
 	for _, name := range abi.Imports {
@@ -124,6 +127,15 @@ func hostResult(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status)
 	out := st.pending
 	st.pending = nil
 	return out, abi.StatusOK
+}
+
+// hostPIISpans hands the guest the spans routing detected. It reads what the
+// request already carries, so it is no backend call and works in every mode.
+func hostPIISpans(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status) {
+	if st.pii == nil {
+		return nil, abi.StatusUnavailable
+	}
+	return st.pii.Append(make([]byte, 0, st.pii.Size())), abi.StatusOK
 }
 
 func hostConfig(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status) {

@@ -23,4 +23,5 @@ var (
 	hostTokenCount   hostFunc = noHost
 	hostNow          hostFunc = noHost
 	hostResult       hostFunc = noHost
+	hostPIISpans     hostFunc = noHost
 )

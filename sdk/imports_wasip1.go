@@ -34,3 +34,6 @@ func hostNow(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
 
 //go:wasmimport junction result
 func hostResult(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
+
+//go:wasmimport junction pii_spans
+func hostPIISpans(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32

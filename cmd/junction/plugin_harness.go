@@ -161,6 +161,8 @@ type pluginCase struct {
 	Headers  map[string]string
 	// Signals are the matched signals the plugin sees, as kind:name.
 	Signals []string
+	// PII is the personal data routing detected (nil: no pii scan).
+	PII *piiFixture
 }
 
 // run loads wasmBytes (once per harness and bytes: the host caches the
@@ -199,6 +201,9 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		header.Add(k, v)
 	}
 	req := &plugin.Request{Chat: parsed, Header: header, Decision: c.Decision, Model: c.Model, Mode: c.Mode}
+	if req.PII, err = c.PII.locate(ctx, parsed); err != nil {
+		return nil, err
+	}
 	for _, s := range c.Signals {
 		kind, name, ok := strings.Cut(s, ":")
 		if !ok || kind == "" || name == "" {

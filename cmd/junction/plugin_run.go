@@ -50,6 +50,7 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	mode := fs.String("mode", "preview", "preview (no backend calls) or probe (may embed and search, persists nothing)")
 	decision := fs.String("decision", "preview", "the decision name the plugin sees")
 	model := fs.String("model", "", "the selected model the plugin sees")
+	pii := fs.String("pii", "", `the personal data routing detected: "detect" (run the router's detector), or JSON|@FILE {"spans":[{"message","start","end","type","score"}]}`)
 	var headers, stores, signals stringList
 	fs.Var(&headers, "header", "a request header NAME=VALUE (repeatable)")
 	fs.Var(&signals, "signal", "a matched signal KIND:NAME the plugin sees, e.g. language:german (repeatable)")
@@ -69,6 +70,9 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	c := pluginCase{Mode: *mode, Decision: *decision, Model: *model, Headers: map[string]string{}, Signals: signals}
+	if c.PII, err = parsePIIFlag(*pii); err != nil {
+		return err
+	}
 	if c.Config, err = jsonArg("config", *config); err != nil {
 		return err
 	}
@@ -113,6 +117,7 @@ type fixture struct {
 	Model    string            `json:"model"`
 	Headers  map[string]string `json:"headers"`
 	Signals  []string          `json:"signals"`
+	PII      *piiFixture       `json:"pii"`
 	Request  json.RawMessage   `json:"request"`
 	Expect   struct {
 		Status            string              `json:"status"`
@@ -213,7 +218,7 @@ func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 }
 
 func checkFixture(ctx context.Context, h *pluginHarness, wasmBytes []byte, f *fixture) []string {
-	run, err := h.run(ctx, wasmBytes, pluginCase{Config: f.Config, Body: f.Request, Mode: f.Mode, Decision: f.Decision, Model: f.Model, Headers: f.Headers, Signals: f.Signals})
+	run, err := h.run(ctx, wasmBytes, pluginCase{Config: f.Config, Body: f.Request, Mode: f.Mode, Decision: f.Decision, Model: f.Model, Headers: f.Headers, Signals: f.Signals, PII: f.PII})
 	if err != nil {
 		return []string{err.Error()}
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/junction-router/junction/engine/reasoning"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/engine/translate"
+	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -421,6 +422,15 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		return nil, true
 	}
 	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: matchedSignals(res)}
+	if res.PII.Scanned && len(res.Plugins) > 0 {
+		pii, err := LocatePII(req, &res.PII)
+		if err != nil {
+			// Plugins that mask personal data must not be told there is none.
+			p.fail(in, out, metrics.ModelLabel(res), metrics.ReasonUnknown, NewError(http.StatusInternalServerError, TypePlugin, err.Error()))
+			return nil, false
+		}
+		preq.PII = pii
+	}
 	po, err := p.plugins.Request(ctx, res.Plugins, preq)
 	*header = preq.Header
 	rt.Plugins = po.Reports
@@ -439,13 +449,33 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 	return po.Immediate, true
 }
 
+// LocatePII places the spans routing detected in req for plugins (see
+// plugin.LocatePII): offsets into string contents or into text parts.
+func LocatePII(req *chat.Request, scan *engine.PIIScan) (*abi.PIISpans, error) {
+	spans := make([]plugin.TextSpan, len(scan.Spans))
+	for i, s := range scan.Spans {
+		spans[i] = plugin.TextSpan(s)
+	}
+	return plugin.LocatePII(req, spans, scan.Truncated, scan.Unscanned)
+}
+
 // Input builds what signals read from a parsed request.
 func Input(req *chat.Request) signal.Input {
 	in := signal.Input{Text: req.LastUserText(), AllTexts: make([]string, 0, len(req.Messages))}
-	for _, m := range req.Messages {
+	for i, m := range req.Messages {
 		in.AllTexts = append(in.AllTexts, m.Content)
 		if m.Role == "user" {
 			in.UserTexts = append(in.UserTexts, m.Content)
+			if i != len(in.UserTexts)-1 || in.UserMessages != nil {
+				// Only needed once a user message is not at its own index.
+				if in.UserMessages == nil {
+					in.UserMessages = make([]int, len(in.UserTexts)-1, len(req.Messages))
+					for k := range in.UserMessages {
+						in.UserMessages[k] = k
+					}
+				}
+				in.UserMessages = append(in.UserMessages, i)
+			}
 		}
 	}
 	return in

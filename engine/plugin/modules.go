@@ -85,7 +85,7 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutatio
 func abiRequest(req *Request, mode abi.Mode) *abi.Request {
 	in := requests.Get().(*abi.Request)
 	*in = abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model,
-		Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0]}
+		Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0], PII: req.PII}
 	if len(req.Header) > 0 {
 		var buf [16]string
 		names := buf[:0]

@@ -29,6 +29,7 @@ import (
 	"net/http"
 
 	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -46,6 +47,11 @@ type Request struct {
 	Mode string
 	// Signals are the signals that matched (module plugins read them).
 	Signals []Signal
+	// PII is where the personal data routing detected is (LocatePII builds it
+	// from the routing result); nil when no pii signal scanned the request.
+	// Module plugins read it through the pii_spans host function. The stage
+	// keeps it in step with message edits.
+	PII *abi.PIISpans
 }
 
 // Modes of a request.

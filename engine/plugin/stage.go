@@ -132,6 +132,7 @@ func apply(req *Request, m *mutations) error {
 		if newMessages != nil {
 			c.Fields["messages"] = newMessages
 			c.Messages = newFlat
+			shiftPII(req.PII, m.messages)
 		}
 	}
 	if len(m.headers) > 0 && req.Header == nil {

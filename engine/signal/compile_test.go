@@ -144,16 +144,16 @@ func TestMissingEveryKind(t *testing.T) {
 
 func TestScanTexts(t *testing.T) {
 	in := &Input{UserTexts: []string{"aaaa", "bbbb", "cccc"}}
-	got, over := scanTexts(in, 10)
+	got, _, over := scanTexts(in, 10, nil)
 	if !over || !slices.Equal(got, []string{"cccc", "bbbb", "aa"}) {
 		t.Errorf("budget 10: %q %v", got, over)
 	}
-	got, over = scanTexts(in, 12)
+	got, _, over = scanTexts(in, 12, nil)
 	if over || len(got) != 3 {
 		t.Errorf("budget 12: %q %v", got, over)
 	}
 	// A cut never splits a rune.
-	got, _ = scanTexts(&Input{UserTexts: []string{"héllo"}}, 2)
+	got, _, _ = scanTexts(&Input{UserTexts: []string{"héllo"}}, 2, nil)
 	if got[0] != "h" {
 		t.Errorf("cut %q", got[0])
 	}

@@ -103,7 +103,7 @@ func (s *jailbreakSet) Missing(code string) []Result {
 
 func (s *jailbreakSet) Evaluate(ctx context.Context, in *Input) []Result {
 	start := time.Now()
-	texts, over := scanTexts(inputOrEmpty(in), s.scanBytes)
+	texts, _, over := scanTexts(inputOrEmpty(in), s.scanBytes, nil)
 	var score float64
 	if len(texts) > 0 {
 		var dists [][]LabelScore

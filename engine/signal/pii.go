@@ -111,50 +111,99 @@ func (s *piiSet) Missing(code string) []Result {
 	return out
 }
 
+// MaxPIISpans is the most spans one pii signal result keeps (Result.Spans).
+// Past it the spans of the newest messages are kept and SpansTruncated is set:
+// a plugin that must mask everything learns that it cannot.
+const MaxPIISpans = 256
+
+// PIISpan is one piece of personal data a pii signal counted, placed in the
+// request: Message is the index in the request's messages (see
+// Input.UserMessages), Start and End (exclusive) byte offsets into that
+// message's text content as flattened for routing (text parts joined by
+// newlines).
+type PIISpan struct {
+	Message    int
+	Start, End int
+	Type       string
+	Score      float64
+}
+
 // scanTexts returns the texts a safety scan reads, newest first, cut to the
 // byte budget, and whether anything was left out. Newest first because the
 // last message is the one being sent now; older ones were most likely scanned
-// when they were new.
-func scanTexts(in *Input, budget int) ([]string, bool) {
-	texts := in.UserTexts
-	if len(texts) == 0 && in.Text != "" {
-		texts = []string{in.Text}
+// when they were new. When from is not nil, the UserTexts index of each text
+// returned is appended to it (-1 for Text, read because there are no user
+// texts) and the result returned as at.
+func scanTexts(in *Input, budget int, from []int) (texts []string, at []int, over bool) {
+	all := in.UserTexts
+	fallback := false
+	if len(all) == 0 && in.Text != "" {
+		all, fallback = []string{in.Text}, true
 	}
-	out := make([]string, 0, len(texts))
+	out := make([]string, 0, len(all))
 	left := budget
-	for i := len(texts) - 1; i >= 0; i-- {
-		t := texts[i]
+	for i := len(all) - 1; i >= 0; i-- {
+		t := all[i]
 		if strings.TrimSpace(t) == "" {
 			continue // nothing to scan; a model need not see it
 		}
 		if len(t) > left {
-			if left > 0 {
-				out = append(out, truncateUTF8(t, left))
+			if left <= 0 {
+				return out, from, true
 			}
-			return out, true
+			t, over = truncateUTF8(t, left), true
 		}
 		left -= len(t)
 		out = append(out, t)
+		if from != nil {
+			k := i
+			if fallback {
+				k = -1
+			}
+			from = append(from, k)
+		}
+		if over {
+			return out, from, true
+		}
 	}
-	return out, false
+	return out, from, false
+}
+
+// messageOf is the request message index of UserTexts[k] (k -1: Text).
+func messageOf(in *Input, k int) int {
+	switch {
+	case k < 0:
+		return max(len(in.AllTexts)-1, 0)
+	case k < len(in.UserMessages):
+		return in.UserMessages[k]
+	}
+	return k
 }
 
 func (s *piiSet) Evaluate(ctx context.Context, in *Input) []Result {
 	start := time.Now()
-	texts, over := scanTexts(inputOrEmpty(in), s.scanBytes)
+	in = inputOrEmpty(in)
+	var fromBuf [4]int
+	texts, from, over := scanTexts(in, s.scanBytes, fromBuf[:0])
 	var found []Entity
-	for _, t := range texts {
+	// textOf[k] is the index in texts of found[k]'s text, for its message.
+	var textOfBuf [8]int
+	textOf := textOfBuf[:0]
+	for i, t := range texts {
 		if ctx.Err() != nil {
 			return stamp(s.Missing(CodeDeadline), start)
 		}
 		found = append(found, detectPII(t, s.heuristics)...)
+		for len(textOf) < len(found) {
+			textOf = append(textOf, i)
+		}
 	}
 	out := make([]Result, len(s.signals))
 	for i, ps := range s.signals {
 		r := Result{Kind: recipes.KindPII, Name: ps.name, Method: ps.method}
 		count := 0
 		var types []string
-		for _, e := range found {
+		for k, e := range found {
 			if (ps.types != nil && !ps.types[e.Type]) || e.Confidence < ps.threshold {
 				continue
 			}
@@ -163,7 +212,23 @@ func (s *piiSet) Evaluate(ctx context.Context, in *Input) []Result {
 			if !slices.Contains(types, e.Type) {
 				types = append(types, e.Type)
 			}
+			// found holds the newest message's entities first: past the
+			// bound, those are the ones kept.
+			if len(r.Spans) == MaxPIISpans {
+				r.SpansTruncated = true
+				continue
+			}
+			if r.Spans == nil {
+				r.Spans = make([]PIISpan, 0, min(len(found)-k, MaxPIISpans))
+			}
+			r.Spans = append(r.Spans, PIISpan{Message: messageOf(in, from[textOf[k]]), Start: e.Start, End: e.End, Type: e.Type, Score: e.Confidence})
 		}
+		slices.SortFunc(r.Spans, func(a, b PIISpan) int {
+			if a.Message != b.Message {
+				return a.Message - b.Message
+			}
+			return a.Start - b.Start
+		})
 		slices.Sort(types)
 		r.Entities = types
 		r.Value = strconv.Itoa(count)
@@ -177,4 +242,16 @@ func (s *piiSet) Evaluate(ctx context.Context, in *Input) []Result {
 		out[i] = r
 	}
 	return stamp(out, start)
+}
+
+// ScanPII evaluates one pii signal configured by cfg over in, exactly as a
+// recipe's signal would be (scan budget DefaultScanBytes), and returns its
+// result with Spans. The plugin author tools use it to give a fixture the
+// spans routing would have detected.
+func ScanPII(ctx context.Context, cfg recipes.PIISignal, in *Input) (Result, error) {
+	set, err := newPIISet([]recipes.PIISignal{cfg}, DefaultScanBytes)
+	if err != nil {
+		return Result{}, err
+	}
+	return set.Evaluate(ctx, in)[0], nil
 }

@@ -27,6 +27,13 @@ type Input struct {
 	UserTexts []string
 	// AllTexts holds the content of every message of any role, for token counts.
 	AllTexts []string
+	// UserMessages holds, for each UserTexts entry, its index in the request's
+	// messages, so that detections can say where they are (pii spans). When it
+	// is shorter than UserTexts the missing entries are taken to be their
+	// UserTexts index (a caller whose messages are all user messages need not
+	// fill it). Text scanned because there is no user message is the last
+	// message (len(AllTexts)-1).
+	UserMessages []int
 }
 
 // Result is one signal's outcome for one request.
@@ -44,6 +51,12 @@ type Result struct {
 	Value string `json:"value,omitempty"`
 	// Entities lists personal-data types found (pii only).
 	Entities []string `json:"entities,omitempty"`
+	// Spans are where the personal data this signal counted is (pii only): at
+	// most MaxPIISpans, those of the newest messages when there were more
+	// (SpansTruncated), sorted by message and start. Not in the JSON form:
+	// routing output reports types and counts, plugins read the spans.
+	Spans          []PIISpan `json:"-"`
+	SpansTruncated bool      `json:"-"`
 	// Unscanned is true when the input could not be fully scanned (over budget,
 	// deadline, model failure); the recipe's on_unscanned policy decided Matched.
 	Unscanned bool `json:"unscanned,omitempty"`

@@ -18,11 +18,20 @@
 // changes incompatibly; the host refuses a module whose
 // junction_abi_version differs from Version. Additions that old guests can
 // ignore (a new host function, a new mutation op that old guests never send,
-// a new descriptor field) keep the version.
+// a new descriptor field) keep the version and raise Revision instead.
 package abi
 
 // Version is the ABI version this package describes.
 const Version = 1
+
+// Revision counts the additions made to Version that old modules can ignore.
+// A module that uses an addition imports a host function an older host does
+// not have, and that host refuses it at load time naming the function;
+// modules built for an older revision run unchanged on a newer host.
+//
+//	0  the first release of version 1
+//	1  pii_spans: the personal-data spans the router detected
+const Revision = 1
 
 // ImportModule is the module name under which the host exports its functions
 // to guests.
@@ -92,12 +101,19 @@ const (
 	// ImportResult: in = nothing; out = the answer the previous host call
 	// kept because it did not fit (StatusNotFound when there is none).
 	ImportResult = "result"
+	// ImportPIISpans: in = nothing; out = PIISpans, the personal data the
+	// router's pii signals detected in the request, placed in its messages.
+	// StatusUnavailable when no pii signal scanned the request (none is
+	// configured or referenced, or this is the response phase). Every mode:
+	// it reads what routing already computed. Revision 1.
+	ImportPIISpans = "pii_spans"
 )
 
 // Imports lists every host function a module may import from ImportModule.
 var Imports = []string{
 	ImportLog, ImportConfig, ImportEmbed, ImportVectorSearch, ImportCacheLookup,
 	ImportCacheStore, ImportClassify, ImportTokenCount, ImportNow, ImportResult,
+	ImportPIISpans,
 }
 
 // Status is a host function's result code.

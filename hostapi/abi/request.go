@@ -37,6 +37,10 @@ type Request struct {
 	// Status and ResponseBody are set in the response phase only.
 	Status       uint32
 	ResponseBody []byte
+	// PII is what the router's pii signals detected, nil when none scanned
+	// the request. It is not part of the record: the host serves it to the
+	// guests that ask, through ImportPIISpans.
+	PII *PIISpans
 }
 
 // RequestFixedSize is the size of a request record's fixed part: version,

@@ -108,6 +108,9 @@ type Fixture struct {
 	Decision, Model string
 	// Signals are the matched signals.
 	Signals []plugin.Signal
+	// PII is the personal data routing detected (nil: no pii signal
+	// scanned the request).
+	PII *PII
 	// OnError is the reference's on_error (skip by default).
 	OnError string
 }
@@ -159,7 +162,11 @@ func (p *Plugin) request(tb testing.TB, fx Fixture) *plugin.Request {
 	if h == nil {
 		h = http.Header{}
 	}
-	return &plugin.Request{Chat: c, Header: h, Decision: fx.Decision, Model: fx.Model, Mode: fx.Mode, Signals: fx.Signals}
+	pii, err := fx.PII.locate(c)
+	if err != nil {
+		tb.Fatalf("fixture PII: %v", err)
+	}
+	return &plugin.Request{Chat: c, Header: h, Decision: fx.Decision, Model: fx.Model, Mode: fx.Mode, Signals: fx.Signals, PII: pii}
 }
 
 // Run runs the request phase on the fixture through the router's plugin

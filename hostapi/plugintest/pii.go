@@ -1,0 +1,58 @@
+package plugintest
+
+import (
+	"context"
+	"errors"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/engine/dataplane"
+	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/recipes"
+)
+
+// PII is the personal data routing detected in a fixture's request, which the
+// plugin reads with sdk.Request.PIISpans (the pii_spans host function). A
+// fixture without one is a request no pii signal scanned.
+type PII struct {
+	// Spans are given the way routing finds them: Message indexes the
+	// body's messages, Start and End are byte offsets into that message's
+	// text as routing flattens it (text parts joined by newlines). The
+	// harness places them in string contents or text parts as the router
+	// does.
+	Spans []plugin.TextSpan
+	// Detect runs the router's own pii detector over the body's user
+	// messages instead of Spans: every type, threshold 0.5 (a pii signal
+	// {types: [ALL], threshold: 0.5}).
+	Detect bool
+	// Unscanned and Truncated set the record's flags: part of the user text
+	// was not scanned; more spans were detected than were sent.
+	Unscanned, Truncated bool
+}
+
+// locate turns pii into the record the plugin reads.
+func (pii *PII) locate(c *chat.Request) (*abi.PIISpans, error) {
+	if pii == nil {
+		return nil, nil
+	}
+	scan := &engine.PIIScan{Scanned: true, Truncated: pii.Truncated, Unscanned: pii.Unscanned}
+	if pii.Detect {
+		if len(pii.Spans) > 0 {
+			return nil, errors.New("fixture PII: give Spans or Detect, not both")
+		}
+		in := dataplane.Input(c)
+		r, err := signal.ScanPII(context.Background(), recipes.PIISignal{Name: "fixture", Threshold: 0.5}, &in)
+		if err != nil {
+			return nil, err
+		}
+		scan.Spans = r.Spans
+		scan.Truncated = scan.Truncated || r.SpansTruncated
+		scan.Unscanned = scan.Unscanned || r.Unscanned
+	}
+	for _, s := range pii.Spans {
+		scan.Spans = append(scan.Spans, signal.PIISpan(s))
+	}
+	return dataplane.LocatePII(c, scan)
+}
