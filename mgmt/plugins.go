@@ -11,7 +11,9 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/recipes"
 )
@@ -240,6 +242,12 @@ type PluginPreviewResponse struct {
 	Request      json.RawMessage `json:"request,omitempty"`
 	Headers      map[string]any  `json:"headers"`
 	Immediate    *ImmediateView  `json:"immediate,omitempty"`
+	// Signals are the signals the request matched ("kind:name"), which the
+	// plugin saw, as in live traffic.
+	Signals []string `json:"signals"`
+	// PIISpans counts the personal-data spans the router detected and handed
+	// to the plugin (the pii_spans host function).
+	PIISpans int `json:"pii_spans"`
 }
 
 // PluginReport is what one plugin did.
@@ -300,8 +308,9 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 	}
 	var refs []recipes.PluginRef
 	decision := "preview"
+	gen := s.cfg.Runtime().Current()
+	recipeName := "" // a candidate is previewed in the default recipe's context
 	if req.Binding != nil {
-		gen := s.cfg.Runtime().Current()
 		rc, err := recipeIn(gen, req.Binding.Recipe)
 		if err != nil {
 			writeError(w, err)
@@ -322,6 +331,7 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		decision = req.Binding.Decision
+		recipeName = rc.Name
 	} else {
 		ref := recipes.PluginRef{Type: t.Type, Configuration: req.Configuration, OnError: recipes.OnErrorFail}
 		if err := s.plugins.Validate(ref); err != nil {
@@ -341,8 +351,35 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	preq := &plugin.Request{Chat: cr, Header: http.Header{}, Decision: decision, Mode: mode}
+	// The plugin sees what live traffic would give it: the signals this
+	// request matches and the personal data the router detects in it, from
+	// routing it (signals only; no backend, no plugins).
+	in := dataplane.Input(cr)
+	if err := checkText(r, "the request", strings.Join(in.AllTexts, "\n")); err != nil {
+		writeError(w, err)
+		return
+	}
+	routed, err := gen.Route(r.Context(), recipeName, &engine.Request{Model: engine.ModelMoM, Input: in})
+	if err != nil {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "routing the request for its signals: %v", err))
+		return
+	}
+	preq.Signals = dataplane.MatchedSignals(routed)
+	if routed.PII.Scanned {
+		if preq.PII, err = dataplane.LocatePII(cr, &routed.PII); err != nil {
+			writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "placing the detected personal data in the request: %v", err))
+			return
+		}
+	}
+	resp := PluginPreviewResponse{Type: t.Type, Mode: mode, Persisted: false, BackendCalls: 0, Reports: []PluginReport{}, Headers: map[string]any{},
+		Signals: []string{}}
+	for _, sig := range preq.Signals {
+		resp.Signals = append(resp.Signals, sig.Kind+":"+sig.Name)
+	}
+	if preq.PII != nil {
+		resp.PIISpans = len(preq.PII.Spans) // before the stage keeps them in step with the plugin's edits
+	}
 	out, err := s.plugins.Preview(r.Context(), refs, preq)
-	resp := PluginPreviewResponse{Type: t.Type, Mode: mode, Persisted: false, BackendCalls: 0, Reports: []PluginReport{}, Headers: map[string]any{}}
 	for _, rep := range out.Reports {
 		resp.Reports = append(resp.Reports, PluginReport{Type: rep.Type, Status: rep.Status, Detail: rep.Detail})
 		if m := rep.Module; m != nil {

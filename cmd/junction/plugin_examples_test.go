@@ -7,11 +7,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +66,8 @@ func TestExamplePlugins(t *testing.T) {
 	port := freePort(t)
 	recipe = strings.Replace(recipe, "port: 8801", fmt.Sprintf("port: %d", port), 1)
 	recipe = strings.Replace(recipe, "port: 9190", fmt.Sprintf("port: %d", freePort(t)), 1)
+	mport := freePort(t)
+	recipe = strings.Replace(recipe, "  services:\n", fmt.Sprintf("  services:\n    management_api: {address: 127.0.0.1, port: %d}\n", mport), 1)
 	cfg := writeFile(t, recipe)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
@@ -106,6 +110,30 @@ func TestExamplePlugins(t *testing.T) {
 	h, body := post("Please write to ann@example.org about my order")
 	if !strings.Contains(h.Get("x-junction-plugins"), "pii_redact=applied") || !strings.Contains(body, "write to [EMAIL] about") || strings.Contains(body, "ann@example.org") {
 		t.Errorf("pii_redact: plugins %q, answer %s", h.Get("x-junction-plugins"), body)
+	}
+	// A management preview of the binding gives the module the router's
+	// spans too, so it shows exactly what live traffic would get.
+	presp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/api/v1/plugins/pii_redact/preview", mport), "application/json",
+		strings.NewReader(`{"binding":{"recipe":"default","decision":"private_data"},"request":{"model":"MoM","messages":[{"role":"user","content":"Mail ann@example.org or bob@example.com"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	var preview struct {
+		Mode     string          `json:"mode"`
+		Request  json.RawMessage `json:"request"`
+		Signals  []string        `json:"signals"`
+		PIISpans int             `json:"pii_spans"`
+		Reports  []struct{ Status string }
+	}
+	if err := json.Unmarshal(pb, &preview); err != nil || presp.StatusCode != 200 {
+		t.Fatalf("preview: %d %s", presp.StatusCode, pb)
+	}
+	if preview.Mode != "preview" || preview.PIISpans != 2 || !slices.Contains(preview.Signals, "pii:contact_data") ||
+		len(preview.Reports) != 1 || preview.Reports[0].Status != "applied" ||
+		strings.Contains(string(preview.Request), "ann@example.org") || strings.Contains(string(preview.Request), "bob@example.com") {
+		t.Errorf("preview: %s", pb)
 	}
 	h, _ = post("Wie spät ist es heute in Berlin? Ich möchte es gerne wissen.")
 	if h.Get("x-junction-decision") != "general" || !strings.Contains(h.Get("x-junction-plugins"), "language_prompt=applied") {

@@ -421,7 +421,7 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		}
 		return nil, true
 	}
-	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: matchedSignals(res)}
+	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
 	if res.PII.Scanned && len(res.Plugins) > 0 {
 		pii, err := LocatePII(req, &res.PII)
 		if err != nil {

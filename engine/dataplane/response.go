@@ -38,7 +38,7 @@ func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, bod
 		header = out.Header
 	}
 	req := &plugin.Request{Chat: out.pluginChat, Header: header, Decision: res.Decision, Model: res.Model,
-		Mode: plugin.ModeLive, Signals: matchedSignals(res)}
+		Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
@@ -49,8 +49,8 @@ func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, bod
 	return ro.Reports
 }
 
-// matchedSignals lists the signals that matched, for plugins.
-func matchedSignals(res *engine.Result) []plugin.Signal {
+// MatchedSignals lists the signals that matched, for plugins.
+func MatchedSignals(res *engine.Result) []plugin.Signal {
 	var out []plugin.Signal
 	for _, s := range res.Signals {
 		if s.Matched {
