@@ -279,7 +279,7 @@ func (a *assembly) add(data []byte) error {
 		var err error
 		switch {
 		case m.Is("choices"):
-			err = json.Unmarshal(m.Value, &c.Choices)
+			c.Choices, err = decodeChoices(m.Value, c.Choices)
 		case m.Is("usage"):
 			if string(m.Value) != "null" {
 				err = unmarshalRaw(m.Value, &a.usage)
