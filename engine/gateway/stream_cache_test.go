@@ -13,46 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/demobackend"
 	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/engine/plugin/wasm"
-	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/hostapi"
-	"github.com/junction-router/junction/hostapi/plugintest"
-	"github.com/junction-router/junction/plugins/builtin"
+	"github.com/junction-router/junction/plugins/builtin/builtintest"
 )
 
 // responseCacheRunner runs plugins with the built-in response_cache module
 // in the wasm host, over the engine's in-memory cache.
-func responseCacheRunner(t *testing.T) plugin.Runner {
-	t.Helper()
-	ctx := context.Background()
-	backends, _, _, err := wasm.EngineBackends(signal.Models{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir(), Backends: backends, Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = host.Close(ctx) })
-	mod, err := builtin.Module("response_cache")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reg hostapi.Registry
-	if err := reg.RegisterTrusted("response_cache", mod); err != nil {
-		t.Fatal(err)
-	}
-	mods, err := wasm.Load(ctx, host, &reg, hostapi.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plugin.NewWithModules(mods)
-}
+func responseCacheRunner(t *testing.T) plugin.Runner { return builtintest.Runner(t, "response_cache") }
 
 // withCachedDecision adds a decision (keyword "cacheme", model small) with
 // an exact response cache.
