@@ -1,47 +1,20 @@
 package extproc_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/engine/plugin/recorder"
+
 	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/hostapi/abi"
 )
-
-// recorder is a module with a response phase that records the answers it
-// is given, standing in for the response cache.
-type recorder struct {
-	mu      sync.Mutex
-	answers []string
-}
-
-func (r *recorder) Has(typ string) bool                    { return typ == "recorder" }
-func (r *recorder) HasResponse(typ string) bool            { return typ == "recorder" }
-func (r *recorder) Validate(string, json.RawMessage) error { return nil }
-func (r *recorder) Call(_ context.Context, _ string, _ json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
-	if req.Phase == abi.PhaseResponse {
-		r.mu.Lock()
-		r.answers = append(r.answers, string(req.ResponseBody))
-		r.mu.Unlock()
-	}
-	return plugin.ModuleResult{}, nil
-}
-
-func (r *recorder) got() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.answers...)
-}
 
 // Behind Envoy, a decision plugin with a response phase gets the answer
 // (as the client's API speaks it, without routing_metadata), as on the
 // gateway: whether Envoy sends the body whole or in pieces.
 func TestResponsePhaseBehindEnvoy(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, func(o *envOptions) {
 		o.opts.Plugins = plugin.NewWithModules(rec)
 		o.edit = func(y string) string {
@@ -61,10 +34,10 @@ func TestResponsePhaseBehindEnvoy(t *testing.T) {
 		s.Close()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(rec.got()) < len(answerModes) && time.Now().Before(deadline) {
+	for len(rec.Answers()) < len(answerModes) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	got := rec.got()
+	got := rec.Answers()
 	if len(got) != len(answerModes) {
 		t.Fatalf("the response phase ran %d times for %d answers", len(got), len(answerModes))
 	}

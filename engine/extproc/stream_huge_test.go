@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/engine/plugin/recorder"
+
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/extproc/envoytest"
 )
@@ -17,7 +19,7 @@ import (
 // Behind Envoy, an answer past the response phase's bound is relayed whole but
 // not given to plugins, and counted.
 func TestHugeStreamSkipsResponsePhaseBehindEnvoy(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRecorded(rec))
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
@@ -46,7 +48,7 @@ func TestHugeStreamSkipsResponsePhaseBehindEnvoy(t *testing.T) {
 	}
 	eventually(t, "the huge streams counted", func() bool { return skipped(dataplane.SkipTooLarge) == 2 })
 
-	if got := rec.got(); len(got) != 0 {
+	if got := rec.Answers(); len(got) != 0 {
 		t.Fatalf("the response phase ran for a stream past its bound")
 	}
 }

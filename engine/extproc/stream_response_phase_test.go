@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/engine/plugin/recorder"
+
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 
 	"github.com/junction-router/junction/engine/dataplane"
@@ -17,7 +19,7 @@ import (
 
 // withRecorded adds a decision (keyword "recordme", model small) whose
 // plugin is the recorder, and runs plugins with it.
-func withRecorded(rec *recorder) func(*envOptions) {
+func withRecorded(rec *recorder.Recorder) func(*envOptions) {
 	return func(o *envOptions) {
 		o.opts.Plugins = plugin.NewWithModules(rec)
 		o.edit = func(y string) string {
@@ -78,7 +80,7 @@ func choiceContent(t *testing.T, body string) string {
 // Envoy sends the answer's body in, from a Messages API backend (translated),
 // and for a Responses API client.
 func TestStreamedAnswerReachesResponsePhaseBehindEnvoy(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRecorded(rec))
 	n := 0
 	for name, cfg := range answerModes {
@@ -99,8 +101,8 @@ func TestStreamedAnswerReachesResponsePhaseBehindEnvoy(t *testing.T) {
 			}
 			s.Close()
 			n++
-			eventually(t, name+": the response phase", func() bool { return len(rec.got()) == n })
-			got := choiceContent(t, rec.got()[n-1])
+			eventually(t, name+": the response phase", func() bool { return len(rec.Answers()) == n })
+			got := choiceContent(t, rec.Answers()[n-1])
 			if req.Path == "/v1/chat/completions" {
 				content, done := streamContent(t, ro.Downstream.Body)
 				if !done || got != content {
@@ -133,7 +135,7 @@ func withBody(resp envoytest.Response, body []byte) envoytest.Response {
 // mid-way (the client or the upstream went away) never reach the response
 // phase; each is counted (a stream past the bound: stream_huge_test.go).
 func TestIncompleteStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRecorded(rec))
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
@@ -186,7 +188,7 @@ func TestIncompleteStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
 	s.Abort()
 	eventually(t, "the abandoned stream counted", func() bool { return skipped(dataplane.SkipIncomplete) == float64(len(answerModes)+1) })
 
-	if got := rec.got(); len(got) != 0 {
+	if got := rec.Answers(); len(got) != 0 {
 		t.Fatalf("the response phase ran for %d incomplete streams", len(got))
 	}
 }

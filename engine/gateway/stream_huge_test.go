@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/engine/plugin/recorder"
+
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/plugin"
 )
@@ -19,7 +21,7 @@ import (
 // An answer past the response phase's bound is relayed whole but not given to
 // plugins, and counted.
 func TestHugeStreamSkipsResponsePhase(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
@@ -47,7 +49,7 @@ func TestHugeStreamSkipsResponsePhase(t *testing.T) {
 	}
 	waitFor(t, "the huge stream counted", func() bool { return skipped(dataplane.SkipTooLarge) == 1 })
 
-	if got := rec.got(); len(got) != 0 {
+	if got := rec.Answers(); len(got) != 0 {
 		t.Fatalf("the response phase ran for a stream past its bound")
 	}
 }

@@ -7,40 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/junction-router/junction/engine/plugin/recorder"
 
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/demobackend"
 	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/hostapi/abi"
 )
-
-// recorder is a module with a response phase that records the answers it is
-// given, standing in for a response cache.
-type recorder struct {
-	mu      sync.Mutex
-	answers []string
-}
-
-func (r *recorder) Has(typ string) bool                    { return typ == "recorder" }
-func (r *recorder) HasResponse(typ string) bool            { return typ == "recorder" }
-func (r *recorder) Validate(string, json.RawMessage) error { return nil }
-func (r *recorder) Call(_ context.Context, _ string, _ json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
-	if req.Phase == abi.PhaseResponse {
-		r.mu.Lock()
-		r.answers = append(r.answers, string(req.ResponseBody))
-		r.mu.Unlock()
-	}
-	return plugin.ModuleResult{}, nil
-}
-
-func (r *recorder) got() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.answers...)
-}
 
 // withRunner runs the gateway's plugins with r.
 func withRunner(r plugin.Runner) envOption { return func(c *envConfig) { c.plugins = r } }
@@ -119,7 +94,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // OpenAI-style backend, from a Messages API backend (translated), and for
 // a Responses API client (whose events are translated on the way out).
 func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
 
 	resp, body := e.post("/v1/chat/completions", `{"model":"MoM","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"recordme please"}]}`)
@@ -130,8 +105,8 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 	if !done || !strings.Contains(content, "recordme please") {
 		t.Fatalf("stream: done %v, content %q", done, content)
 	}
-	waitFor(t, "the response phase", func() bool { return len(rec.got()) == 1 })
-	got := rec.got()[0]
+	waitFor(t, "the response phase", func() bool { return len(rec.Answers()) == 1 })
+	got := rec.Answers()[0]
 	if c := completionContent(t, got); c != content {
 		t.Fatalf("the response phase got content %q; the client saw %q", c, content)
 	}
@@ -151,8 +126,8 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 		t.Fatalf("anthropic: status %d: %s", resp.StatusCode, body)
 	}
 	content, _ = sseContent(t, body)
-	waitFor(t, "the response phase (anthropic)", func() bool { return len(rec.got()) == 2 })
-	if c := completionContent(t, rec.got()[1]); c != content || !strings.Contains(c, "recordme claude") {
+	waitFor(t, "the response phase (anthropic)", func() bool { return len(rec.Answers()) == 2 })
+	if c := completionContent(t, rec.Answers()[1]); c != content || !strings.Contains(c, "recordme claude") {
 		t.Fatalf("anthropic: the response phase got %q; the client saw %q", c, content)
 	}
 
@@ -161,9 +136,9 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "response.completed") {
 		t.Fatalf("responses: status %d: %s", resp.StatusCode, body)
 	}
-	waitFor(t, "the response phase (responses)", func() bool { return len(rec.got()) == 3 })
-	if c := completionContent(t, rec.got()[2]); !strings.Contains(c, "recordme responses") {
-		t.Fatalf("responses: the response phase got %s", rec.got()[2])
+	waitFor(t, "the response phase (responses)", func() bool { return len(rec.Answers()) == 3 })
+	if c := completionContent(t, rec.Answers()[2]); !strings.Contains(c, "recordme responses") {
+		t.Fatalf("responses: the response phase got %s", rec.Answers()[2])
 	}
 	if n := e.scalar("junction_response_phase_skipped_total", nil); n != 0 {
 		t.Fatalf("%v streams counted as skipped", n)
@@ -174,7 +149,7 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 // event never reach the response phase; each is counted (a stream past the
 // bound: stream_huge_test.go).
 func TestIncompleteStreamsSkipResponsePhase(t *testing.T) {
-	rec := &recorder{}
+	rec := &recorder.Recorder{}
 	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
@@ -217,7 +192,7 @@ func TestIncompleteStreamsSkipResponsePhase(t *testing.T) {
 	}
 	waitFor(t, "the error event counted", func() bool { return skipped(dataplane.SkipUnreadable) == 1 })
 
-	if got := rec.got(); len(got) != 0 {
+	if got := rec.Answers(); len(got) != 0 {
 		t.Fatalf("the response phase ran for %d incomplete streams", len(got))
 	}
 }
