@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/junction-router/junction/engine/chat"
+	"github.com/junction-router/junction/hostapi/abi"
 )
 
 // ---- system_prompt ----------------------------------------------------------
@@ -241,7 +242,7 @@ func compileHeaderMutation(raw json.RawMessage) (instance, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !validHeaderValue(value) {
+			if !abi.ValidHeaderValue(value) {
 				return nil, pair.errf("value", "must not contain line breaks or other control characters")
 			}
 			if prev, ok := where[canon]; ok && (prev != list.name || list.name == "update") {
@@ -300,51 +301,14 @@ func checkHeaderName(o *object, field, name string) (string, error) {
 	if name == "" {
 		return "", o.errf(field, "is required")
 	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return "", o.errf(field, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
-		}
+	if !abi.ValidHeaderName(name) {
+		return "", o.errf(field, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 	}
 	canon := http.CanonicalHeaderKey(name)
-	if why := forbiddenHeader(canon); why != "" {
+	if why := abi.ForbiddenHeader(canon); why != "" {
 		return "", o.errf(field, "%s cannot be changed by a plugin: %s", canon, why)
 	}
 	return canon, nil
-}
-
-// forbiddenHeader says why a plugin may not touch the header (canonical name),
-// or "" when it may.
-func forbiddenHeader(canon string) string {
-	switch canon {
-	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return "it is a hop-by-hop header, which belongs to one connection and is never forwarded"
-	case "Host":
-		return "the upstream host comes from the model's backend_refs"
-	case "Content-Length":
-		return "the gateway sets it from the body it sends"
-	case "Authorization":
-		return "upstream credentials come from the backend's api_key_env"
-	}
-	return ""
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// validHeaderValue rejects control characters other than horizontal tab.
-func validHeaderValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // ---- request_params ---------------------------------------------------------

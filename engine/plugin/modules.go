@@ -219,10 +219,10 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			}
 			m.del = append(m.del, op.Name)
 		case abi.OpHeaderAdd, abi.OpHeaderSet, abi.OpHeaderRemove:
-			if !validHeaderName(op.Name) {
+			if !abi.ValidHeaderName(op.Name) {
 				return nil, bad("%q is not a valid header name", op.Name)
 			}
-			if !validHeaderValue(string(op.Value)) {
+			if !abi.ValidHeaderValue(string(op.Value)) {
 				return nil, bad("the value of header %s holds a control character", op.Name)
 			}
 			kind := headerAdd
@@ -329,18 +329,6 @@ func toolName(raw json.RawMessage) string {
 		return t.Function.Name
 	}
 	return t.Name
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTokenChar(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // Response is the response phase's input: the request as it was sent and

@@ -107,7 +107,7 @@ func apply(req *Request, m *mutations) error {
 		}
 	}
 	for _, op := range m.headers {
-		if why := forbiddenHeader(op.name); why != "" {
+		if why := abi.ForbiddenHeader(op.name); why != "" {
 			return fmt.Errorf("the plugin may not change header %s: %s", op.name, why)
 		}
 	}

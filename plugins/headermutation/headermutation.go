@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
 )
 
@@ -86,7 +87,7 @@ func ParseConfig(raw []byte) (*Config, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !validValue(*p.Value) {
+			if !abi.ValidHeaderValue(*p.Value) {
 				return nil, pconfig.Errorf(at+".value", "must not contain line breaks or other control characters")
 			}
 			if prev, ok := where[canon]; ok && (prev != list.name || list.name == "update") {
@@ -141,50 +142,14 @@ func checkName(field, name string) (string, error) {
 	if name == "" {
 		return "", pconfig.Errorf(field, "is required")
 	}
-	for i := 0; i < len(name); i++ {
-		if !isTokenChar(name[i]) {
-			return "", pconfig.Errorf(field, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
-		}
+	if !abi.ValidHeaderName(name) {
+		return "", pconfig.Errorf(field, "%q is not a valid header name (letters, digits and !#$%%&'*+-.^_`|~ only)", name)
 	}
 	canon := canonical(name)
-	if why := Forbidden(canon); why != "" {
+	if why := abi.ForbiddenHeader(canon); why != "" {
 		return "", pconfig.Errorf(field, "%s cannot be changed by a plugin: %s", canon, why)
 	}
 	return canon, nil
-}
-
-// Forbidden says why a plugin may not touch the header (canonical name), or ""
-// when it may.
-func Forbidden(canon string) string {
-	switch canon {
-	case "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection",
-		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
-		return "it is a hop-by-hop header, which belongs to one connection and is never forwarded"
-	case "Host":
-		return "the upstream host comes from the model's backend_refs"
-	case "Content-Length":
-		return "the gateway sets it from the body it sends"
-	case "Authorization":
-		return "upstream credentials come from the backend's api_key_env"
-	}
-	return ""
-}
-
-func isTokenChar(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-func validValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
 }
 
 // canonical is the canonical form of a valid header name (X-Route-Family), as
