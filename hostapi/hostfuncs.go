@@ -169,16 +169,6 @@ func (h *Host) hostLog(ctx context.Context, st *callState, in []byte) ([]byte, a
 	return nil, abi.StatusOK
 }
 
-// backend gates a backend call on the mode and counts it. Preview makes no
-// backend call of any kind; live and probe may.
-func backend(st *callState) abi.Status {
-	if st.mode == abi.ModePreview {
-		return abi.StatusDenied
-	}
-	st.backendCalls++
-	return abi.StatusOK
-}
-
 func backendStatus(err error) abi.Status {
 	switch {
 	case errors.Is(err, ErrNoSuchStore), errors.Is(err, ErrNoSuchBinding):
@@ -200,7 +190,7 @@ func (h *Host) hostEmbed(ctx context.Context, st *callState, in []byte) ([]byte,
 	if e == nil {
 		return nil, abi.StatusUnavailable
 	}
-	backend(st)
+	st.backendCalls++ // the mode allowed it (checked above)
 	vs, err := e.Embed(ctx, []string{a.Text})
 	if err != nil || len(vs) != 1 {
 		return nil, abi.StatusBackendError
@@ -220,7 +210,7 @@ func (h *Host) hostVectorSearch(ctx context.Context, st *callState, in []byte) (
 	if v == nil {
 		return nil, abi.StatusUnavailable
 	}
-	backend(st)
+	st.backendCalls++ // the mode allowed it (checked above)
 	hits, err := v.Search(ctx, a.Store, a.Query, int(min(a.K, 1000)))
 	if err != nil {
 		return nil, backendStatus(err)
@@ -242,7 +232,7 @@ func (h *Host) hostCacheLookup(ctx context.Context, st *callState, in []byte) ([
 	if c == nil {
 		return nil, abi.StatusUnavailable
 	}
-	backend(st)
+	st.backendCalls++ // the mode allowed it (checked above)
 	e, ok, err := c.Lookup(ctx, a.Namespace, a.Key, a.Embedding, a.Threshold)
 	if err != nil {
 		return nil, abi.StatusBackendError
@@ -265,7 +255,7 @@ func (h *Host) hostCacheStore(ctx context.Context, st *callState, in []byte) ([]
 	if c == nil {
 		return nil, abi.StatusUnavailable
 	}
-	backend(st)
+	st.backendCalls++ // the mode allowed it (checked above)
 	value := append([]byte(nil), a.Value...)
 	if err := c.Store(ctx, a.Namespace, a.Key, value, time.Duration(a.TTLSeconds)*time.Second, a.Embedding); err != nil {
 		return nil, abi.StatusBackendError
@@ -286,7 +276,7 @@ func (h *Host) hostClassify(ctx context.Context, st *callState, in []byte) ([]by
 	if c == nil {
 		return nil, abi.StatusUnavailable
 	}
-	backend(st)
+	st.backendCalls++ // the mode allowed it (checked above)
 	classes, err := c.Classify(ctx, a.Binding, a.Text)
 	if err != nil {
 		return nil, backendStatus(err)
