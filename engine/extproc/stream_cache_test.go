@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/engine/chat/chattest"
+
 	"github.com/junction-router/junction/engine/extproc/envoytest"
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/plugins/builtin/builtintest"
@@ -47,7 +49,7 @@ func TestStreamedAnswerIsCachedBehindEnvoy(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		s.Close()
-		first, done := streamContent(t, ro.Downstream.Body)
+		first, done := chattest.StreamContent(t, ro.Downstream.Body)
 		if !done || !strings.Contains(first, text) || ro.Downstream.Headers.Get("x-cache-status") != "miss" {
 			t.Fatalf("%s: first answer (x-cache-status %q, done %v): %s", name, ro.Downstream.Headers.Get("x-cache-status"), done, ro.Downstream.Body)
 		}
@@ -77,7 +79,7 @@ func TestStreamedAnswerIsCachedBehindEnvoy(t *testing.T) {
 		if h.Get("x-cache-status") != "hit" || h.Get("x-cache-similarity") != "1.0000" {
 			t.Fatalf("%s: plain hit headers %v", name, h)
 		}
-		if got := choiceContent(t, string(hit.Immediate.GetBody())); got != first {
+		if got := chattest.CompletionContent(t, string(hit.Immediate.GetBody())); got != first {
 			t.Fatalf("%s: plain hit content %q, streamed answer %q", name, got, first)
 		}
 
@@ -89,7 +91,7 @@ func TestStreamedAnswerIsCachedBehindEnvoy(t *testing.T) {
 		s.Close()
 		h = envoytest.ImmediateHeaders(out.Immediate)
 		body := out.Immediate.GetBody()
-		got, done := streamContent(t, body)
+		got, done := chattest.StreamContent(t, body)
 		if h.Get("x-cache-status") != "hit" || !strings.HasPrefix(h.Get("content-type"), "text/event-stream") {
 			t.Fatalf("%s: streamed hit headers %v", name, h)
 		}

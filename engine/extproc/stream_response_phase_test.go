@@ -1,12 +1,12 @@
 package extproc_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/junction-router/junction/engine/chat/chattest"
 
 	"github.com/junction-router/junction/engine/plugin/recorder"
 
@@ -27,52 +27,6 @@ func withRecorded(rec *recorder.Recorder) func(*envOptions) {
 			return strings.Replace(y, "      - name: gated\n", "      - name: recorded\n        priority: 135\n        rules: {operator: OR, conditions: [{type: keyword, name: recordme}]}\n        modelRefs: [{model: small}]\n        plugins: [{type: recorder}]\n      - name: gated\n", 1)
 		}
 	}
-}
-
-// streamContent is the content of a chat-completion event stream's chunks,
-// joined, and whether it ended with [DONE].
-func streamContent(t *testing.T, body []byte) (string, bool) {
-	t.Helper()
-	var b strings.Builder
-	done := false
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			t.Fatalf("event %q: %v", data, err)
-		}
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Delta.Content)
-		}
-	}
-	return b.String(), done
-}
-
-func choiceContent(t *testing.T, body string) string {
-	t.Helper()
-	var c struct {
-		Object  string `json:"object"`
-		Choices []struct {
-			Message struct{ Content string } `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal([]byte(body), &c); err != nil || c.Object != "chat.completion" || len(c.Choices) != 1 {
-		t.Fatalf("not a one-choice chat.completion (%v): %s", err, body)
-	}
-	return c.Choices[0].Message.Content
 }
 
 // Behind Envoy, a streamed answer reaches the response phase once its last
@@ -102,9 +56,9 @@ func TestStreamedAnswerReachesResponsePhaseBehindEnvoy(t *testing.T) {
 			s.Close()
 			n++
 			eventually(t, name+": the response phase", func() bool { return len(rec.Answers()) == n })
-			got := choiceContent(t, rec.Answers()[n-1])
+			got := chattest.CompletionContent(t, rec.Answers()[n-1])
 			if req.Path == "/v1/chat/completions" {
-				content, done := streamContent(t, ro.Downstream.Body)
+				content, done := chattest.StreamContent(t, ro.Downstream.Body)
 				if !done || got != content {
 					t.Fatalf("%s: the response phase got %q; the client saw %q (done %v)", name, got, content, done)
 				}
@@ -156,7 +110,7 @@ func TestIncompleteStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		s.Close()
-		if _, done := streamContent(t, ro.Downstream.Body); !done {
+		if _, done := chattest.StreamContent(t, ro.Downstream.Body); !done {
 			t.Fatalf("%s: the client's stream was not ended with [DONE]", name)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/engine/chat/chattest"
+
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/demobackend"
 	"github.com/junction-router/junction/engine/plugin"
@@ -48,7 +50,7 @@ func TestStreamedAnswerIsCachedAndServed(t *testing.T) {
 	ups := e.ups["small"]
 
 	resp, body := e.post("/v1/chat/completions", cacheBody("cacheme streamed", `"stream":true,`))
-	first, done := sseContent(t, body)
+	first, done := chattest.StreamContent(t, body)
 	if resp.StatusCode != 200 || !done || !strings.Contains(first, "cacheme streamed") {
 		t.Fatalf("first: status %d, done %v: %s", resp.StatusCode, done, body)
 	}
@@ -66,7 +68,7 @@ func TestStreamedAnswerIsCachedAndServed(t *testing.T) {
 		return resp.Header.Get("x-cache-status") == "hit"
 	})
 	calls := ups.count()
-	if got := completionContent(t, hit); got != first {
+	if got := chattest.CompletionContent(t, hit); got != first {
 		t.Fatalf("plain hit content %q, streamed answer %q", got, first)
 	}
 	if resp.Header.Get("x-cache-similarity") != "1.0000" {
@@ -81,7 +83,7 @@ func TestStreamedAnswerIsCachedAndServed(t *testing.T) {
 			extra += `"stream_options":{"include_usage":true},`
 		}
 		resp, body = e.post("/v1/chat/completions", cacheBody("cacheme streamed", extra))
-		got, done := sseContent(t, body)
+		got, done := chattest.StreamContent(t, body)
 		if resp.Header.Get("x-cache-status") != "hit" || resp.Header.Get("x-cache-similarity") != "1.0000" ||
 			!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 			t.Fatalf("streamed hit headers %v", resp.Header)
@@ -143,7 +145,7 @@ func TestIncompleteStreamsAreNotCached(t *testing.T) {
 func TestBypassedStreamIsNotCached(t *testing.T) {
 	e := newEnv(t, withRunner(responseCacheRunner(t)), withCachedDecision())
 	resp, body := e.post("/v1/chat/completions", cacheBody("cacheme bypass", `"stream":true,`), "x-cache-bypass", "true")
-	if _, done := sseContent(t, body); resp.StatusCode != 200 || !done {
+	if _, done := chattest.StreamContent(t, body); resp.StatusCode != 200 || !done {
 		t.Fatalf("bypassed stream: %d %s", resp.StatusCode, body)
 	}
 	if got := resp.Header.Get("x-junction-plugins"); got != "response_cache=skipped" {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/engine/chat/chattest"
+
 	"github.com/junction-router/junction/engine/plugin/recorder"
 
 	"github.com/junction-router/junction/engine/dataplane"
@@ -30,52 +32,6 @@ func withRecordedDecision() envOption {
 			"        rules: {operator: OR, conditions: [{type: keyword, name: recordme}]}\n"+
 			"        modelRefs: [{model: small}]\n        plugins: [{type: recorder}]\n      - name: gated\n", 1)
 	})
-}
-
-// sseContent reads a chat-completion event stream: the content of its
-// chunks joined, and whether it ended with [DONE].
-func sseContent(t *testing.T, body []byte) (content string, done bool) {
-	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(string(body)))
-	sc.Buffer(nil, 4<<20)
-	var b strings.Builder
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		if data == "[DONE]" {
-			done = true
-			continue
-		}
-		var c struct {
-			Choices []struct {
-				Delta struct{ Content string } `json:"delta"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal([]byte(data), &c); err != nil {
-			t.Fatalf("event %q: %v", data, err)
-		}
-		for _, ch := range c.Choices {
-			b.WriteString(ch.Delta.Content)
-		}
-	}
-	return b.String(), done
-}
-
-// completionContent is the first choice's content of a chat.completion.
-func completionContent(t *testing.T, body string) string {
-	t.Helper()
-	var c struct {
-		Object  string `json:"object"`
-		Choices []struct {
-			Message struct{ Content string } `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal([]byte(body), &c); err != nil || c.Object != "chat.completion" || len(c.Choices) != 1 {
-		t.Fatalf("not a one-choice chat.completion (%v): %s", err, body)
-	}
-	return c.Choices[0].Message.Content
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -101,13 +57,13 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
-	content, done := sseContent(t, body)
+	content, done := chattest.StreamContent(t, body)
 	if !done || !strings.Contains(content, "recordme please") {
 		t.Fatalf("stream: done %v, content %q", done, content)
 	}
 	waitFor(t, "the response phase", func() bool { return len(rec.Answers()) == 1 })
 	got := rec.Answers()[0]
-	if c := completionContent(t, got); c != content {
+	if c := chattest.CompletionContent(t, got); c != content {
 		t.Fatalf("the response phase got content %q; the client saw %q", c, content)
 	}
 	var a struct {
@@ -125,9 +81,9 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("anthropic: status %d: %s", resp.StatusCode, body)
 	}
-	content, _ = sseContent(t, body)
+	content, _ = chattest.StreamContent(t, body)
 	waitFor(t, "the response phase (anthropic)", func() bool { return len(rec.Answers()) == 2 })
-	if c := completionContent(t, rec.Answers()[1]); c != content || !strings.Contains(c, "recordme claude") {
+	if c := chattest.CompletionContent(t, rec.Answers()[1]); c != content || !strings.Contains(c, "recordme claude") {
 		t.Fatalf("anthropic: the response phase got %q; the client saw %q", c, content)
 	}
 
@@ -137,7 +93,7 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 		t.Fatalf("responses: status %d: %s", resp.StatusCode, body)
 	}
 	waitFor(t, "the response phase (responses)", func() bool { return len(rec.Answers()) == 3 })
-	if c := completionContent(t, rec.Answers()[2]); !strings.Contains(c, "recordme responses") {
+	if c := chattest.CompletionContent(t, rec.Answers()[2]); !strings.Contains(c, "recordme responses") {
 		t.Fatalf("responses: the response phase got %s", rec.Answers()[2])
 	}
 	if n := e.scalar("junction_response_phase_skipped_total", nil); n != 0 {
