@@ -14,7 +14,6 @@ import (
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
-	"github.com/junction-router/junction/recipes"
 )
 
 func TestPluginSystemLoadsADirectory(t *testing.T) {
@@ -24,23 +23,7 @@ func TestPluginSystemLoadsADirectory(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), plugintest.Build(t, "../../hostapi/testdata/hostile"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	doc, err := recipes.Parse([]byte(`
-version: v1
-providers:
-  defaults: {default_model: demo}
-  models: [{name: demo, backend_refs: [{provider: demo}]}]
-recipes:
-  - name: default
-    decisions:
-      - name: all
-        priority: 1
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: demo}]
-        plugins: [{type: hostile, configuration: {do: ok}}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := docWith(t, `[{type: hostile, configuration: {do: ok}}]`)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := newPluginSystem(context.Background(), plugintest.CacheDir(), dir, signal.Models{}, prometheus.NewRegistry(), log)
 	if err != nil {

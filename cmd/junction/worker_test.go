@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -76,34 +75,8 @@ func TestWorkerServesAModelsFile(t *testing.T) {
 	}
 	file := filepath.Join(dir, "models.yaml")
 	os.WriteFile(file, []byte("models:\n  - model: "+filepath.Join(dir, "guard")+"\n    name: guard\n"), 0o600)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan int, 1)
-	var stderr syncWriter
-	go func() {
-		done <- run(ctx, []string{"worker", "--models", file, "--port", fmt.Sprint(port), "--threads", "1"}, &bytes.Buffer{}, &stderr)
-	}()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("worker not ready: %s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	port := freePort(t)
+	base, stop, stderr := startWorkerCLI(t, 30*time.Second, "--models", file, "--port", fmt.Sprint(port), "--threads", "1")
 	resp, err := http.Post(base+"/v1/classify", "application/json", strings.NewReader(`{"input":"a secret sentence"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +92,50 @@ func TestWorkerServesAModelsFile(t *testing.T) {
 	if resp.StatusCode != 200 || out.Model != "guard" || len(out.Results) != 1 || out.Results[0].Label == "" {
 		t.Fatalf("classify: %d %+v", resp.StatusCode, out)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	stop()
 	if strings.Contains(stderr.String(), "secret") {
 		t.Fatal("request text reached the log")
+	}
+}
+
+// startWorkerCLI runs `junction worker args...` in this process and waits up
+// to wait for its /health to answer 200 (args must carry --port). stop ends
+// the worker and fails the test unless it exits 0; stderr is its log.
+func startWorkerCLI(t *testing.T, wait time.Duration, args ...string) (base string, stop func(), stderr *syncWriter) {
+	t.Helper()
+	port := ""
+	for i, a := range args {
+		if a == "--port" && i+1 < len(args) {
+			port = args[i+1]
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan int, 1)
+	stderr = &syncWriter{}
+	go func() { done <- run(ctx, append([]string{"worker"}, args...), &bytes.Buffer{}, stderr) }()
+	stop = func() {
+		t.Helper()
+		cancel()
+		if code := <-done; code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+	}
+	base = "http://127.0.0.1:" + port
+	deadline := time.Now().Add(wait)
+	for {
+		resp, err := http.Get(base + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return base, stop, stderr
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("worker not ready: %s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -151,34 +162,8 @@ func TestWorkerServesTheDefaultModels(t *testing.T) {
 	orttest.Library(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	t.Setenv("JUNCTION_MODELS_DIR", "")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan int, 1)
-	var stderr syncWriter
-	go func() {
-		done <- run(ctx, []string{"worker", "--port", fmt.Sprint(port), "--threads", "1"}, &bytes.Buffer{}, &stderr)
-	}()
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("worker not ready: %s", stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	port := freePort(t)
+	base, stop, _ := startWorkerCLI(t, 60*time.Second, "--port", fmt.Sprint(port), "--threads", "1")
 	resp, err := http.Post(base+"/v1/classify", "application/json",
 		strings.NewReader(`{"model":"domain-glove","input":"Prove that every finite group of prime order is cyclic"}`))
 	if err != nil {
@@ -194,8 +179,5 @@ func TestWorkerServesTheDefaultModels(t *testing.T) {
 	if resp.StatusCode != 200 || len(out.Results) != 1 || out.Results[0].Label != "math" {
 		t.Fatalf("classify: %d %+v", resp.StatusCode, out)
 	}
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr.String())
-	}
+	stop()
 }
