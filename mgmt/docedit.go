@@ -86,6 +86,9 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	if canonicalOf(curB) != canonicalOf(nextB) {
 		add("/global/model_catalog/bindings", "signal bindings to model deployments are made at start; restart junction serve to change them")
 	}
+	if canonicalOf(cur.Global.Services.NativeAPI) != canonicalOf(next.Global.Services.NativeAPI) {
+		add("/global/services/native_api", "the native API listener and its keys are set up at start; restart junction serve to change them")
+	}
 	return rs
 }
 

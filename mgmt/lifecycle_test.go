@@ -67,6 +67,11 @@ func TestConfigLifecycle(t *testing.T) {
 	if !strings.Contains(string(r.body), `"path":"/global/model_catalog/deployments"`) || r.errCode(t) != mgmt.CodeRestartRequired {
 		t.Fatalf("deployments: %s", r.body)
 	}
+	// So does the native API, which publishes deployments on its own listener.
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"services": map[string]any{"native_api": map[string]any{"enabled": false, "port": 18998}}}}, "If-Match", etag), 409)
+	if !strings.Contains(string(r.body), `"path":"/global/services/native_api"`) || r.errCode(t) != mgmt.CodeRestartRequired {
+		t.Fatalf("native_api: %s", r.body)
+	}
 	// A listener port change is rejected at that listener's path.
 	cur := e.call("GET", "/api/v1/config", nil, "If-None-Match", "x").json(t)
 	cur["listeners"].([]any)[0].(map[string]any)["port"] = 18999

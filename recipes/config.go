@@ -353,6 +353,7 @@ type Services struct {
 	API           APIService    `json:"api,omitempty"`
 	Observability Observability `json:"observability,omitempty"`
 	ResponseAPI   ResponseAPI   `json:"response_api,omitempty"`
+	NativeAPI     *NativeAPI    `json:"native_api,omitempty"`
 }
 
 // Endpoint is an address and port.

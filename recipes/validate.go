@@ -684,6 +684,7 @@ func (c *checker) global() {
 	if mc := c.doc.Global.ModelCatalog; mc != nil {
 		c.deployments(mc)
 	}
+	c.nativeAPI()
 }
 
 // ports reports two listening sockets on the same port and overlapping address.
@@ -702,6 +703,17 @@ func (c *checker) ports() {
 		socks = append(socks, sock{"/global/services/observability/metrics/port", "metrics", m.Address, m.Port})
 	}
 	socks = append(socks, sock{"/global/extproc/port", "ext_proc", g.Extproc.Address, g.Extproc.Port})
+	if n := g.Services.NativeAPI; n != nil && n.Enabled {
+		port := n.Port
+		if port == 0 {
+			port = DefaultNativeAPIPort
+		}
+		addr := n.Address
+		if addr == "" {
+			addr = DefaultAddress
+		}
+		socks = append(socks, sock{"/global/services/native_api/port", "the native API", addr, port})
+	}
 	for i := range socks {
 		for j := 0; j < i; j++ {
 			a, b := socks[i], socks[j]

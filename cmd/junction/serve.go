@@ -91,7 +91,9 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer plugins.Close()
-	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, catalogGuard(catalog), log)
+	catalogOK, nativeOK := catalogGuard(catalog), nativeAPIGuard(peeked)
+	guard := func(d *recipes.Document) error { return errors.Join(catalogOK(d), nativeOK(d)) }
+	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, guard, log)
 	if err != nil {
 		return err
 	}
@@ -169,6 +171,16 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		startup.Fail(err.Error())
 		return err
+	}
+	if h, addr, err := nativeAPI(doc, deps); err != nil {
+		abandon()
+		return err
+	} else if h != nil {
+		if err := start("native API", addr, h); err != nil {
+			abandon()
+			return err
+		}
+		log.Info("native API listening", "addr", "http://"+addr)
 	}
 	for _, l := range doc.Listeners {
 		if !*gwOn {
