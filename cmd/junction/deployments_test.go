@@ -280,22 +280,7 @@ func TestServeManagedDeployment(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		resp, err := http.Get(r.mgmt + "/api/v1/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		// Refused before compiling, as a change that needs a restart.
-		if strings.Contains(string(b), "ConfigActivationFailed") && strings.Contains(string(b), `"activation_stage":"validate"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the edited deployments were not refused: %s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.awaitRefusedEdit("deployments")
 	if meth, matched := r.jailbreakMethod(attack); meth != "worker:guard" || !matched {
 		t.Errorf("after the refused edit: method %q matched %v", meth, matched)
 	}
@@ -307,6 +292,28 @@ func TestServeManagedDeployment(t *testing.T) {
 		if err := syscall.Kill(last, 0); err == nil {
 			t.Errorf("worker %d still runs after serve stopped", last)
 		}
+	}
+}
+
+// awaitRefusedEdit waits until the management status shows the edited
+// configuration file refused before compiling, as a change that needs a
+// restart.
+func (r *servedRouter) awaitRefusedEdit(what string) {
+	r.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		resp, err := http.Get(r.mgmt + "/api/v1/status")
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "ConfigActivationFailed") && strings.Contains(string(b), `"activation_stage":"validate"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the edited %s were not refused: %s", what, b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

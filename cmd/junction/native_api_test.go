@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/junction-router/junction/inference/defaultmodels"
 	"github.com/junction-router/junction/inference/ortlib/orttest"
@@ -193,21 +192,7 @@ func TestServeNativeAPI(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strings.Replace(raw, "max_body_bytes: 4096", "max_body_bytes: 8192", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		resp, err := http.Get(r.mgmt + "/api/v1/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if strings.Contains(string(b), "ConfigActivationFailed") && strings.Contains(string(b), `"activation_stage":"validate"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the edited native API was not refused: %s", b)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r.awaitRefusedEdit("native API settings")
 	if code, _ := call("POST", "/v1/decisions", "reader-secret", question("guard", strings.Repeat("a", 5000))); code != 413 {
 		t.Errorf("after the refused edit the old limit should hold: %d", code)
 	}
