@@ -86,6 +86,9 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	if canonicalOf(curB) != canonicalOf(nextB) {
 		add("/global/model_catalog/bindings", "signal bindings to model deployments are made at start; restart junction serve to change them")
 	}
+	if cur.Global.ModelRuntimeEnabled() != next.Global.ModelRuntimeEnabled() {
+		add("/global/router/enabled", "the router-side model runtime is switched on or off at start; restart junction serve to change it")
+	}
 	return rs
 }
 

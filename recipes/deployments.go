@@ -33,6 +33,13 @@ type ModelDeployment struct {
 	// max_speed; this build's worker runs only exact).
 	Profile string           `json:"profile,omitempty"`
 	Input   *DeploymentInput `json:"input,omitempty"`
+	// OnUnscanned decides how the jailbreak and personal-data signals bound
+	// to this deployment match content they left unscanned (the worker was
+	// unavailable or failed, the signal deadline passed, an input was over
+	// its budget): "block" (it matches) or "allow". Empty leaves it to each
+	// signal's own on_unscanned, whose default is block; when set it
+	// overrides them.
+	OnUnscanned string `json:"on_unscanned,omitempty"`
 	// Endpoint attaches to one operator-run worker instead of starting one:
 	// "unix:/path/to.sock", "host:port" or "http://host:port".
 	Endpoint string `json:"endpoint,omitempty"`
@@ -170,6 +177,11 @@ func (c *checker) deployments(mc *ModelCatalog) {
 		case "", "exact", "shared_context", "batching", "max_speed":
 		default:
 			c.add(p+"/profile", CodeInvalidValue, "must be exact, shared_context, batching or max_speed (got %q)", d.Profile)
+		}
+		switch d.OnUnscanned {
+		case "", UnscannedBlock, UnscannedAllow:
+		default:
+			c.add(p+"/on_unscanned", CodeInvalidValue, "must be block (unscanned content matches the signals bound to %q) or allow (got %q)", d.Name, d.OnUnscanned)
 		}
 		if d.Input != nil {
 			if d.Input.MaxTokens < 0 {
