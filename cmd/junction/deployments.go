@@ -112,11 +112,14 @@ func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
 // catalogGuard refuses a configuration whose deployments or bindings differ
 // from those serve started with: workers are started once, at start-up, so
 // such a change would silently not apply.
-func catalogGuard(started *recipes.ModelCatalog) func(*recipes.Document) error {
-	want := catalogKey(started)
+func catalogGuard(started *recipes.Document) func(*recipes.Document) error {
+	want, enabled := catalogKey(catalogOf(started)), started == nil || started.Global.ModelRuntimeEnabled()
 	return func(doc *recipes.Document) error {
 		if got := catalogKey(doc.Global.ModelCatalog); !bytes.Equal(got, want) {
 			return errors.New("global.model_catalog deployments or bindings differ from those junction serve started with; workers are started at start-up, so restart junction serve to apply this change")
+		}
+		if doc.Global.ModelRuntimeEnabled() != enabled {
+			return errors.New("global.router.enabled differs from the value junction serve started with; the model runtime is switched on or off at start-up, so restart junction serve to apply this change")
 		}
 		return nil
 	}
@@ -138,11 +141,18 @@ func catalogKey(mc *recipes.ModelCatalog) []byte {
 // committed default models.
 var builtinArtifacts = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
 
-// startDeployments starts (or attaches to) every deployment of mc and builds
-// the clients of its bindings. It returns at once; wait reports readiness.
-// Workers' own output goes to stderr.
-func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+// startDeployments starts (or attaches to) every deployment of doc's
+// global.model_catalog and builds the clients of its bindings. It returns at
+// once; wait reports readiness. Workers' own output goes to stderr. With
+// global.router.enabled false it starts nothing (validation has refused
+// bindings then, so every signal runs in-process).
+func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+	mc := catalogOf(doc)
 	if mc == nil || len(mc.Deployments) == 0 {
+		return nil, nil
+	}
+	if !doc.Global.ModelRuntimeEnabled() {
+		log.Info("global.router.enabled is false: the model deployments are not started", "deployments", len(mc.Deployments))
 		return nil, nil
 	}
 	base, err := supervise.OptionsFromEnv(os.Getenv, nil, false)
@@ -218,7 +228,9 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 			d.reps = append(d.reps, rs)
 			pool = append(pool, client.Replica{Name: rs.name, HTTP: rs.http, BaseURL: rs.base, Model: model})
 		}
-		d.pool, err = client.New(client.Options{Deployment: cfg.Name, Replicas: pool, Observe: s.observe})
+		name := cfg.Name
+		d.pool, err = client.New(client.Options{Deployment: name, Replicas: pool, Observe: s.observe,
+			Admit: func(replica string, n int, bytes int64) { s.met.Admitted(name, replica, n, bytes) }})
 		if err != nil {
 			return s, err
 		}
@@ -229,7 +241,8 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for _, d := range s.deps {
-		for i := range d.reps {
+		for i, r := range d.reps {
+			s.met.Admitted(d.cfg.Name, r.name, 0, 0) // the series exist from the start
 			s.wg.Add(1)
 			go s.watch(ctx, d, i)
 		}
@@ -242,6 +255,9 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 // phase names only as the worker's contract lists them (labels stay bounded).
 func (s *deploymentSet) observe(c client.Call) {
 	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
+	if c.Unknown != "" {
+		s.met.UnknownAnswer(c.Deployment, c.Unknown)
+	}
 	if c.Outcome != client.OutcomeOK {
 		return
 	}
@@ -373,9 +389,16 @@ func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deploy
 			if in.Overflow == "" {
 				in.Overflow = "window" // a safety scan reads the whole text
 			}
-			var c signal.Classifier = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
+			var c signal.Classifier = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens,
+				Accept: signal.ReadsJailbreakLabels})
 			if head == defaultmodels.JailbreakName || (head == "" && d.cfg.Artifact == defaultmodels.JailbreakName) {
 				c = defaultmodels.WithPhraseFloor(c) // as the in-process binding of this model
+			}
+			// The deployment's on_unscanned (validated by recipes) decides
+			// for content this deployment left unscanned.
+			c, err := signal.WithOnUnscanned(c, d.cfg.OnUnscanned)
+			if err != nil {
+				return fmt.Errorf("global.model_catalog.deployments %q: %w", d.cfg.Name, err)
 			}
 			s.bound.Jailbreak = c
 		case "embeddings":

@@ -61,8 +61,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
 	peeked := peekDocument(*cfg)
-	catalog := catalogOf(peeked)
-	deps, err := startDeployments(catalog, reg, log, stderr)
+	deps, err := startDeployments(peeked, reg, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer plugins.Close()
-	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, catalogGuard(catalog), log)
+	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, catalogGuard(peeked), log)
 	if err != nil {
 		return err
 	}

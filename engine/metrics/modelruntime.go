@@ -17,6 +17,9 @@ var ModelRuntimeNames = []string{
 	"router_model_runtime_transport_seconds",
 	"router_model_runtime_server_seconds",
 	"router_model_runtime_restarts_total",
+	"router_model_runtime_replica_inflight",
+	"router_model_runtime_replica_admitted_bytes",
+	"router_model_runtime_unknown_answers_total",
 }
 
 // Outcomes of router_model_runtime_requests_total (deployment level) and
@@ -44,6 +47,9 @@ type ModelRuntime struct {
 	transport       *prometheus.HistogramVec
 	server          *prometheus.HistogramVec
 	restarts        *prometheus.CounterVec
+	inflight        *prometheus.GaugeVec
+	admittedBytes   *prometheus.GaugeVec
+	unknown         *prometheus.CounterVec
 }
 
 // NewModelRuntime creates the model runtime metrics on reg (panicking, as
@@ -85,8 +91,21 @@ func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
 			Name: "router_model_runtime_restarts_total",
 			Help: "Restarts of managed worker processes by the router's supervisor.",
 		}, []string{"deployment", "replica"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_replica_inflight",
+			Help: "Requests sent to the replica whose answer has not been read yet.",
+		}, []string{"deployment", "replica"}),
+		admittedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_replica_admitted_bytes",
+			Help: "Request body bytes sent to the replica whose answer has not been read yet.",
+		}, []string{"deployment", "replica"}),
+		unknown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_unknown_answers_total",
+			Help: "Worker answers the router could not interpret, by reason (malformed_body, too_large, wrong_count, bad_index, empty_result, unknown_label).",
+		}, []string{"deployment", "reason"}),
 	}
-	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts)
+	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts,
+		m.inflight, m.admittedBytes, m.unknown)
 	return m
 }
 
@@ -134,6 +153,24 @@ func (m *ModelRuntime) Transport(deployment, surface string, d time.Duration) {
 		return
 	}
 	m.transport.WithLabelValues(deployment, surface).Observe(d.Seconds())
+}
+
+// Admitted moves a replica's in-flight count by n and its admitted bytes by
+// bytes (negative when an answer has been read).
+func (m *ModelRuntime) Admitted(deployment, replica string, n int, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.inflight.WithLabelValues(deployment, replica).Add(float64(n))
+	m.admittedBytes.WithLabelValues(deployment, replica).Add(float64(bytes))
+}
+
+// UnknownAnswer counts a worker answer the router could not interpret.
+func (m *ModelRuntime) UnknownAnswer(deployment, reason string) {
+	if m == nil {
+		return
+	}
+	m.unknown.WithLabelValues(deployment, reason).Inc()
 }
 
 // Restarted counts n restarts of a managed replica's worker.
