@@ -534,17 +534,14 @@ func (s *deploymentSet) snapshotLocked() []mgmt.ModelDeployment {
 }
 
 // interimStatusAddr is where the management API will listen, when an
-// interim start-up status may be served there before it does: only without
-// bearer authentication (the interim listener checks no token) and on an
-// address the management API itself would accept.
+// interim start-up status may be served there before it does: on an address
+// the management API itself would accept (the interim listener checks
+// bearer tokens as it does).
 func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
 	if doc == nil || *mf.addr == "off" {
 		return ""
 	}
 	m := doc.Global.Services.ManagementAPI
-	if m.Auth.Mode == "bearer" {
-		return ""
-	}
 	addr := *mf.addr
 	if addr == "" {
 		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
@@ -555,16 +552,13 @@ func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
 	return addr
 }
 
-// serveInterimStatus answers GET /ready and GET /startup-status on addr
-// (503, phase loading_model_deployments) and 503 SERVICE_UNAVAILABLE to
-// everything else, until the returned stop is called. It is best effort: a
-// busy address leaves it out, and the management API reports the conflict
-// when it starts.
-func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return func() {}
-	}
+// serveInterimStatus answers GET /health, GET /ready and GET
+// /startup-status on addr (503, phase loading_model_deployments) and 503
+// SERVICE_UNAVAILABLE to everything else, with doc's management
+// authentication (mgmt.InterimHandler), until the returned stop is called.
+// It is best effort: a busy address or an unreadable token source leaves it
+// out, and the management API reports the problem when it starts.
+func (s *deploymentSet) serveInterimStatus(addr string, doc *recipes.Document) (stop func()) {
 	status := func() mgmt.StartupStatus {
 		s.mu.Lock()
 		deps := s.snapshotLocked()
@@ -578,21 +572,24 @@ func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
 				st.PendingModels = append(st.PendingModels, d.Name)
 			}
 		}
+		if len(st.PendingModels) == 0 {
+			// Every deployment is ready and the configuration is compiling:
+			// the phase the management API reports then.
+			st.Phase = "starting"
+		}
 		return st
 	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(v)
+	h, err := mgmt.InterimHandler(mgmt.InterimOptions{Document: doc, Status: status, Version: version,
+		Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"})
+	if err != nil {
+		s.log.Warn("no interim start-up status: the management API's tokens cannot be read", "err", err)
+		return func() {}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) { reply(w, status().ReadyStatus) })
-	mux.HandleFunc("GET /startup-status", func(w http.ResponseWriter, _ *http.Request) { reply(w, status()) })
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, mgmt.ErrorBody{Error: mgmt.ErrorDetail{Code: mgmt.CodeServiceUnavailable, Timestamp: time.Now().UTC().Format(time.RFC3339),
-			Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"}})
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return func() {}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
 	return func() {
@@ -607,13 +604,13 @@ func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
 // management API cannot listen before the configuration compiles, so while
 // this waits an interim listener on statusAddr ("" for none) answers /ready
 // and /startup-status.
-func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string) error {
+func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string, doc *recipes.Document) error {
 	if s == nil || s.embedDep == nil {
 		return nil
 	}
 	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
 	if statusAddr != "" {
-		defer s.serveInterimStatus(statusAddr)()
+		defer s.serveInterimStatus(statusAddr, doc)()
 	}
 	return s.waitFor(ctx, []*deployment{s.embedDep})
 }

@@ -72,7 +72,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer closeModels()
 	deps.apply(&models)
-	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked)); err != nil {
+	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked), peeked); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
