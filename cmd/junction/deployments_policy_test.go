@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -303,4 +305,72 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// The managed workers get what the environment says: sockets in
+// $JUNCTION_WORKER_DIR/<deployment>-<replica> (0700), half the CPU budget
+// as threads, a result cache of $JUNCTION_WORKER_RESULT_CACHE entries except
+// in pools of several workers (which bypass it); an autotune cache is
+// refused before any worker starts.
+func TestServeManagedWorkerEnvironment(t *testing.T) {
+	orttest.Library(t)
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc to read the workers' command lines")
+	}
+	t.Setenv(envRunMain, "1")
+	dir := filepath.Join(t.TempDir(), "workers")
+	t.Setenv(supervise.EnvDir, dir)
+	t.Setenv(supervise.EnvResultCache, "128")
+	t.Setenv(supervise.EnvHubToken, "hub-secret-token")
+	cfg, gw, mg, met := deploymentConfig(t, `    deployments:
+      - {name: guard, artifact: jailbreak-glove, device: cpu}
+      - {name: topics, artifact: domain-glove, replicas: [{device: cpu}, {device: cpu}]}
+    bindings:
+      jailbreak: {deployment: guard}
+      domain: {deployment: topics}`)
+	r := serveDeployments(t, cfg, gw, mg, met)
+	threads := strconv.Itoa(supervise.DefaultThreads(supervise.CPUBudget()))
+	for _, w := range []struct {
+		name, replica, cache string
+	}{{"guard", "0", "128"}, {"topics", "0", "0"}, {"topics", "1", "0"}} {
+		sock := filepath.Join(dir, w.name+"-"+w.replica, "worker.sock")
+		if st, err := os.Stat(filepath.Dir(sock)); err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v; want a 0700 directory", filepath.Dir(sock), err)
+		}
+		pid := socketOwner(t, r, sock)
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := " " + strings.ReplaceAll(string(raw), "\x00", " ")
+		for _, want := range []string{" worker ", " --threads " + threads + " ", " --result-cache-entries " + w.cache + " ", " --uds " + sock} {
+			if !strings.Contains(args, want) {
+				t.Errorf("%s replica %s runs%s; want %q in it", w.name, w.replica, args, want)
+			}
+		}
+		if strings.Contains(args, "hub-secret-token") {
+			t.Errorf("the hub token is on a worker's command line")
+		}
+	}
+	if strings.Contains(r.stderr.String(), "hub-secret-token") {
+		t.Error("the hub token was logged")
+	}
+
+	t.Setenv(supervise.EnvAutotuneCache, t.TempDir())
+	code, _, errOut := runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
+	if code != 1 || !strings.Contains(errOut, supervise.EnvAutotuneCache) || strings.Contains(errOut, "model worker started") {
+		t.Errorf("exit %d: %s", code, errOut)
+	}
+}
+
+// socketOwner is the pid of the managed worker listening on sock, as serve
+// logged it.
+func socketOwner(t *testing.T, r *servedRouter, sock string) int {
+	t.Helper()
+	m := regexp.MustCompile(`pid=(\d+) socket=` + regexp.QuoteMeta(sock)).FindStringSubmatch(r.stderr.String())
+	if m == nil {
+		t.Fatalf("no worker logged on %s: %s", sock, r.stderr.String())
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
 }
