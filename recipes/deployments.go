@@ -83,6 +83,9 @@ type ModelBinding struct {
 	Deployment string `json:"deployment"`
 	// Contract is the worker surface the signal calls: classify (domain,
 	// jailbreak) or embeddings (embeddings); the kind's own when empty.
+	// decisions makes a domain or jailbreak signal ask the deployment a
+	// choice question instead, and every such signal of a request asks its
+	// deployment in one decisions call (the request stage rule).
 	Contract string `json:"contract,omitempty"`
 	// Head is the served model that answers, for a worker that serves
 	// several (default: the replica's served name).
@@ -94,6 +97,7 @@ const (
 	ProviderModelRuntime = "model_runtime"
 	ContractClassify     = "classify"
 	ContractEmbeddings   = "embeddings"
+	ContractDecisions    = "decisions"
 	// ArtifactDefaults runs every built-in default model in one worker.
 	ArtifactDefaults = "defaults"
 )
@@ -232,7 +236,12 @@ func (c *checker) deployments(mc *ModelCatalog) {
 		if nb.Kind == "embeddings" {
 			want = ContractEmbeddings
 		}
-		if b.Contract != "" && b.Contract != want {
+		switch {
+		case b.Contract == "" || b.Contract == want:
+		case b.Contract == ContractDecisions && want == ContractClassify:
+		case want == ContractClassify:
+			c.add(p+"/contract", CodeInvalidValue, "the %s signal calls the worker's classify surface, or asks a question with decisions: write contract: classify or decisions, or leave it out (got %q)", nb.Kind, b.Contract)
+		default:
 			c.add(p+"/contract", CodeInvalidValue, "the %s signal calls the worker's %s surface: write contract: %s or leave it out (got %q)", nb.Kind, want, want, b.Contract)
 		}
 		if b.Deployment == "" {

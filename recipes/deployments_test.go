@@ -18,7 +18,7 @@ deployments:
   - name: shared
     endpoint: unix:/run/junction/worker.sock
 bindings:
-  jailbreak: {deployment: guard}
+  jailbreak: {deployment: guard, contract: decisions}
   domain: {deployment: pool, contract: classify}
   embeddings: {deployment: shared, head: embed-glove}
 `
@@ -91,6 +91,8 @@ func TestDeploymentProblems(t *testing.T) {
 			dp + "/0/provider", CodeInvalidValue, "model_runtime"},
 		{"defaults without head", `{deployments: [{name: all, artifact: defaults}], bindings: {domain: {deployment: all}}}`,
 			"/global/model_catalog/bindings/domain/head", CodeMissingField, "name the one"},
+		{"decisions for embeddings", `{deployments: [{name: e, artifact: embed-glove}], bindings: {embeddings: {deployment: e, contract: decisions}}}`,
+			"/global/model_catalog/bindings/embeddings/contract", CodeInvalidValue, "embeddings surface"},
 		{"bad on_unscanned", `{deployments: [{name: a, artifact: x, on_unscanned: ignore}]}`,
 			dp + "/0/on_unscanned", CodeInvalidValue, "block, allow"},
 		{"unknown key", `{deployments: [{name: a, artifact: x, replica: []}]}`,

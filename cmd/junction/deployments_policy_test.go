@@ -53,6 +53,12 @@ type previewJailbreak struct {
 
 func (r *servedRouter) previewJailbreak(text string) previewJailbreak {
 	r.t.Helper()
+	return r.previewSignal("jailbreak", text)
+}
+
+// previewSignal is the first result of kind in the routing preview.
+func (r *servedRouter) previewSignal(kind, text string) previewJailbreak {
+	r.t.Helper()
 	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": text}}})
 	resp, err := http.Post(r.mgmt+"/api/v1/routing/preview", "application/json", strings.NewReader(string(body)))
 	if err != nil {
@@ -69,11 +75,11 @@ func (r *servedRouter) previewJailbreak(text string) previewJailbreak {
 		r.t.Fatal(err)
 	}
 	for _, s := range out.Signals {
-		if s.Type == "jailbreak" {
+		if s.Type == kind {
 			return s.previewJailbreak
 		}
 	}
-	r.t.Fatalf("no jailbreak signal in the preview: %+v", out)
+	r.t.Fatalf("no %s signal in the preview: %+v", kind, out)
 	return previewJailbreak{}
 }
 
@@ -373,4 +379,83 @@ func socketOwner(t *testing.T, r *servedRouter, sock string) int {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	return pid
+}
+
+// The request stage rule through serve: domain and jailbreak signals bound
+// with contract decisions to one deployment and head ask it in one
+// decisions call per request (round first), each distinct text once.
+func TestServeStageDecisions(t *testing.T) {
+	wport := attachedWorker(t, defaultmodels.EmbedderName, defaultmodels.JailbreakName)
+	gw, mg, met := freePort(t), freePort(t), freePort(t)
+	cfg := writeFile(t, fmt.Sprintf(`version: v1
+listeners: [{name: public, address: 127.0.0.1, port: %d}]
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{provider: demo}]}
+    - {name: safe, backend_refs: [{provider: demo}]}
+    - {name: lawyer, backend_refs: [{provider: demo}]}
+recipes:
+  - name: default
+    signals:
+      jailbreak: [{name: attack, threshold: 0.5}]
+      domains: [{name: law, mmlu_categories: [law]}]
+    decisions:
+      - name: guard
+        priority: 10
+        rules: {operator: OR, conditions: [{type: jailbreak, name: attack}]}
+        modelRefs: [{model: safe}]
+      - name: legal
+        priority: 5
+        rules: {operator: OR, conditions: [{type: domain, name: law}]}
+        modelRefs: [{model: lawyer}]
+global:
+  services:
+    management_api: {address: 127.0.0.1, port: %d}
+    observability: {metrics: {address: 127.0.0.1, port: %d}}
+  model_catalog:
+    deployments: [{name: q, endpoint: "127.0.0.1:%d"}]
+    bindings:
+      domain: {deployment: q, contract: decisions, head: embed-glove}
+      jailbreak: {deployment: q, contract: decisions, head: embed-glove}
+`, gw, mg, met, wport))
+	r := serveDeployments(t, cfg, gw, mg, met)
+	for _, text := range []string{"What does the contract law say about breach?", "hello there", attack} {
+		if got := r.route(text); got == "" {
+			t.Errorf("%q: no model selected", text)
+		}
+	}
+	if n := r.metric(`router_model_runtime_stage_decision_calls_total{deployment="q",round="first"}`); n != 3 {
+		t.Errorf("first-round decisions calls = %v, want 3 (one per request)", n)
+	}
+	if n := r.metric(`router_model_runtime_requests_total{deployment="q",outcome="ok"}`); n != 3 {
+		t.Errorf("calls to the deployment = %v, want 3: domain and jailbreak share one per request", n)
+	}
+	if r.hasSeries(`router_model_runtime_stage_decision_calls_total{deployment="q",round="later"}`) {
+		t.Error("a later round was needed")
+	}
+	for _, kind := range []string{"jailbreak", "domain"} {
+		if p := r.previewSignal(kind, "hello there"); p.Method != "worker:q/embed-glove" || p.Error != "" {
+			t.Errorf("preview of %s: %+v", kind, p)
+		}
+	}
+	// The preview's stage made one call for both signals too.
+	if n := r.metric(`router_model_runtime_stage_decision_calls_total{deployment="q",round="first"}`); n != 5 {
+		t.Errorf("first-round decisions calls after two previews = %v, want 5", n)
+	}
+
+	// A sequence classifier answers the question with its own
+	// probabilities: jailbreak-glove through decisions routes as through
+	// classify.
+	cfg2, gw2, mg2, met2 := deploymentConfig(t, fmt.Sprintf(`    deployments:
+      - {name: q, endpoint: "127.0.0.1:%d"}
+    bindings:
+      jailbreak: {deployment: q, contract: decisions, head: jailbreak-glove}`, wport))
+	r2 := serveDeployments(t, cfg2, gw2, mg2, met2)
+	if got := r2.route(attack); got != "safe" {
+		t.Errorf("attack routed to %q, want safe", got)
+	}
+	if got := r2.route("What is the capital of France?"); got != "small" {
+		t.Errorf("benign text routed to %q, want small", got)
+	}
 }

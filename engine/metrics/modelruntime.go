@@ -20,6 +20,7 @@ var ModelRuntimeNames = []string{
 	"router_model_runtime_replica_inflight",
 	"router_model_runtime_replica_admitted_bytes",
 	"router_model_runtime_unknown_answers_total",
+	"router_model_runtime_stage_decision_calls_total",
 }
 
 // Outcomes of router_model_runtime_requests_total (deployment level) and
@@ -50,6 +51,7 @@ type ModelRuntime struct {
 	inflight        *prometheus.GaugeVec
 	admittedBytes   *prometheus.GaugeVec
 	unknown         *prometheus.CounterVec
+	stageCalls      *prometheus.CounterVec
 }
 
 // NewModelRuntime creates the model runtime metrics on reg (panicking, as
@@ -103,9 +105,13 @@ func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
 			Name: "router_model_runtime_unknown_answers_total",
 			Help: "Worker answers the router could not interpret, by reason (malformed_body, too_large, wrong_count, bad_index, empty_result, unknown_label).",
 		}, []string{"deployment", "reason"}),
+		stageCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_stage_decision_calls_total",
+			Help: "Decisions calls of request stages to a deployment: round first (every signal of the stage asking it had asked) or later.",
+		}, []string{"deployment", "round"}),
 	}
 	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts,
-		m.inflight, m.admittedBytes, m.unknown)
+		m.inflight, m.admittedBytes, m.unknown, m.stageCalls)
 	return m
 }
 
@@ -171,6 +177,15 @@ func (m *ModelRuntime) UnknownAnswer(deployment, reason string) {
 		return
 	}
 	m.unknown.WithLabelValues(deployment, reason).Inc()
+}
+
+// StageDecisionCall counts a request stage's decisions call (round first
+// or later).
+func (m *ModelRuntime) StageDecisionCall(deployment, round string) {
+	if m == nil {
+		return
+	}
+	m.stageCalls.WithLabelValues(deployment, round).Inc()
 }
 
 // Restarted counts n restarts of a managed replica's worker.

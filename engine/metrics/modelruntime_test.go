@@ -26,6 +26,7 @@ func TestModelRuntime(t *testing.T) {
 	m.Admitted("guard", "0", 1, 200)
 	m.Admitted("guard", "0", -1, -300)
 	m.UnknownAnswer("guard", "unknown_label")
+	m.StageDecisionCall("guard", "first")
 	want := `
 # HELP router_model_runtime_replica_admitted_bytes Request body bytes sent to the replica whose answer has not been read yet.
 # TYPE router_model_runtime_replica_admitted_bytes gauge
@@ -62,8 +63,8 @@ router_model_runtime_restarts_total{deployment="guard",replica="1"} 2
 		"router_model_runtime_replica_inflight", "router_model_runtime_replica_admitted_bytes", "router_model_runtime_unknown_answers_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, ModelRuntimeNames...); n != 16 {
-		t.Errorf("%d series, want 16", n)
+	if n := testutil.CollectAndCount(reg, ModelRuntimeNames...); n != 17 {
+		t.Errorf("%d series, want 17", n)
 	}
 	var nilM *ModelRuntime
 	nilM.Request("x", "0", RuntimeOK, 0) // a nil receiver records nothing

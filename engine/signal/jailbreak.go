@@ -152,3 +152,6 @@ func (s *jailbreakSet) Evaluate(ctx context.Context, in *Input) []Result {
 	}
 	return stamp(out, start)
 }
+
+// Staged reports whether the set's model asks through a Stage.
+func (s *jailbreakSet) Staged() bool { return isStaged(s.clf) }

@@ -56,3 +56,6 @@ func modelUnscanned(c Classifier) (matches, ok bool) {
 	}
 	return false, false
 }
+
+// Unwrap is the classifier the policy was given to.
+func (p policyClassifier) Unwrap() Classifier { return p.c }

@@ -74,8 +74,12 @@ type Call struct {
 	Deployment string
 	// Replica is the replica that answered last ("" when none was tried).
 	Replica string
-	// Surface is the worker endpoint: classify or embeddings.
+	// Surface is the worker endpoint: classify, embeddings or decisions.
 	Surface string
+	// Round is, for a decisions call of a request stage, whether it was the
+	// stage's first call to the deployment or a later one
+	// (signal.RoundFirst, signal.RoundLater); "" otherwise.
+	Round   string
 	Outcome string
 	// Unknown says why the answer could not be interpreted (one of the
 	// Unknown constants), "" when it could or none came.
@@ -230,8 +234,13 @@ func (p *Pool) pick(tried map[*replica]bool) *replica {
 // replica that cannot be reached, or answers 503, is
 // passed over for the next ready one while the deadline allows.
 func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any, out any, check func() error) error {
+	return p.callRound(ctx, "", path, body, out, check)
+}
+
+// callRound is call for one round of a request stage.
+func (p *Pool) callRound(ctx context.Context, round, path string, body func(r *replica) any, out any, check func() error) error {
 	start := time.Now()
-	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/")}
+	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/"), Round: round}
 	var tried map[*replica]bool
 	var last *Error
 	for {
