@@ -394,43 +394,46 @@ func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deploy
 			}
 			s.bound.Domain = c
 		case nb.Kind == "jailbreak" && decide:
-			q := jailbreakQuestion(head, in.MaxTokens)
-			var c signal.Classifier
-			c, err := client.NewDecider(d.pool, method, q)
+			c, err := client.NewDecider(d.pool, method, jailbreakQuestion(head, in.MaxTokens))
 			if err != nil {
 				return err
 			}
-			if head == defaultmodels.JailbreakName || (head == "" && d.cfg.Artifact == defaultmodels.JailbreakName) {
-				c = defaultmodels.WithPhraseFloor(c)
+			if s.bound.Jailbreak, err = safetyModel(c, d.cfg, head); err != nil {
+				return err
 			}
-			if c, err = signal.WithOnUnscanned(c, d.cfg.OnUnscanned); err != nil {
-				return fmt.Errorf("global.model_catalog.deployments %q: %w", d.cfg.Name, err)
-			}
-			s.bound.Jailbreak = c
 		case nb.Kind == "domain":
 			s.bound.Domain = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
 		case nb.Kind == "jailbreak":
 			if in.Overflow == "" {
 				in.Overflow = "window" // a safety scan reads the whole text
 			}
-			var c signal.Classifier = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens,
+			c := client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens,
 				Accept: signal.ReadsJailbreakLabels})
-			if head == defaultmodels.JailbreakName || (head == "" && d.cfg.Artifact == defaultmodels.JailbreakName) {
-				c = defaultmodels.WithPhraseFloor(c) // as the in-process binding of this model
+			var err error
+			if s.bound.Jailbreak, err = safetyModel(c, d.cfg, head); err != nil {
+				return err
 			}
-			// The deployment's on_unscanned (validated by recipes) decides
-			// for content this deployment left unscanned.
-			c, err := signal.WithOnUnscanned(c, d.cfg.OnUnscanned)
-			if err != nil {
-				return fmt.Errorf("global.model_catalog.deployments %q: %w", d.cfg.Name, err)
-			}
-			s.bound.Jailbreak = c
 		case nb.Kind == "embeddings":
 			s.bound.Embedder = client.NewEmbedder(d.pool, method, client.EmbedOptions{Head: head, MaxTokens: in.MaxTokens})
 			s.embedDep = d
 		}
 	}
 	return nil
+}
+
+// safetyModel finishes a jailbreak binding's model: the phrase floor of
+// the in-process binding when the head is jailbreak-glove (so both score
+// alike), and the deployment's on_unscanned (validated by recipes), which
+// then decides for content this deployment left unscanned.
+func safetyModel(c signal.Classifier, cfg recipes.ModelDeployment, head string) (signal.Classifier, error) {
+	if head == defaultmodels.JailbreakName || (head == "" && cfg.Artifact == defaultmodels.JailbreakName) {
+		c = defaultmodels.WithPhraseFloor(c)
+	}
+	c, err := signal.WithOnUnscanned(c, cfg.OnUnscanned)
+	if err != nil {
+		return nil, fmt.Errorf("global.model_catalog.deployments %q: %w", cfg.Name, err)
+	}
+	return c, nil
 }
 
 // domainQuestion is the choice a domain signal bound with contract
