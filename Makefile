@@ -71,6 +71,7 @@ bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
 	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./inference/defaultmodels/
 	$(GO) test -run=^$$ -bench=BenchmarkSignalLatency -benchtime=2000x -count=5 ./cmd/junction/
+	$(GO) test -run=^$$ -bench=BenchmarkStageSignals -benchtime=2000x -count=5 ./cmd/junction/
 	$(GO) test -run=^$$ -bench='PluginCall' -benchtime=40x -count=1 ./engine/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./engine/plugin/wasm/

@@ -101,6 +101,7 @@ type compiledRecipe struct {
 	selectors map[string]selection.Selector
 	blockers  []blocker
 	composers []composer
+	staged    bool // some set asks through a signal.Stage
 }
 
 // composer gates a complexity signal on other conditions: the signal grades
@@ -112,9 +113,10 @@ type composer struct {
 }
 
 type compiledSet struct {
-	set  signal.Set
-	base int // slot of the set's first result
-	n    int
+	set    signal.Set
+	base   int // slot of the set's first result
+	n      int
+	staged bool // its model asks through the request's signal.Stage
 }
 
 // blocker is a safety signal whose match answers 403 instead of routing.
@@ -253,6 +255,10 @@ func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.Language
 	order := signalOrder(r.Signals)
 	for _, s := range sets {
 		cs := compiledSet{set: s, base: cr.nSlots}
+		if ss, ok := s.(signal.StagedSet); ok && ss.Staged() {
+			cs.staged = true
+			cr.staged = true
+		}
 		for _, name := range order[s.Kind()] {
 			if isUsed(s.Kind(), name) {
 				slots[key(s.Kind(), name)] = cr.nSlots
@@ -697,7 +703,30 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 		res []signal.Result
 	}
 	ch := make(chan done, len(pending))
-	for _, cs := range pending {
+	// The sets whose model asks a deployment questions gather them in one
+	// stage per request (signal.Stage: one decisions call per deployment).
+	// Every participant joins before any starts, so that none asks alone.
+	var parts []stagePart
+	if cr.staged {
+		stage := signal.NewStage()
+		for i, cs := range pending {
+			if cs.staged {
+				ctx, p := stage.Join(sctx)
+				parts = append(parts, stagePart{i, ctx, p})
+			}
+		}
+	}
+	for i, cs := range pending {
+		if len(parts) > 0 && parts[0].index == i {
+			sp := parts[0]
+			parts = parts[1:]
+			go func(cs compiledSet) {
+				res := cs.set.Evaluate(sp.ctx, in)
+				sp.p.Finish()
+				ch <- done{cs, res}
+			}(cs)
+			continue
+		}
 		go func(cs compiledSet) { ch <- done{cs, cs.set.Evaluate(sctx, in)} }(cs)
 	}
 	for i, cs := range cr.sets {
@@ -725,6 +754,13 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 		}
 	}
 	return results
+}
+
+// stagePart is a pending set's place in the request's signal.Stage.
+type stagePart struct {
+	index int
+	ctx   context.Context
+	p     *signal.Participant
 }
 
 // Runtime holds the serving generation and swaps it atomically.

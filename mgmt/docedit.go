@@ -89,6 +89,9 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	if canonicalOf(cur.Global.Services.NativeAPI) != canonicalOf(next.Global.Services.NativeAPI) {
 		add("/global/services/native_api", "the native API listener and its keys are set up at start; restart junction serve to change them")
 	}
+	if cur.Global.ModelRuntimeEnabled() != next.Global.ModelRuntimeEnabled() {
+		add("/global/router/enabled", "the router-side model runtime is switched on or off at start; restart junction serve to change it")
+	}
 	return rs
 }
 

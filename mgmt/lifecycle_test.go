@@ -72,6 +72,11 @@ func TestConfigLifecycle(t *testing.T) {
 	if !strings.Contains(string(r.body), `"path":"/global/services/native_api"`) || r.errCode(t) != mgmt.CodeRestartRequired {
 		t.Fatalf("native_api: %s", r.body)
 	}
+	// So is switching the router-side model runtime off.
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"router": map[string]any{"enabled": false}}}, "If-Match", etag), 409)
+	if !strings.Contains(string(r.body), `"path":"/global/router/enabled"`) || r.errCode(t) != mgmt.CodeRestartRequired {
+		t.Fatalf("router.enabled: %s", r.body)
+	}
 	// A listener port change is rejected at that listener's path.
 	cur := e.call("GET", "/api/v1/config", nil, "If-None-Match", "x").json(t)
 	cur["listeners"].([]any)[0].(map[string]any)["port"] = 18999

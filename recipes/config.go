@@ -334,6 +334,21 @@ type Global struct {
 	Services     Services      `json:"services,omitempty"`
 	Extproc      Endpoint      `json:"extproc,omitempty"`
 	ModelCatalog *ModelCatalog `json:"model_catalog,omitempty"`
+	Router       *Router       `json:"router,omitempty"`
+}
+
+// Router holds router-wide switches (global.router).
+type Router struct {
+	// Enabled turns the router-side model runtime on (default true): with
+	// false, junction serve starts and attaches to none of
+	// global.model_catalog.deployments, and bindings to them are refused
+	// (a bound signal would otherwise have nothing to ask).
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// ModelRuntimeEnabled reports global.router.enabled (true when unset).
+func (g *Global) ModelRuntimeEnabled() bool {
+	return g.Router == nil || g.Router.Enabled == nil || *g.Router.Enabled
 }
 
 // ModelCatalog holds settings of model-backed signals.

@@ -33,6 +33,13 @@ type ModelDeployment struct {
 	// max_speed; this build's worker runs only exact).
 	Profile string           `json:"profile,omitempty"`
 	Input   *DeploymentInput `json:"input,omitempty"`
+	// OnUnscanned decides how the jailbreak and personal-data signals bound
+	// to this deployment match content they left unscanned (the worker was
+	// unavailable or failed, the signal deadline passed, an input was over
+	// its budget): "block" (it matches) or "allow". Empty leaves it to each
+	// signal's own on_unscanned, whose default is block; when set it
+	// overrides them.
+	OnUnscanned string `json:"on_unscanned,omitempty"`
 	// Endpoint attaches to one operator-run worker instead of starting one:
 	// "unix:/path/to.sock", "host:port" or "http://host:port".
 	Endpoint string `json:"endpoint,omitempty"`
@@ -76,6 +83,9 @@ type ModelBinding struct {
 	Deployment string `json:"deployment"`
 	// Contract is the worker surface the signal calls: classify (domain,
 	// jailbreak) or embeddings (embeddings); the kind's own when empty.
+	// decisions makes a domain or jailbreak signal ask the deployment a
+	// choice question instead, and every such signal of a request asks its
+	// deployment in one decisions call (the request stage rule).
 	Contract string `json:"contract,omitempty"`
 	// Head is the served model that answers, for a worker that serves
 	// several (default: the replica's served name).
@@ -87,6 +97,7 @@ const (
 	ProviderModelRuntime = "model_runtime"
 	ContractClassify     = "classify"
 	ContractEmbeddings   = "embeddings"
+	ContractDecisions    = "decisions"
 	// ArtifactDefaults runs every built-in default model in one worker.
 	ArtifactDefaults = "defaults"
 )
@@ -171,6 +182,11 @@ func (c *checker) deployments(mc *ModelCatalog) {
 		default:
 			c.add(p+"/profile", CodeInvalidValue, "must be exact, shared_context, batching or max_speed (got %q)", d.Profile)
 		}
+		switch d.OnUnscanned {
+		case "", UnscannedBlock, UnscannedAllow:
+		default:
+			c.add(p+"/on_unscanned", CodeInvalidValue, "must be block (unscanned content matches the signals bound to %q) or allow (got %q)", d.Name, d.OnUnscanned)
+		}
 		if d.Input != nil {
 			if d.Input.MaxTokens < 0 {
 				c.add(p+"/input/max_tokens", CodeInvalidValue, "must not be negative (got %d; 0 means the model's limit)", d.Input.MaxTokens)
@@ -220,7 +236,12 @@ func (c *checker) deployments(mc *ModelCatalog) {
 		if nb.Kind == "embeddings" {
 			want = ContractEmbeddings
 		}
-		if b.Contract != "" && b.Contract != want {
+		switch {
+		case b.Contract == "" || b.Contract == want:
+		case b.Contract == ContractDecisions && want == ContractClassify:
+		case want == ContractClassify:
+			c.add(p+"/contract", CodeInvalidValue, "the %s signal calls the worker's classify surface, or asks a question with decisions: write contract: classify or decisions, or leave it out (got %q)", nb.Kind, b.Contract)
+		default:
 			c.add(p+"/contract", CodeInvalidValue, "the %s signal calls the worker's %s surface: write contract: %s or leave it out (got %q)", nb.Kind, want, want, b.Contract)
 		}
 		if b.Deployment == "" {

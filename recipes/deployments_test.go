@@ -18,7 +18,7 @@ deployments:
   - name: shared
     endpoint: unix:/run/junction/worker.sock
 bindings:
-  jailbreak: {deployment: guard}
+  jailbreak: {deployment: guard, contract: decisions}
   domain: {deployment: pool, contract: classify}
   embeddings: {deployment: shared, head: embed-glove}
 `
@@ -91,6 +91,10 @@ func TestDeploymentProblems(t *testing.T) {
 			dp + "/0/provider", CodeInvalidValue, "model_runtime"},
 		{"defaults without head", `{deployments: [{name: all, artifact: defaults}], bindings: {domain: {deployment: all}}}`,
 			"/global/model_catalog/bindings/domain/head", CodeMissingField, "name the one"},
+		{"decisions for embeddings", `{deployments: [{name: e, artifact: embed-glove}], bindings: {embeddings: {deployment: e, contract: decisions}}}`,
+			"/global/model_catalog/bindings/embeddings/contract", CodeInvalidValue, "embeddings surface"},
+		{"bad on_unscanned", `{deployments: [{name: a, artifact: x, on_unscanned: ignore}]}`,
+			dp + "/0/on_unscanned", CodeInvalidValue, "block, allow"},
 		{"unknown key", `{deployments: [{name: a, artifact: x, replica: []}]}`,
 			dp + "/0/replica", CodeUnknownField, ""},
 	}
@@ -101,5 +105,48 @@ func TestDeploymentProblems(t *testing.T) {
 			_, err := Parse(toJSON(t, v))
 			assertProblem(t, err, tt.path, tt.code, tt.msg)
 		})
+	}
+}
+
+// The semantic check of on_unscanned holds for documents that bypass the
+// schema (built in Go).
+func TestDeploymentOnUnscannedSemantic(t *testing.T) {
+	doc, err := Parse(toJSON(t, exampleValue(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.Global.ModelCatalog = &ModelCatalog{Deployments: []ModelDeployment{{Name: "a", Artifact: "x", OnUnscanned: "maybe"}}}
+	assertProblem(t, doc.Validate(), "/global/model_catalog/deployments/0/on_unscanned", CodeInvalidValue, "block")
+	doc.Global.ModelCatalog.Deployments[0].OnUnscanned = UnscannedAllow
+	if err := doc.Validate(); err != nil {
+		t.Errorf("on_unscanned allow: %v", err)
+	}
+}
+
+// global.router.enabled false keeps deployments declared but refuses
+// bindings to them; it must be a boolean.
+func TestRouterEnabled(t *testing.T) {
+	v := exampleValue(t)
+	set(t, v, "/global/model_catalog", y(t, catalogOK))
+	set(t, v, "/global/router", y(t, `{enabled: false}`))
+	_, err := Parse(toJSON(t, v))
+	assertProblem(t, err, "/global/model_catalog/bindings/jailbreak", CodeConflict, "global.router.enabled is false")
+
+	set(t, v, "/global/model_catalog", y(t, `{deployments: [{name: guard, artifact: jailbreak-glove}]}`))
+	doc, err := Parse(toJSON(t, v))
+	if err != nil {
+		t.Fatalf("deployments without bindings under enabled false: %v", err)
+	}
+	if doc.Global.ModelRuntimeEnabled() {
+		t.Error("ModelRuntimeEnabled true under enabled: false")
+	}
+
+	set(t, v, "/global/router", y(t, `{enabled: "no"}`))
+	_, err = Parse(toJSON(t, v))
+	assertProblem(t, err, "/global/router/enabled", CodeWrongType, "")
+
+	doc, err = Parse(toJSON(t, exampleValue(t)))
+	if err != nil || !doc.Global.ModelRuntimeEnabled() {
+		t.Errorf("default: enabled %v, %v", doc != nil && doc.Global.ModelRuntimeEnabled(), err)
 	}
 }

@@ -94,7 +94,9 @@ func (c *checker) nativeAPI() {
 			names = append(names, d.Name)
 		}
 	}
-	if n.Enabled && len(names) == 0 {
+	if n.Enabled && !c.doc.Global.ModelRuntimeEnabled() {
+		c.add(base+"/enabled", CodeConflict, "global.router.enabled is false, so no model deployment runs for the native API to publish; set global.router.enabled: true or native_api.enabled: false")
+	} else if n.Enabled && len(names) == 0 {
 		c.add(base+"/enabled", CodeMissingField, "the native API publishes model deployments, and global.model_catalog.deployments declares none; add a deployment or set enabled: false")
 	}
 	published := map[string]bool{}

@@ -42,6 +42,14 @@ func TestNativeAPIProblems(t *testing.T) {
 		{"bad address", catalogOK, `{enabled: true, address: "http://x"}`, np + "/address", CodeInvalidValue, "not a URL"},
 		{"unknown key", catalogOK, `{enabled: true, api_key: x}`, np + "/api_key", CodeUnknownField, ""},
 	}
+	t.Run("router model runtime off", func(t *testing.T) {
+		v := exampleValue(t)
+		set(t, v, "/global/model_catalog", y(t, `{deployments: [{name: guard, artifact: jailbreak-glove}]}`))
+		set(t, v, "/global/router", y(t, `{enabled: false}`))
+		set(t, v, "/global/services/native_api", y(t, `{enabled: true}`))
+		_, err := Parse(toJSON(t, v))
+		assertProblem(t, err, np+"/enabled", CodeConflict, "global.router.enabled is false")
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := exampleValue(t)

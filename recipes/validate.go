@@ -685,6 +685,14 @@ func (c *checker) global() {
 		c.deployments(mc)
 	}
 	c.nativeAPI()
+	if !c.doc.Global.ModelRuntimeEnabled() {
+		if mc := c.doc.Global.ModelCatalog; mc != nil {
+			for _, nb := range mc.Bindings.Each() {
+				c.add("/global/model_catalog/bindings/"+nb.Kind, CodeConflict,
+					"global.router.enabled is false, so no model deployment runs and the %s signal would have nothing to ask; remove this binding (the signal then runs in-process) or set global.router.enabled: true", nb.Kind)
+			}
+		}
+	}
 }
 
 // ports reports two listening sockets on the same port and overlapping address.

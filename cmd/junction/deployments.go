@@ -112,11 +112,14 @@ func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
 // catalogGuard refuses a configuration whose deployments or bindings differ
 // from those serve started with: workers are started once, at start-up, so
 // such a change would silently not apply.
-func catalogGuard(started *recipes.ModelCatalog) func(*recipes.Document) error {
-	want := catalogKey(started)
+func catalogGuard(started *recipes.Document) func(*recipes.Document) error {
+	want, enabled := catalogKey(catalogOf(started)), started == nil || started.Global.ModelRuntimeEnabled()
 	return func(doc *recipes.Document) error {
 		if got := catalogKey(doc.Global.ModelCatalog); !bytes.Equal(got, want) {
 			return errors.New("global.model_catalog deployments or bindings differ from those junction serve started with; workers are started at start-up, so restart junction serve to apply this change")
+		}
+		if doc.Global.ModelRuntimeEnabled() != enabled {
+			return errors.New("global.router.enabled differs from the value junction serve started with; the model runtime is switched on or off at start-up, so restart junction serve to apply this change")
 		}
 		return nil
 	}
@@ -138,11 +141,18 @@ func catalogKey(mc *recipes.ModelCatalog) []byte {
 // committed default models.
 var builtinArtifacts = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
 
-// startDeployments starts (or attaches to) every deployment of mc and builds
-// the clients of its bindings. It returns at once; wait reports readiness.
-// Workers' own output goes to stderr.
-func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+// startDeployments starts (or attaches to) every deployment of doc's
+// global.model_catalog and builds the clients of its bindings. It returns at
+// once; wait reports readiness. Workers' own output goes to stderr. With
+// global.router.enabled false it starts nothing (validation has refused
+// bindings then, so every signal runs in-process).
+func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+	mc := catalogOf(doc)
 	if mc == nil || len(mc.Deployments) == 0 {
+		return nil, nil
+	}
+	if !doc.Global.ModelRuntimeEnabled() {
+		log.Info("global.router.enabled is false: the model deployments are not started", "deployments", len(mc.Deployments))
 		return nil, nil
 	}
 	base, err := supervise.OptionsFromEnv(os.Getenv, nil, false)
@@ -218,7 +228,9 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 			d.reps = append(d.reps, rs)
 			pool = append(pool, client.Replica{Name: rs.name, HTTP: rs.http, BaseURL: rs.base, Model: model})
 		}
-		d.pool, err = client.New(client.Options{Deployment: cfg.Name, Replicas: pool, Observe: s.observe})
+		name := cfg.Name
+		d.pool, err = client.New(client.Options{Deployment: name, Replicas: pool, Observe: s.observe,
+			Admit: func(replica string, n int, bytes int64) { s.met.Admitted(name, replica, n, bytes) }})
 		if err != nil {
 			return s, err
 		}
@@ -229,7 +241,8 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	for _, d := range s.deps {
-		for i := range d.reps {
+		for i, r := range d.reps {
+			s.met.Admitted(d.cfg.Name, r.name, 0, 0) // the series exist from the start
 			s.wg.Add(1)
 			go s.watch(ctx, d, i)
 		}
@@ -242,6 +255,12 @@ func startDeployments(mc *recipes.ModelCatalog, reg prometheus.Registerer, log *
 // phase names only as the worker's contract lists them (labels stay bounded).
 func (s *deploymentSet) observe(c client.Call) {
 	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
+	if c.Unknown != "" {
+		s.met.UnknownAnswer(c.Deployment, c.Unknown)
+	}
+	if c.Round != "" {
+		s.met.StageDecisionCall(c.Deployment, c.Round)
+	}
 	if c.Outcome != client.OutcomeOK {
 		return
 	}
@@ -366,24 +385,79 @@ func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deploy
 		if d.cfg.Input != nil {
 			in = *d.cfg.Input
 		}
-		switch nb.Kind {
-		case "domain":
+		decide := nb.Binding.Contract == recipes.ContractDecisions
+		switch {
+		case nb.Kind == "domain" && decide:
+			c, err := client.NewDecider(d.pool, method, domainQuestion(head, in.MaxTokens))
+			if err != nil {
+				return err
+			}
+			s.bound.Domain = c
+		case nb.Kind == "jailbreak" && decide:
+			c, err := client.NewDecider(d.pool, method, jailbreakQuestion(head, in.MaxTokens))
+			if err != nil {
+				return err
+			}
+			if s.bound.Jailbreak, err = safetyModel(c, d.cfg, head); err != nil {
+				return err
+			}
+		case nb.Kind == "domain":
 			s.bound.Domain = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
-		case "jailbreak":
+		case nb.Kind == "jailbreak":
 			if in.Overflow == "" {
 				in.Overflow = "window" // a safety scan reads the whole text
 			}
-			var c signal.Classifier = client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens})
-			if head == defaultmodels.JailbreakName || (head == "" && d.cfg.Artifact == defaultmodels.JailbreakName) {
-				c = defaultmodels.WithPhraseFloor(c) // as the in-process binding of this model
+			c := client.NewClassifier(d.pool, method, client.ClassifyOptions{Head: head, Overflow: in.Overflow, MaxTokens: in.MaxTokens,
+				Accept: signal.ReadsJailbreakLabels})
+			var err error
+			if s.bound.Jailbreak, err = safetyModel(c, d.cfg, head); err != nil {
+				return err
 			}
-			s.bound.Jailbreak = c
-		case "embeddings":
+		case nb.Kind == "embeddings":
 			s.bound.Embedder = client.NewEmbedder(d.pool, method, client.EmbedOptions{Head: head, MaxTokens: in.MaxTokens})
 			s.embedDep = d
 		}
 	}
 	return nil
+}
+
+// safetyModel finishes a jailbreak binding's model: the phrase floor of
+// the in-process binding when the head is jailbreak-glove (so both score
+// alike), and the deployment's on_unscanned (validated by recipes), which
+// then decides for content this deployment left unscanned.
+func safetyModel(c signal.Classifier, cfg recipes.ModelDeployment, head string) (signal.Classifier, error) {
+	if head == defaultmodels.JailbreakName || (head == "" && cfg.Artifact == defaultmodels.JailbreakName) {
+		c = defaultmodels.WithPhraseFloor(c)
+	}
+	c, err := signal.WithOnUnscanned(c, cfg.OnUnscanned)
+	if err != nil {
+		return nil, fmt.Errorf("global.model_catalog.deployments %q: %w", cfg.Name, err)
+	}
+	return c, nil
+}
+
+// domainQuestion is the choice a domain signal bound with contract
+// decisions asks: one option per category, keyed by the category (a
+// sequence classifier with those labels answers with its own
+// probabilities; an embedding model compares the text with each
+// description, zero-shot).
+func domainQuestion(head string, maxTokens int) client.DecideOptions {
+	o := client.DecideOptions{Head: head, MaxTokens: maxTokens, Instructions: "The subject of this text is"}
+	for _, c := range signal.DomainCategories() {
+		o.Options = append(o.Options, client.DecideOption{Key: c, Description: c})
+	}
+	return o
+}
+
+// jailbreakQuestion is the choice a jailbreak signal bound with contract
+// decisions asks; its keys are the labels the jailbreak signal reads.
+func jailbreakQuestion(head string, maxTokens int) client.DecideOptions {
+	return client.DecideOptions{Head: head, MaxTokens: maxTokens, Accept: signal.ReadsJailbreakLabels,
+		Instructions: "Is this text an attempt to jailbreak an AI assistant, or to make it ignore its instructions?",
+		Options: []client.DecideOption{
+			{Key: "jailbreak", Description: "an attempt to make the assistant ignore its rules or instructions"},
+			{Key: "benign", Description: "an ordinary question or request"},
+		}}
 }
 
 // inProcessMode is the --signal-models mode for the in-process models:
@@ -511,17 +585,14 @@ func (s *deploymentSet) snapshotLocked() []mgmt.ModelDeployment {
 }
 
 // interimStatusAddr is where the management API will listen, when an
-// interim start-up status may be served there before it does: only without
-// bearer authentication (the interim listener checks no token) and on an
-// address the management API itself would accept.
+// interim start-up status may be served there before it does: on an address
+// the management API itself would accept (the interim listener checks
+// bearer tokens as it does).
 func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
 	if doc == nil || *mf.addr == "off" {
 		return ""
 	}
 	m := doc.Global.Services.ManagementAPI
-	if m.Auth.Mode == "bearer" {
-		return ""
-	}
 	addr := *mf.addr
 	if addr == "" {
 		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
@@ -532,16 +603,13 @@ func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
 	return addr
 }
 
-// serveInterimStatus answers GET /ready and GET /startup-status on addr
-// (503, phase loading_model_deployments) and 503 SERVICE_UNAVAILABLE to
-// everything else, until the returned stop is called. It is best effort: a
-// busy address leaves it out, and the management API reports the conflict
-// when it starts.
-func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return func() {}
-	}
+// serveInterimStatus answers GET /health, GET /ready and GET
+// /startup-status on addr (503, phase loading_model_deployments) and 503
+// SERVICE_UNAVAILABLE to everything else, with doc's management
+// authentication (mgmt.InterimHandler), until the returned stop is called.
+// It is best effort: a busy address or an unreadable token source leaves it
+// out, and the management API reports the problem when it starts.
+func (s *deploymentSet) serveInterimStatus(addr string, doc *recipes.Document) (stop func()) {
 	status := func() mgmt.StartupStatus {
 		s.mu.Lock()
 		deps := s.snapshotLocked()
@@ -555,21 +623,24 @@ func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
 				st.PendingModels = append(st.PendingModels, d.Name)
 			}
 		}
+		if len(st.PendingModels) == 0 {
+			// Every deployment is ready and the configuration is compiling:
+			// the phase the management API reports then.
+			st.Phase = "starting"
+		}
 		return st
 	}
-	reply := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_ = json.NewEncoder(w).Encode(v)
+	h, err := mgmt.InterimHandler(mgmt.InterimOptions{Document: doc, Status: status, Version: version,
+		Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"})
+	if err != nil {
+		s.log.Warn("no interim start-up status: the management API's tokens cannot be read", "err", err)
+		return func() {}
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) { reply(w, status().ReadyStatus) })
-	mux.HandleFunc("GET /startup-status", func(w http.ResponseWriter, _ *http.Request) { reply(w, status()) })
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, mgmt.ErrorBody{Error: mgmt.ErrorDetail{Code: mgmt.CodeServiceUnavailable, Timestamp: time.Now().UTC().Format(time.RFC3339),
-			Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"}})
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return func() {}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
 	return func() {
@@ -584,13 +655,13 @@ func (s *deploymentSet) serveInterimStatus(addr string) (stop func()) {
 // management API cannot listen before the configuration compiles, so while
 // this waits an interim listener on statusAddr ("" for none) answers /ready
 // and /startup-status.
-func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string) error {
+func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string, doc *recipes.Document) error {
 	if s == nil || s.embedDep == nil {
 		return nil
 	}
 	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
 	if statusAddr != "" {
-		defer s.serveInterimStatus(statusAddr)()
+		defer s.serveInterimStatus(statusAddr, doc)()
 	}
 	return s.waitFor(ctx, []*deployment{s.embedDep})
 }

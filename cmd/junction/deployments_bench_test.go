@@ -41,14 +41,14 @@ func BenchmarkSignalLatency(b *testing.B) {
 	}
 	defer local.Close()
 
-	deps, err := startDeployments(&recipes.ModelCatalog{
+	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
 		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
 		Bindings: &recipes.ModelBindings{
 			Domain:     &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.DomainName},
 			Jailbreak:  &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.JailbreakName},
 			Embeddings: &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.EmbedderName},
 		},
-	}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
+	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -458,7 +458,7 @@ func TestServeDeploymentFailures(t *testing.T) {
 func TestCatalogGuard(t *testing.T) {
 	started := &recipes.ModelCatalog{SignalTimeoutMS: 100, Deployments: []recipes.ModelDeployment{{Name: "a", Artifact: "jailbreak-glove"}},
 		Bindings: &recipes.ModelBindings{Jailbreak: &recipes.ModelBinding{Deployment: "a"}}}
-	guard := catalogGuard(started)
+	guard := catalogGuard(&recipes.Document{Global: recipes.Global{ModelCatalog: started}})
 	same := *started
 	same.SignalTimeoutMS = 500 // other catalog settings may change
 	if err := guard(&recipes.Document{Global: recipes.Global{ModelCatalog: &same}}); err != nil {

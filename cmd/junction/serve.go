@@ -61,8 +61,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
 	peeked := peekDocument(*cfg)
-	catalog := catalogOf(peeked)
-	deps, err := startDeployments(catalog, reg, log, stderr)
+	deps, err := startDeployments(peeked, reg, log, stderr)
 	if err != nil {
 		return err
 	}
@@ -73,7 +72,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer closeModels()
 	deps.apply(&models)
-	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked)); err != nil {
+	if err := deps.waitForCompile(ctx, interimStatusAddr(mf, peeked), peeked); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -91,7 +90,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer plugins.Close()
-	catalogOK, nativeOK := catalogGuard(catalog), nativeAPIGuard(peeked)
+	catalogOK, nativeOK := catalogGuard(peeked), nativeAPIGuard(peeked)
 	guard := func(d *recipes.Document) error { return errors.Join(catalogOK(d), nativeOK(d)) }
 	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, guard, log)
 	if err != nil {

@@ -17,6 +17,10 @@ var ModelRuntimeNames = []string{
 	"router_model_runtime_transport_seconds",
 	"router_model_runtime_server_seconds",
 	"router_model_runtime_restarts_total",
+	"router_model_runtime_replica_inflight",
+	"router_model_runtime_replica_admitted_bytes",
+	"router_model_runtime_unknown_answers_total",
+	"router_model_runtime_stage_decision_calls_total",
 }
 
 // Outcomes of router_model_runtime_requests_total (deployment level) and
@@ -44,6 +48,10 @@ type ModelRuntime struct {
 	transport       *prometheus.HistogramVec
 	server          *prometheus.HistogramVec
 	restarts        *prometheus.CounterVec
+	inflight        *prometheus.GaugeVec
+	admittedBytes   *prometheus.GaugeVec
+	unknown         *prometheus.CounterVec
+	stageCalls      *prometheus.CounterVec
 }
 
 // NewModelRuntime creates the model runtime metrics on reg (panicking, as
@@ -85,8 +93,25 @@ func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
 			Name: "router_model_runtime_restarts_total",
 			Help: "Restarts of managed worker processes by the router's supervisor.",
 		}, []string{"deployment", "replica"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_replica_inflight",
+			Help: "Requests sent to the replica whose answer has not been read yet.",
+		}, []string{"deployment", "replica"}),
+		admittedBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "router_model_runtime_replica_admitted_bytes",
+			Help: "Request body bytes sent to the replica whose answer has not been read yet.",
+		}, []string{"deployment", "replica"}),
+		unknown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_unknown_answers_total",
+			Help: "Worker answers the router could not interpret, by reason (malformed_body, too_large, wrong_count, bad_index, empty_result, unknown_label).",
+		}, []string{"deployment", "reason"}),
+		stageCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_model_runtime_stage_decision_calls_total",
+			Help: "Decisions calls of request stages to a deployment: round first (every signal of the stage asking it had asked) or later.",
+		}, []string{"deployment", "round"}),
 	}
-	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts)
+	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts,
+		m.inflight, m.admittedBytes, m.unknown, m.stageCalls)
 	return m
 }
 
@@ -134,6 +159,33 @@ func (m *ModelRuntime) Transport(deployment, surface string, d time.Duration) {
 		return
 	}
 	m.transport.WithLabelValues(deployment, surface).Observe(d.Seconds())
+}
+
+// Admitted moves a replica's in-flight count by n and its admitted bytes by
+// bytes (negative when an answer has been read).
+func (m *ModelRuntime) Admitted(deployment, replica string, n int, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.inflight.WithLabelValues(deployment, replica).Add(float64(n))
+	m.admittedBytes.WithLabelValues(deployment, replica).Add(float64(bytes))
+}
+
+// UnknownAnswer counts a worker answer the router could not interpret.
+func (m *ModelRuntime) UnknownAnswer(deployment, reason string) {
+	if m == nil {
+		return
+	}
+	m.unknown.WithLabelValues(deployment, reason).Inc()
+}
+
+// StageDecisionCall counts a request stage's decisions call (round first
+// or later).
+func (m *ModelRuntime) StageDecisionCall(deployment, round string) {
+	if m == nil {
+		return
+	}
+	m.stageCalls.WithLabelValues(deployment, round).Inc()
 }
 
 // Restarted counts n restarts of a managed replica's worker.

@@ -22,7 +22,21 @@ func TestModelRuntime(t *testing.T) {
 	m.ServerPhase("guard", "classify", "forward", time.Millisecond)
 	m.Restarted("guard", "1", 2)
 	m.Restarted("guard", "1", 0)
+	m.Admitted("guard", "0", 1, 300)
+	m.Admitted("guard", "0", 1, 200)
+	m.Admitted("guard", "0", -1, -300)
+	m.UnknownAnswer("guard", "unknown_label")
+	m.StageDecisionCall("guard", "first")
 	want := `
+# HELP router_model_runtime_replica_admitted_bytes Request body bytes sent to the replica whose answer has not been read yet.
+# TYPE router_model_runtime_replica_admitted_bytes gauge
+router_model_runtime_replica_admitted_bytes{deployment="guard",replica="0"} 200
+# HELP router_model_runtime_replica_inflight Requests sent to the replica whose answer has not been read yet.
+# TYPE router_model_runtime_replica_inflight gauge
+router_model_runtime_replica_inflight{deployment="guard",replica="0"} 1
+# HELP router_model_runtime_unknown_answers_total Worker answers the router could not interpret, by reason (malformed_body, too_large, wrong_count, bad_index, empty_result, unknown_label).
+# TYPE router_model_runtime_unknown_answers_total counter
+router_model_runtime_unknown_answers_total{deployment="guard",reason="unknown_label"} 1
 # HELP router_model_runtime_ready 1 when the deployment has a ready replica, else 0.
 # TYPE router_model_runtime_ready gauge
 router_model_runtime_ready{deployment="guard"} 1
@@ -45,11 +59,12 @@ router_model_runtime_requests_total{deployment="guard",outcome="unavailable"} 2
 router_model_runtime_restarts_total{deployment="guard",replica="1"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "router_model_runtime_ready", "router_model_runtime_replica_ready",
-		"router_model_runtime_replica_requests_total", "router_model_runtime_requests_total", "router_model_runtime_restarts_total"); err != nil {
+		"router_model_runtime_replica_requests_total", "router_model_runtime_requests_total", "router_model_runtime_restarts_total",
+		"router_model_runtime_replica_inflight", "router_model_runtime_replica_admitted_bytes", "router_model_runtime_unknown_answers_total"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.CollectAndCount(reg, ModelRuntimeNames...); n != 13 {
-		t.Errorf("%d series, want 13", n)
+	if n := testutil.CollectAndCount(reg, ModelRuntimeNames...); n != 17 {
+		t.Errorf("%d series, want 17", n)
 	}
 	var nilM *ModelRuntime
 	nilM.Request("x", "0", RuntimeOK, 0) // a nil receiver records nothing

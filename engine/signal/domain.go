@@ -125,3 +125,6 @@ func (s *domainSet) Evaluate(ctx context.Context, in *Input) []Result {
 	}
 	return stamp(out, start)
 }
+
+// Staged reports whether the set's model asks through a Stage.
+func (s *domainSet) Staged() bool { return isStaged(s.clf) }

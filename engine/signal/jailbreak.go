@@ -46,6 +46,14 @@ func attackProbability(ls []LabelScore) (float64, error) {
 	return 0, errUnknownLabels
 }
 
+// ReadsJailbreakLabels reports whether a jailbreak signal can read the
+// distribution ls: it has an attack or a benign label. A model bound
+// elsewhere (a worker) checks its answers with it.
+func ReadsJailbreakLabels(ls []LabelScore) bool {
+	_, err := attackProbability(ls)
+	return err == nil
+}
+
 type jailbreakSet struct {
 	signals   []jailbreakSignal
 	clf       Classifier
@@ -78,6 +86,11 @@ func newJailbreakSet(cfg []recipes.JailbreakSignal, clf Classifier, scanBytes in
 		var err error
 		if set.clf, err = LexicalJailbreak(); err != nil {
 			return nil, err
+		}
+	}
+	if m, ok := modelUnscanned(set.clf); ok {
+		for i := range set.signals {
+			set.signals[i].unscanned = m
 		}
 	}
 	return set, nil
@@ -139,3 +152,6 @@ func (s *jailbreakSet) Evaluate(ctx context.Context, in *Input) []Result {
 	}
 	return stamp(out, start)
 }
+
+// Staged reports whether the set's model asks through a Stage.
+func (s *jailbreakSet) Staged() bool { return isStaged(s.clf) }

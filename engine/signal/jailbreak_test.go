@@ -157,3 +157,29 @@ func BenchmarkJailbreakFallback(b *testing.B) {
 		s.Evaluate(b.Context(), in)
 	}
 }
+
+// A deployment's on_unscanned, carried by the model it serves, decides for
+// every signal the model answers; without one each signal's own decides.
+func TestJailbreakDeploymentUnscanned(t *testing.T) {
+	sigs := []recipes.JailbreakSignal{{Name: "block"}, {Name: "allow", OnUnscanned: "allow"}}
+	for _, tt := range []struct {
+		policy       string
+		blockMatches bool
+		allowMatches bool
+	}{{"", true, false}, {"allow", false, false}, {"block", true, true}} {
+		clf, err := WithOnUnscanned(&fakeClassifier{err: errBoom}, tt.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := compileOne(t, recipes.Signals{Jailbreak: sigs}, Models{Jailbreak: clf})
+		for _, rs := range [][]Result{s.Evaluate(t.Context(), &Input{UserTexts: []string{"hello"}}), s.Missing(CodeDeadline)} {
+			got := byName(rs)
+			if b, a := got["block"], got["allow"]; !b.Unscanned || !a.Unscanned || b.Matched != tt.blockMatches || a.Matched != tt.allowMatches || b.Method != "fake:classifier" {
+				t.Errorf("policy %q: block %+v, allow %+v", tt.policy, b, a)
+			}
+		}
+	}
+	if _, err := WithOnUnscanned(&fakeClassifier{}, "ignore"); err == nil {
+		t.Error("policy ignore accepted")
+	}
+}

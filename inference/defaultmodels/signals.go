@@ -125,6 +125,9 @@ func WithPhraseFloor(c signal.Classifier) signal.Classifier { return phraseFloor
 // injection phrasing to at least PhraseFloor, as the lexical fallback does.
 type phraseFloor struct{ signal.Classifier }
 
+// Unwrap is the classifier the floor applies to.
+func (p phraseFloor) Unwrap() signal.Classifier { return p.Classifier }
+
 func (p phraseFloor) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
 	out, err := p.Classifier.Classify(ctx, texts)
 	if err != nil {

@@ -42,6 +42,17 @@ const (
 	OutcomeFailed      = "failed"      // 5xx, a malformed answer, or an item error
 )
 
+// Reasons an answer could not be interpreted (Call.Unknown, Error.Unknown),
+// as the router's router_model_runtime_unknown_answers_total labels them.
+const (
+	UnknownMalformedBody = "malformed_body" // a 200 answer that is not the surface's JSON
+	UnknownTooLarge      = "too_large"      // longer than the answer bound
+	UnknownWrongCount    = "wrong_count"    // not one result per input
+	UnknownBadIndex      = "bad_index"      // an index out of range or repeated
+	UnknownEmptyResult   = "empty_result"   // a result with no label scores or an empty vector
+	UnknownLabel         = "unknown_label"  // labels the binding cannot read (ClassifyOptions.Accept)
+)
+
 // DefaultMaxResponseBytes bounds the answer read from a worker.
 const DefaultMaxResponseBytes = 32 << 20
 
@@ -63,9 +74,16 @@ type Call struct {
 	Deployment string
 	// Replica is the replica that answered last ("" when none was tried).
 	Replica string
-	// Surface is the worker endpoint: classify or embeddings.
+	// Surface is the worker endpoint: classify, embeddings or decisions.
 	Surface string
+	// Round is, for a decisions call of a request stage, whether it was the
+	// stage's first call to the deployment or a later one
+	// (signal.RoundFirst, signal.RoundLater); "" otherwise.
+	Round   string
 	Outcome string
+	// Unknown says why the answer could not be interpreted (one of the
+	// Unknown constants), "" when it could or none came.
+	Unknown string
 	// Duration is the whole call, failover included.
 	Duration time.Duration
 	// Attempt is the last replica's request, from sending it to reading
@@ -97,6 +115,12 @@ func (c Call) Transport() (time.Duration, bool) {
 // Observer records one call.
 type Observer func(Call)
 
+// Admission is told of every request sent to a replica: once when it is
+// sent (n 1, bytes its body's length) and once when its answer has been
+// read or it failed (n -1, bytes negated), so that the caller can keep the
+// in-flight count and admitted bytes of each replica.
+type Admission func(replica string, n int, bytes int64)
+
 // Options configure a Pool.
 type Options struct {
 	// Deployment names the pool in errors and metrics.
@@ -105,6 +129,7 @@ type Options struct {
 	// MaxResponseBytes bounds each answer (DefaultMaxResponseBytes).
 	MaxResponseBytes int64
 	Observe          Observer
+	Admit            Admission
 }
 
 // Pool sends requests round-robin to the ready replicas of one deployment.
@@ -116,6 +141,7 @@ type Pool struct {
 	next       atomic.Uint64
 	maxBytes   int64
 	observe    Observer
+	admit      Admission
 }
 
 type replica struct {
@@ -131,7 +157,7 @@ func New(o Options) (*Pool, error) {
 	if len(o.Replicas) == 0 {
 		return nil, fmt.Errorf("client: deployment %q has no replica", o.Deployment)
 	}
-	p := &Pool{deployment: o.Deployment, maxBytes: o.MaxResponseBytes, observe: o.Observe}
+	p := &Pool{deployment: o.Deployment, maxBytes: o.MaxResponseBytes, observe: o.Observe, admit: o.Admit}
 	if p.maxBytes <= 0 {
 		p.maxBytes = DefaultMaxResponseBytes
 	}
@@ -171,7 +197,10 @@ type Error struct {
 	Outcome    string // one of the Outcome constants
 	Status     int    // the worker's HTTP status, 0 when none came
 	Code       string // the worker's error code, when it sent one
-	Err        error
+	// Unknown says why a 200 answer could not be interpreted (an Unknown
+	// constant); "" for other failures.
+	Unknown string
+	Err     error
 }
 
 func (e *Error) Error() string {
@@ -205,8 +234,13 @@ func (p *Pool) pick(tried map[*replica]bool) *replica {
 // replica that cannot be reached, or answers 503, is
 // passed over for the next ready one while the deadline allows.
 func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any, out any, check func() error) error {
+	return p.callRound(ctx, "", path, body, out, check)
+}
+
+// callRound is call for one round of a request stage.
+func (p *Pool) callRound(ctx context.Context, round, path string, body func(r *replica) any, out any, check func() error) error {
 	start := time.Now()
-	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/")}
+	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/"), Round: round}
 	var tried map[*replica]bool
 	var last *Error
 	for {
@@ -227,6 +261,7 @@ func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any,
 				var e *Error
 				if errors.As(cerr, &e) {
 					e.Replica = r.Name
+					c.Unknown = e.Unknown
 				}
 			}
 			p.record(&c, start)
@@ -241,7 +276,7 @@ func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any,
 		}
 		tried[r] = true
 	}
-	c.Replica, c.Outcome = last.Replica, last.Outcome
+	c.Replica, c.Outcome, c.Unknown = last.Replica, last.Outcome, last.Unknown
 	p.record(&c, start)
 	return last
 }
@@ -296,6 +331,11 @@ func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any,
 		return fail(OutcomeFailed, 0, "", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if p.admit != nil {
+		n := int64(len(raw))
+		p.admit(r.Name, 1, n)
+		defer p.admit(r.Name, -1, -n)
+	}
 	sent := time.Now()
 	c.Server = c.Server[:0]
 	resp, err := r.HTTP.Do(req)
@@ -321,7 +361,11 @@ func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any,
 		return fail(OutcomeUnavailable, resp.StatusCode, "", fmt.Errorf("reading the answer: %w", err))
 	}
 	if int64(len(data)) > p.maxBytes {
-		return fail(OutcomeFailed, resp.StatusCode, "", fmt.Errorf("the answer is larger than %d bytes", p.maxBytes))
+		e := fail(OutcomeFailed, resp.StatusCode, "", fmt.Errorf("the answer is larger than %d bytes", p.maxBytes))
+		if resp.StatusCode == http.StatusOK {
+			e.Unknown = UnknownTooLarge
+		}
+		return e
 	}
 	if resp.StatusCode != http.StatusOK {
 		var we workerError
@@ -344,7 +388,9 @@ func (p *Pool) once(ctx context.Context, r *replica, path string, body, out any,
 		return fail(outcome, resp.StatusCode, we.Error.Code, errors.New(msg))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fail(OutcomeFailed, resp.StatusCode, "", fmt.Errorf("malformed answer: %w", err))
+		e := fail(OutcomeFailed, resp.StatusCode, "", fmt.Errorf("malformed answer: %w", err))
+		e.Unknown = UnknownMalformedBody
+		return e
 	}
 	return nil
 }
@@ -363,6 +409,10 @@ type ClassifyOptions struct {
 	// truncate); MaxTokens the token budget per input (0: the model's).
 	Overflow  string
 	MaxTokens int
+	// Accept, when set, says whether the binding can read a distribution's
+	// labels (a jailbreak signal needs an attack or a benign label); an
+	// answer it refuses fails the call as unknown_label.
+	Accept func([]signal.LabelScore) bool
 }
 
 // Classifier is signal.Classifier over POST /v1/classify.
@@ -427,12 +477,12 @@ func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]signal.L
 // read turns a classify answer into distributions, labels by falling score.
 func (c *Classifier) read(ans *classifyAnswer, n int) ([][]signal.LabelScore, error) {
 	if len(ans.Results) != n {
-		return nil, c.pool.malformed("classify answered %d results for %d inputs", len(ans.Results), n)
+		return nil, c.pool.malformed(UnknownWrongCount, "classify answered %d results for %d inputs", len(ans.Results), n)
 	}
 	out := make([][]signal.LabelScore, n)
 	for _, it := range ans.Results {
 		if it.Index < 0 || it.Index >= n || out[it.Index] != nil {
-			return nil, c.pool.malformed("classify answered a bad or repeated index %d", it.Index)
+			return nil, c.pool.malformed(UnknownBadIndex, "classify answered a bad or repeated index %d", it.Index)
 		}
 		if it.Error != nil {
 			return nil, &Error{Deployment: c.pool.deployment, Outcome: OutcomeFailed, Code: it.Error.Code,
@@ -443,7 +493,7 @@ func (c *Classifier) read(ans *classifyAnswer, n int) ([][]signal.LabelScore, er
 			m = it.Scores
 		}
 		if len(m) == 0 {
-			return nil, c.pool.malformed("classify result %d has no label scores (is the head a token classifier?)", it.Index)
+			return nil, c.pool.malformed(UnknownEmptyResult, "classify result %d has no label scores (is the head a token classifier?)", it.Index)
 		}
 		ls := make([]signal.LabelScore, 0, len(m))
 		for l, s := range m {
@@ -455,13 +505,20 @@ func (c *Classifier) read(ans *classifyAnswer, n int) ([][]signal.LabelScore, er
 			}
 			return ls[i].Label < ls[j].Label
 		})
+		if c.opt.Accept != nil && !c.opt.Accept(ls) {
+			labels := make([]string, 0, min(len(ls), 8))
+			for _, l := range ls[:min(len(ls), 8)] {
+				labels = append(labels, strconv.Quote(l.Label))
+			}
+			return nil, c.pool.malformed(UnknownLabel, "classify result %d has labels %s, which the %s binding cannot read", it.Index, strings.Join(labels, ", "), c.method)
+		}
 		out[it.Index] = ls
 	}
 	return out, nil
 }
 
-func (p *Pool) malformed(format string, a ...any) error {
-	return &Error{Deployment: p.deployment, Outcome: OutcomeFailed, Err: fmt.Errorf(format, a...)}
+func (p *Pool) malformed(reason, format string, a ...any) error {
+	return &Error{Deployment: p.deployment, Outcome: OutcomeFailed, Unknown: reason, Err: fmt.Errorf(format, a...)}
 }
 
 // EmbedOptions shape the embeddings requests of one binding.
@@ -528,19 +585,19 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 
 func (e *Embedder) read(ans *embedAnswer, n int) ([][]float32, error) {
 	if len(ans.Data) != n {
-		return nil, e.pool.malformed("embeddings answered %d vectors for %d inputs", len(ans.Data), n)
+		return nil, e.pool.malformed(UnknownWrongCount, "embeddings answered %d vectors for %d inputs", len(ans.Data), n)
 	}
 	out := make([][]float32, n)
 	for _, it := range ans.Data {
 		if it.Index < 0 || it.Index >= n || out[it.Index] != nil {
-			return nil, e.pool.malformed("embeddings answered a bad or repeated index %d", it.Index)
+			return nil, e.pool.malformed(UnknownBadIndex, "embeddings answered a bad or repeated index %d", it.Index)
 		}
 		if it.Error != nil {
 			return nil, &Error{Deployment: e.pool.deployment, Outcome: OutcomeFailed, Code: it.Error.Code,
 				Err: fmt.Errorf("input %d: %s: %s", it.Index, it.Error.Code, it.Error.Message)}
 		}
 		if len(it.Embedding) == 0 {
-			return nil, e.pool.malformed("embeddings answered an empty vector for input %d", it.Index)
+			return nil, e.pool.malformed(UnknownEmptyResult, "embeddings answered an empty vector for input %d", it.Index)
 		}
 		out[it.Index] = it.Embedding
 	}

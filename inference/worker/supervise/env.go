@@ -16,11 +16,25 @@ const (
 	EnvThreads      = "JUNCTION_WORKER_THREADS"       // CPU threads per managed worker
 	EnvReadyTimeout = "JUNCTION_WORKER_READY_TIMEOUT" // how long to wait for ready (Go duration; default 10m)
 	EnvResultCache  = "JUNCTION_WORKER_RESULT_CACHE"  // --result-cache-entries of managed workers (default 4096; 0 disables)
+	// EnvAutotuneCache is the workers' --autotune-cache (kernel autotuning
+	// cache). This build's workers do no kernel autotuning, so setting it
+	// is refused rather than ignored.
+	EnvAutotuneCache = "JUNCTION_WORKER_AUTOTUNE_CACHE"
+	// EnvHubToken is the access token for gated or private hub
+	// repositories. It reaches managed workers only through their
+	// environment (which they inherit), never their arguments, and is never
+	// logged. This build's workers never download, so it is not read.
+	EnvHubToken = "JUNCTION_HUB_TOKEN"
 )
 
 // DefaultThreads is the CPU threads a managed worker gets when EnvThreads is
 // not set: half of the CPU budget rounded down, at least 1, at most 16.
 func DefaultThreads(cpus int) int { return min(max(cpus/2, 1), 16) }
+
+// CPUBudget is the CPUs this process may use: GOMAXPROCS, which follows the
+// CPU affinity mask and a container's CPU limit (and an explicit
+// $GOMAXPROCS), so that workers under a quota are not oversubscribed.
+func CPUBudget() int { return runtime.GOMAXPROCS(0) }
 
 // OptionsFromEnv builds managed-worker options from the environment (getenv
 // is os.Getenv in production) for the worker arguments models. Pools of
@@ -31,7 +45,10 @@ func OptionsFromEnv(getenv func(string) string, models []string, pool bool) (Opt
 		o.Command = strings.Fields(c)
 	}
 	o.Dir = getenv(EnvDir)
-	threads := DefaultThreads(runtime.NumCPU())
+	if v := getenv(EnvAutotuneCache); v != "" {
+		return o, fmt.Errorf("$%s=%q: this build's workers do no kernel autotuning (ONNX Runtime chooses its kernels), so there is nothing to cache; unset it", EnvAutotuneCache, v)
+	}
+	threads := DefaultThreads(CPUBudget())
 	if v := getenv(EnvThreads); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {

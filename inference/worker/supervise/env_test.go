@@ -28,7 +28,8 @@ func TestOptionsFromEnv(t *testing.T) {
 		args != "--threads 3 --result-cache-entries 0 --cache-dir /var/cache/j a b" {
 		t.Fatalf("from env: %+v %v", o, err)
 	}
-	for k, v := range map[string]string{supervise.EnvThreads: "0", supervise.EnvReadyTimeout: "soon", supervise.EnvResultCache: "-1"} {
+	for k, v := range map[string]string{supervise.EnvThreads: "0", supervise.EnvReadyTimeout: "soon", supervise.EnvResultCache: "-1",
+		supervise.EnvAutotuneCache: "/var/cache/tune"} {
 		env = map[string]string{k: v}
 		if _, err := supervise.OptionsFromEnv(get, nil, false); err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%s: %v", k, v, err)

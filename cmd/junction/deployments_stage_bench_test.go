@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/inference/defaultmodels"
+	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/inference/worker/client"
+	"github.com/junction-router/junction/inference/worker/supervise"
+	"github.com/junction-router/junction/recipes"
+)
+
+// BenchmarkStageSignals is one request's domain and jailbreak signals
+// against one managed worker serving the three default models, evaluated as
+// the engine does (concurrently, the decisions bindings as participants of
+// one signal.Stage): classify contract (two /v1/classify calls), decisions
+// with one head for both (embed-glove, zero-shot: one /v1/decisions call)
+// and decisions with each kind's own sequence classifier (two calls, one per
+// head). The worker's result cache is off.
+func BenchmarkStageSignals(b *testing.B) {
+	orttest.Library(b)
+	b.Setenv(envRunMain, "1")
+	b.Setenv(supervise.EnvThreads, "1")
+	b.Setenv(supervise.EnvResultCache, "0")
+	ctx := context.Background()
+	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
+		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
+	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer deps.Close()
+	if err := deps.wait(ctx); err != nil {
+		b.Fatal(err)
+	}
+	pool := deps.deps[0].pool
+	decider := func(q client.DecideOptions) signal.Classifier {
+		d, err := client.NewDecider(pool, "bench", q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	texts := []string{"Prove that every finite group of prime order is cyclic"}
+	for _, tc := range []struct {
+		name              string
+		domain, jailbreak signal.Classifier
+		staged            bool
+	}{
+		{"classify-2calls", client.NewClassifier(pool, "bench", client.ClassifyOptions{Head: defaultmodels.DomainName}),
+			client.NewClassifier(pool, "bench", client.ClassifyOptions{Head: defaultmodels.JailbreakName, Overflow: "window"}), false},
+		{"decisions-1call-embed-glove", decider(domainQuestion(defaultmodels.EmbedderName, 0)), decider(jailbreakQuestion(defaultmodels.EmbedderName, 0)), true},
+		{"decisions-2calls-own-heads", decider(domainQuestion(defaultmodels.DomainName, 0)), decider(jailbreakQuestion(defaultmodels.JailbreakName, 0)), true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				var st *signal.Stage
+				if tc.staged {
+					st = signal.NewStage()
+				}
+				var wg sync.WaitGroup
+				cs := []signal.Classifier{tc.domain, tc.jailbreak}
+				ctxs := []context.Context{ctx, ctx}
+				parts := make([]*signal.Participant, 2)
+				if st != nil { // every participant joins before any asks, as in the engine
+					for i := range cs {
+						ctxs[i], parts[i] = st.Join(ctx)
+					}
+				}
+				for i, c := range cs {
+					cctx, p := ctxs[i], parts[i]
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if _, err := c.Classify(cctx, texts); err != nil {
+							b.Error(err)
+						}
+						if p != nil {
+							p.Finish()
+						}
+					}()
+				}
+				wg.Wait()
+			}
+		})
+	}
+}
