@@ -78,13 +78,13 @@ type servedRouter struct {
 
 // serveDeployments runs `junction serve` on cfg and waits for /ready,
 // watching /startup-status on the way.
-func serveDeployments(t *testing.T, cfg string, gw, mg, met int) *servedRouter {
+func serveDeployments(t *testing.T, cfg string, gw, mg, met int, extra ...string) *servedRouter {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &servedRouter{t: t, gw: fmt.Sprintf("http://127.0.0.1:%d", gw), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mg),
 		met: fmt.Sprintf("http://127.0.0.1:%d/metrics", met), cancel: cancel, done: make(chan int, 1), stderr: &syncWriter{}}
 	go func() {
-		r.done <- run(ctx, []string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical", "--config-watch", "50ms"}, io.Discard, r.stderr)
+		r.done <- run(ctx, append([]string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical", "--config-watch", "50ms"}, extra...), io.Discard, r.stderr)
 	}()
 	t.Cleanup(r.stop)
 	deadline := time.Now().Add(60 * time.Second)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -39,11 +40,16 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
 	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts (default: junction/plugins in the user cache directory); off keeps them in memory only")
 	pluginDir := fs.String("plugin-dir", "", "load third-party plugin modules (*.wasm) from this directory, each under the type its descriptor names")
-	if err := fs.Parse(args); err != nil {
+	sm := addServeModelFlags(fs)
+	model, err := parseServeArgs(fs, args)
+	if err != nil {
+		if ae := (*argError)(nil); errors.As(err, &ae) {
+			fmt.Fprintf(stderr, "junction serve: %v\n", ae)
+		}
 		return errUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "junction serve: unexpected argument %q (did you mean --config %s?)\n", fs.Arg(0), fs.Arg(0))
+	if ext := filepath.Ext(model); ext == ".yaml" || ext == ".yml" || ext == ".json" {
+		fmt.Fprintf(stderr, "junction serve: %q is a model argument; did you mean --config %s?\n", model, model)
 		return errUsage
 	}
 	if !*gwOn && !*epOn {
@@ -60,7 +66,10 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	m := metrics.New(reg)
 	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
 	defer ups.Close()
-	peeked := peekDocument(*cfg)
+	peeked, err := sm.apply(peekDocument(*cfg), model)
+	if err != nil {
+		return err
+	}
 	deps, err := startDeployments(peeked, reg, log, stderr)
 	if err != nil {
 		return err
@@ -91,7 +100,13 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer plugins.Close()
 	catalogOK, nativeOK := catalogGuard(peeked), nativeAPIGuard(peeked)
-	guard := func(d *recipes.Document) error { return errors.Join(catalogOK(d), nativeOK(d)) }
+	guard := func(d *recipes.Document) error {
+		d, err := sm.apply(d, model) // the command line's model options hold for every version
+		if err != nil {
+			return err
+		}
+		return errors.Join(catalogOK(d), nativeOK(d))
+	}
 	conf, err := openConfig(ctx, *cfg, mf, ups, plugins, models, guard, log)
 	if err != nil {
 		return err
@@ -171,7 +186,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		startup.Fail(err.Error())
 		return err
 	}
-	if h, addr, err := nativeAPI(doc, deps); err != nil {
+	served, err := sm.apply(doc, model)
+	if err != nil {
+		abandon()
+		return err
+	}
+	if h, addr, err := nativeAPI(served, deps); err != nil {
 		abandon()
 		return err
 	} else if h != nil {
