@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,32 +77,31 @@ func errBody(code, msg string) errorBody { return errorBody{errorDetail{code, ms
 type timing struct {
 	start                                            time.Time
 	parse, tokenize, queue, forward, post, serialize time.Duration
-	// arrivals withdraw this task's announcements to model batchers (see
-	// batcher.arrive); release runs those infer did not.
-	arrivals map[*batcher]func()
+	// arrivals are the model batchers this task announced itself to (see
+	// batcher.arrive); arrived withdraws one announcement, release those
+	// infer did not. A task touches few models: a slice, not a map.
+	arrivals []*batcher
 }
 
 func (t *timing) arrive(b *batcher) {
-	if t.arrivals == nil {
-		t.arrivals = map[*batcher]func(){}
-	}
-	if _, ok := t.arrivals[b]; !ok {
-		t.arrivals[b] = b.arrive()
+	if !slices.Contains(t.arrivals, b) {
+		b.arrive()
+		t.arrivals = append(t.arrivals, b)
 	}
 }
 
 func (t *timing) arrived(b *batcher) {
-	if f, ok := t.arrivals[b]; ok {
-		f()
-		delete(t.arrivals, b)
+	if i := slices.Index(t.arrivals, b); i >= 0 {
+		b.depart()
+		t.arrivals = slices.Delete(t.arrivals, i, i+1)
 	}
 }
 
 func (t *timing) release() {
-	for b, f := range t.arrivals {
-		f()
-		delete(t.arrivals, b)
+	for _, b := range t.arrivals {
+		b.depart()
 	}
+	t.arrivals = t.arrivals[:0]
 }
 
 func (t *timing) header(total time.Duration) string {
