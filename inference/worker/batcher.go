@@ -318,10 +318,10 @@ func (b *batcher) run(batch []*job) {
 		if b.hooks.batch != nil {
 			b.hooks.batch(len(refs), tokens, fwd, err)
 		}
-		seen := map[*job]bool{}
+		var prev *job
 		for k, r := range refs {
-			if !seen[r.j] {
-				seen[r.j] = true
+			if r.j != prev { // a job's items are contiguous in refs
+				prev = r.j
 				r.j.forward += fwd
 			}
 			if err != nil {
