@@ -10,7 +10,9 @@
 // compression negotiation, 1xx answers or protocol upgrades. A request that
 // fails on a reused connection before any byte of the answer arrived (the
 // worker closed it while idle, or restarted) is sent once more on a new
-// connection when its body can be replayed (GetBody), as net/http does.
+// connection when its body can be replayed (GetBody), as net/http does; an
+// answer the worker sent before it stopped reading a request (413 to a body
+// over its limit) is returned although writing the rest failed.
 // Deadlines and cancellation come from the request's context and bound the
 // whole exchange, the answer's body included. The package must not interpret
 // answers (package inference/worker/client does).
@@ -24,6 +26,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -165,17 +168,31 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	fail := func(err error) error {
 		stop()
 		_ = c.nc.Close()
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		return err
+		return ctxError(ctx, err)
 	}
 	// Request.Write closes the request's body.
-	if err := req.Write(c.bw); err != nil {
-		return nil, fail(errNothingRead{err})
+	werr := req.Write(c.bw)
+	if werr == nil {
+		werr = c.bw.Flush()
 	}
-	if err := c.bw.Flush(); err != nil {
-		return nil, fail(errNothingRead{err})
+	if werr != nil {
+		// The worker may have answered before it stopped reading (413 to a
+		// body over its limit, then closed the connection): that answer,
+		// already in the socket's buffer, is the one to return. A
+		// connection that died without answering reads EOF at once; the
+		// guard only bounds the unexpected.
+		if !c.deadline || time.Until(dlOf(ctx)) > earlyAnswerWait {
+			_ = c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return nil, fail(errNothingRead{werr})
+		}
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, fail(werr)
+		}
+		resp.Body = &body{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: false}
+		return resp, nil
 	}
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, fail(errNothingRead{err})
@@ -184,8 +201,30 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	if err != nil {
 		return nil, fail(err)
 	}
-	resp.Body = &body{rc: resp.Body, t: t, c: c, stop: stop, keep: !resp.Close}
+	resp.Body = &body{rc: resp.Body, t: t, c: c, ctx: ctx, stop: stop, keep: !resp.Close}
 	return resp, nil
+}
+
+// earlyAnswerWait bounds the wait for an answer after writing the request
+// failed.
+const earlyAnswerWait = 5 * time.Second
+
+// ctxError returns the context's error for an err it caused: its
+// cancellation, or its deadline, which the connection reaches a moment
+// before the context's own timer fires.
+func ctxError(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	if dl, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+func dlOf(ctx context.Context) time.Time {
+	dl, _ := ctx.Deadline()
+	return dl
 }
 
 // body is an answer's body: read to its end, it gives the connection back
@@ -195,6 +234,7 @@ type body struct {
 	rc   io.ReadCloser
 	t    *Transport
 	c    *conn
+	ctx  context.Context
 	stop func() bool
 	keep bool
 
@@ -203,8 +243,11 @@ type body struct {
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	if err == io.EOF {
+	switch {
+	case err == io.EOF:
 		b.release(true)
+	case err != nil:
+		err = ctxError(b.ctx, err)
 	}
 	return n, err
 }

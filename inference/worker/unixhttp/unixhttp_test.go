@@ -274,6 +274,32 @@ func TestEarlyCloseAndConnectionClose(t *testing.T) {
 	}
 }
 
+// TestEarlyAnswerToALargeBody: a worker that refuses a body over its limit
+// answers 413 and closes the connection while the request is still being
+// written; the caller gets that answer, not a write error.
+func TestEarlyAnswerToALargeBody(t *testing.T) {
+	s := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1024)); err != nil {
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	c := &http.Client{Transport: unixhttp.New(s.socket, 0)}
+	for range 3 { // also on a reused connection
+		if _, got, err := do(t, c, context.Background(), http.MethodPost, "http://worker/a", "small"); err != nil || got != "ok" {
+			t.Fatalf("small body: %q %v", got, err)
+		}
+		resp, got, err := do(t, c, context.Background(), http.MethodPost, "http://worker/a", strings.Repeat("x", 8<<20))
+		if err != nil {
+			t.Fatalf("large body: %v", err)
+		}
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(got, "too large") {
+			t.Fatalf("large body answered %d %q", resp.StatusCode, got)
+		}
+	}
+}
+
 func TestErrors(t *testing.T) {
 	c := &http.Client{Transport: unixhttp.New(filepath.Join(t.TempDir(), "none.sock"), 0)}
 	if _, _, err := do(t, c, context.Background(), http.MethodGet, "http://worker/a", ""); err == nil || !strings.Contains(err.Error(), "none.sock") {
