@@ -136,8 +136,15 @@ func (s *Server) task(endpoint string, f taskFunc) http.Handler {
 		mark := t.start
 		status, out := s.runTask(r, f, t, &mark)
 		mark = time.Now()
-		buf := answerBuffers.Get().(*bytes.Buffer)
-		defer putAnswerBuffer(buf)
+		buf, _ := s.answers.Get().(*bytes.Buffer)
+		if buf == nil {
+			buf = new(bytes.Buffer)
+		}
+		defer func() {
+			if buf.Cap() <= 1<<20 { // a huge answer's buffer is not kept
+				s.answers.Put(buf)
+			}
+		}()
 		answer, err := encodeAnswer(buf, out)
 		if err != nil {
 			status, answer = http.StatusInternalServerError, mustJSON(errBody("internal", "could not encode the answer: "+err.Error()))
@@ -158,15 +165,6 @@ func (s *Server) task(endpoint string, f taskFunc) http.Handler {
 		}
 		duration().Observe(time.Since(t.start).Seconds())
 	})
-}
-
-// answerBuffers hold encoded answers between requests.
-var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putAnswerBuffer(b *bytes.Buffer) {
-	if b.Cap() <= 1<<20 { // a huge answer's buffer is not kept
-		answerBuffers.Put(b)
-	}
 }
 
 // encodeAnswer encodes v into buf as json.Marshal does (same bytes: the
