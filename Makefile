@@ -63,6 +63,7 @@ fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
 	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
 	$(GO) test -run=^$$ -fuzz=FuzzRequests -fuzztime=$(FUZZTIME) ./inference/worker/
+	$(GO) test -run=^$$ -fuzz=FuzzClassifyBody -fuzztime=$(FUZZTIME) ./inference/worker/
 	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./inference/tokenizer/
 	$(GO) test -run=^$$ -fuzz=FuzzScanner -fuzztime=$(FUZZTIME) ./plugins/internal/chatmsg/
 
@@ -86,6 +87,9 @@ bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./mgmt/
 	@$(MAKE) --no-print-directory onnxruntime
 	$(GO) test -run=^$$ -bench=Worker -benchtime=1x -count=1 ./inference/worker/
+	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./inference/worker/
+	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./inference/worker/unixhttp/
+	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./inference/worker/client/
 	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/

@@ -155,17 +155,22 @@ func (b *batcher) notify() {
 	}
 }
 
-// arrive announces a request that will submit a job soon; the returned
-// function withdraws the announcement (call it after submit, or on failure).
-func (b *batcher) arrive() func() {
-	b.arriving.Add(1)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			if b.arriving.Add(-1) == 0 {
-				b.notify()
-			}
-		})
+// arrive announces a request that will submit a job soon; depart withdraws
+// the announcement (call it once, after submit or on failure).
+func (b *batcher) arrive() { b.arriving.Add(1) }
+
+// depart withdraws an announcement. The last one leaving wakes the loop only
+// when jobs wait in the queue for the window (a lone request that ran its own
+// pass leaves nothing to wake for, and a needless wake-up costs a thread).
+func (b *batcher) depart() {
+	if b.arriving.Add(-1) != 0 {
+		return
+	}
+	b.mu.Lock()
+	waiting := len(b.q) > 0
+	b.mu.Unlock()
+	if waiting {
+		b.notify()
 	}
 }
 
@@ -313,10 +318,10 @@ func (b *batcher) run(batch []*job) {
 		if b.hooks.batch != nil {
 			b.hooks.batch(len(refs), tokens, fwd, err)
 		}
-		seen := map[*job]bool{}
+		var prev *job
 		for k, r := range refs {
-			if !seen[r.j] {
-				seen[r.j] = true
+			if r.j != prev { // a job's items are contiguous in refs
+				prev = r.j
 				r.j.forward += fwd
 			}
 			if err != nil {

@@ -6,25 +6,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/inference"
 	"github.com/junction-router/junction/inference/synthetic"
 	"github.com/junction-router/junction/inference/worker"
+	"github.com/junction-router/junction/inference/worker/client"
+	"github.com/junction-router/junction/inference/worker/supervise"
 )
 
 // benchModels are the models the benchmarks run: a small encoder of
-// realistic shape (2 layers, hidden 128, 128 positions), whose forward pass is
+// realistic shape (2 layers, hidden 128, 512 positions), whose forward pass is
 // compute-bound on CPU like small production classifiers, and a tiny one
 // (1 layer, hidden 32), whose cost is mostly per-pass overhead, like the
 // GloVe-based default models.
@@ -33,9 +36,9 @@ var benchModels = []struct {
 	spec synthetic.Spec
 }{
 	{"encoder-h128-l2", synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"},
-		Hidden: 128, Layers: 2, FFN: 512, MaxTokens: 128, Seed: 7}},
+		Hidden: 128, Layers: 2, FFN: 512, MaxTokens: 512, Seed: 7}},
 	{"tiny-h32-l1", synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"},
-		Hidden: 32, Layers: 1, MaxTokens: 128, Seed: 8}},
+		Hidden: 32, Layers: 1, MaxTokens: 512, Seed: 8}},
 }
 
 // benchText is a ~40-token input; i makes each text distinct.
@@ -71,23 +74,26 @@ func classifyOnce(client *http.Client, url, text string) error {
 	return nil
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// BenchmarkWorkerHTTPOverhead compares one classify request through the
-// worker (HTTP on loopback, JSON, tokenizing for the budget, the batcher,
-// Server-Timing, metrics) with the same call on the session directly, over
-// TCP and over a Unix socket (how the router reaches the workers it
-// manages). It reports the median latency of each, their ratios (target
-// ≤ 1.2), and the worker's own share from its Server-Timing.
+// BenchmarkWorkerHTTPOverhead compares classify calls through the worker
+// with the same calls on the session directly, for inputs of 16, 128 and 512
+// tokens (the model's whole window), one input per request and 32, so that
+// the report shows how the worker's fixed cost per request amortises. Each
+// sample is a triple, in turn: the session (inference.Model.Classify), the
+// worker over TCP loopback and the worker over a Unix socket (how `junction
+// serve` reaches the workers it manages), both through the router's own
+// client (inference/worker/client). It reports p50 and p99 of each, their
+// ratios to the direct call (target ≤ 1.2), and the medians of the worker's
+// own Server-Timing total and forward (over the Unix socket), which split the
+// added time into the worker's share and the HTTP exchange's.
 func BenchmarkWorkerHTTPOverhead(b *testing.B) {
 	for _, bm := range benchModels {
 		b.Run(bm.name, func(b *testing.B) { benchOverhead(b, bm.spec) })
 	}
 }
+
+// overheadSizes are the input sizes, in tokens the model reads (special
+// tokens included), and the inputs per request, of the overhead benchmark.
+var overheadSizes = []struct{ tokens, batch int }{{16, 1}, {128, 1}, {512, 1}, {16, 32}, {128, 32}, {512, 32}}
 
 // unixServer serves a worker on a Unix socket, as `junction serve` reaches
 // the workers it manages, and returns a client that dials it.
@@ -114,83 +120,131 @@ func unixServer(b *testing.B, r *realModels) (string, *http.Client) {
 		_ = hs.Close()
 		_ = srv.Close()
 	})
-	var d net.Dialer
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", sock) }}}
-	return "http://worker", client
+	return "http://worker", supervise.UnixClient(sock)
+}
+
+// tokenText returns a text of exactly n tokens (special tokens included) for
+// the model, distinct for each i.
+func tokenText(b *testing.B, m *inference.Model, n, i int) string {
+	b.Helper()
+	w := synthetic.DefaultWords[:60] // plain ASCII words, one token each
+	var sb strings.Builder
+	for k := range n - m.Tokenizer().NumSpecial(false) {
+		sb.WriteString(w[(i*7+k*13)%len(w)])
+		sb.WriteByte(' ')
+	}
+	text := sb.String()
+	if got, _ := m.CountTokens(text, 0); got != n {
+		b.Fatalf("the bench text has %d tokens, not %d", got, n)
+	}
+	return text
+}
+
+// workerClassifier is the router's classifier for one worker.
+func workerClassifier(b *testing.B, name, url string, hc *http.Client, observe client.Observer) *client.Classifier {
+	b.Helper()
+	p, err := client.New(client.Options{Deployment: name, Replicas: []client.Replica{{HTTP: hc, BaseURL: url, Model: "m"}}, Observe: observe})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.SetReady(0, true)
+	return client.NewClassifier(p, name, client.ClassifyOptions{})
 }
 
 func benchOverhead(b *testing.B, spec synthetic.Spec) {
 	r := openReal(b, map[string]synthetic.Spec{"m": spec})
-	url, client := benchServer(b, r, worker.Options{})
-	unixURL, unixClient := unixServer(b, r)
+	url, tcpHTTP := benchServer(b, r, worker.Options{})
+	unixURL, unixHTTP := unixServer(b, r)
+	var last client.Call
+	observe := func(c client.Call) { last = c }
+	tcp := workerClassifier(b, "tcp", url, tcpHTTP, observe)
+	unix := workerClassifier(b, "unix", unixURL, unixHTTP, observe)
 	direct := r.direct(b, "m")
 	ctx := context.Background()
-	const perRound, rounds = 200, 5
-	var dl, hl, ul, sTotal, sForward []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		for round := range rounds {
-			for i := range perRound {
-				text := benchText(round*perRound + i)
-				t0 := time.Now()
-				if _, err := direct.Classify(ctx, inference.Texts(text), inference.ClassifyOptions{}); err != nil {
-					b.Fatal(err)
+	for _, sz := range overheadSizes {
+		b.Run(fmt.Sprintf("tokens=%d/batch=%d", sz.tokens, sz.batch), func(b *testing.B) {
+			// Distinct texts, so that no cache anywhere answers twice.
+			const distinct = 64
+			texts := make([][]string, distinct)
+			for i := range texts {
+				for k := range sz.batch {
+					texts[i] = append(texts[i], tokenText(b, direct, sz.tokens, i*sz.batch+k))
 				}
-				dl = append(dl, time.Since(t0))
-				t0 = time.Now()
-				phases, err := classifyTimed(client, url, text)
+			}
+			var dl, tl, ul, sTotal, sForward []time.Duration
+			check := func(out [][]signal.LabelScore, err error) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				hl = append(hl, time.Since(t0))
-				sTotal, sForward = append(sTotal, phases["total"]), append(sForward, phases["forward"])
-				t0 = time.Now()
-				if _, err := classifyTimed(unixClient, unixURL, text); err != nil {
-					b.Fatal(err)
+				if len(out) != sz.batch {
+					b.Fatalf("%d results for %d inputs", len(out), sz.batch)
 				}
-				ul = append(ul, time.Since(t0))
 			}
-		}
+			// Samples: as many triples as fit about 8 s, at least 30 and
+			// at most 1500 (p99 needs a few hundred to mean anything).
+			budget := 8 * time.Second
+			b.ResetTimer()
+			for range b.N {
+				began := time.Now()
+				for i := 0; i < 1500 && (i < 30 || time.Since(began) < budget); i++ {
+					in := texts[i%distinct]
+					t0 := time.Now()
+					res, err := direct.Classify(ctx, inference.Texts(in...), inference.ClassifyOptions{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					dl = append(dl, time.Since(t0))
+					if len(res.Results) != sz.batch || res.Usage.Tokens != sz.tokens*sz.batch || res.Usage.TokensLowerBound {
+						b.Fatalf("direct: %d results, %d tokens", len(res.Results), res.Usage.Tokens)
+					}
+					t0 = time.Now()
+					check(tcp.Classify(ctx, in))
+					tl = append(tl, time.Since(t0))
+					t0 = time.Now()
+					check(unix.Classify(ctx, in))
+					ul = append(ul, time.Since(t0))
+					for _, p := range last.Server {
+						switch p.Name {
+						case "total":
+							sTotal = append(sTotal, p.Duration)
+						case "forward":
+							sForward = append(sForward, p.Duration)
+						}
+					}
+				}
+			}
+			b.StopTimer()
+			us := func(d time.Duration) float64 { return float64(d) / 1e3 }
+			d50, d99 := quantile(dl, 0.5), quantile(dl, 0.99)
+			t50, t99 := quantile(tl, 0.5), quantile(tl, 0.99)
+			u50, u99 := quantile(ul, 0.5), quantile(ul, 0.99)
+			b.ReportMetric(float64(len(dl)), "samples")
+			b.ReportMetric(us(d50), "direct-p50-µs")
+			b.ReportMetric(us(d99), "direct-p99-µs")
+			b.ReportMetric(us(t50), "tcp-p50-µs")
+			b.ReportMetric(us(t99), "tcp-p99-µs")
+			b.ReportMetric(us(u50), "unix-p50-µs")
+			b.ReportMetric(us(u99), "unix-p99-µs")
+			b.ReportMetric(float64(t50)/float64(d50), "tcp/direct-p50")
+			b.ReportMetric(float64(t99)/float64(d99), "tcp/direct-p99")
+			b.ReportMetric(float64(u50)/float64(d50), "unix/direct-p50")
+			b.ReportMetric(float64(u99)/float64(d99), "unix/direct-p99")
+			// Where the added time goes: the worker's own total, of which
+			// its forward pass; the rest of unix-p50 is the HTTP exchange.
+			if len(sTotal) > 0 && len(sForward) > 0 {
+				b.ReportMetric(us(quantile(sTotal, 0.5)), "server-total-µs")
+				b.ReportMetric(us(quantile(sForward, 0.5)), "server-forward-µs")
+			}
+		})
 	}
-	md, mh := median(dl), median(hl)
-	b.ReportMetric(float64(md.Microseconds()), "direct-µs")
-	b.ReportMetric(float64(mh.Microseconds()), "http-µs")
-	b.ReportMetric(float64(mh)/float64(md), "http/direct")
-	mu := median(ul)
-	b.ReportMetric(float64(mu.Microseconds()), "unix-µs")
-	b.ReportMetric(float64(mu)/float64(md), "unix/direct")
-	// Where the added time goes: the worker's own total (Server-Timing),
-	// of which its forward pass; the rest of http-µs is the HTTP exchange.
-	b.ReportMetric(float64(median(sTotal).Microseconds()), "server-total-µs")
-	b.ReportMetric(float64(median(sForward).Microseconds()), "server-forward-µs")
 }
 
-// classifyTimed is classifyOnce returning the Server-Timing phases.
-func classifyTimed(client *http.Client, url, text string) (map[string]time.Duration, error) {
-	body, _ := json.Marshal(map[string]any{"input": text})
-	resp, err := client.Post(url+"/v1/classify", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %d", resp.StatusCode)
-	}
-	phases := map[string]time.Duration{}
-	for _, part := range strings.Split(resp.Header.Get("Server-Timing"), ",") {
-		name, dur, ok := strings.Cut(strings.TrimSpace(part), ";dur=")
-		if !ok {
-			continue
-		}
-		ms, err := strconv.ParseFloat(dur, 64)
-		if err != nil {
-			return nil, fmt.Errorf("Server-Timing %q: %v", part, err)
-		}
-		phases[name] = time.Duration(ms * float64(time.Millisecond))
-	}
-	return phases, nil
+// quantile returns the q-quantile of d (nearest rank).
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
 }
 
 // BenchmarkWorkerBatching runs 32 concurrent clients sending one-input

@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -76,32 +79,31 @@ func errBody(code, msg string) errorBody { return errorBody{errorDetail{code, ms
 type timing struct {
 	start                                            time.Time
 	parse, tokenize, queue, forward, post, serialize time.Duration
-	// arrivals withdraw this task's announcements to model batchers (see
-	// batcher.arrive); release runs those infer did not.
-	arrivals map[*batcher]func()
+	// arrivals are the model batchers this task announced itself to (see
+	// batcher.arrive); arrived withdraws one announcement, release those
+	// infer did not. A task touches few models: a slice, not a map.
+	arrivals []*batcher
 }
 
 func (t *timing) arrive(b *batcher) {
-	if t.arrivals == nil {
-		t.arrivals = map[*batcher]func(){}
-	}
-	if _, ok := t.arrivals[b]; !ok {
-		t.arrivals[b] = b.arrive()
+	if !slices.Contains(t.arrivals, b) {
+		b.arrive()
+		t.arrivals = append(t.arrivals, b)
 	}
 }
 
 func (t *timing) arrived(b *batcher) {
-	if f, ok := t.arrivals[b]; ok {
-		f()
-		delete(t.arrivals, b)
+	if i := slices.Index(t.arrivals, b); i >= 0 {
+		b.depart()
+		t.arrivals = slices.Delete(t.arrivals, i, i+1)
 	}
 }
 
 func (t *timing) release() {
-	for b, f := range t.arrivals {
-		f()
-		delete(t.arrivals, b)
+	for _, b := range t.arrivals {
+		b.depart()
 	}
+	t.arrivals = t.arrivals[:0]
 }
 
 func (t *timing) header(total time.Duration) string {
@@ -125,27 +127,58 @@ type taskFunc func(ctx context.Context, body []byte, t *timing) (any, *apiError)
 // task wraps a taskFunc with the body limit, Server-Timing, errors and
 // metrics. Request text never reaches a log line.
 func (s *Server) task(endpoint string, f taskFunc) http.Handler {
+	// The endpoint's series, looked up once (on first use, as before: a
+	// series appears in /metrics when it first counts).
+	duration := sync.OnceValue(func() prometheus.Observer { return s.met.duration.WithLabelValues(endpoint) })
+	ok := sync.OnceValue(func() prometheus.Counter { return s.met.requests.WithLabelValues(endpoint, "200") })
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t := &timing{start: time.Now()}
 		mark := t.start
 		status, out := s.runTask(r, f, t, &mark)
 		mark = time.Now()
-		buf, err := json.Marshal(out)
+		buf, _ := s.answers.Get().(*bytes.Buffer)
+		if buf == nil {
+			buf = new(bytes.Buffer)
+		}
+		defer func() {
+			if buf.Cap() <= 1<<20 { // a huge answer's buffer is not kept
+				s.answers.Put(buf)
+			}
+		}()
+		answer, err := encodeAnswer(buf, out)
 		if err != nil {
-			status, buf = http.StatusInternalServerError, mustJSON(errBody("internal", "could not encode the answer: "+err.Error()))
+			status, answer = http.StatusInternalServerError, mustJSON(errBody("internal", "could not encode the answer: "+err.Error()))
 		}
 		since(&t.serialize, &mark)
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Server-Timing", t.header(time.Since(t.start)))
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		// With its length known the answer goes out in one piece, never in
+		// chunks, however long.
+		h.Set("Content-Length", strconv.Itoa(len(answer)))
+		h.Set("Server-Timing", t.header(time.Since(t.start)))
 		w.WriteHeader(status)
-		_, _ = w.Write(buf)
-		s.met.requests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
-		s.met.duration.WithLabelValues(endpoint).Observe(time.Since(t.start).Seconds())
+		_, _ = w.Write(answer)
+		if status == http.StatusOK {
+			ok().Inc()
+		} else {
+			s.met.requests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+		}
+		duration().Observe(time.Since(t.start).Seconds())
 	})
 }
 
+// encodeAnswer encodes v into buf as json.Marshal does (same bytes: the
+// Encoder's trailing newline is cut) and returns the encoding.
+func encodeAnswer(buf *bytes.Buffer, v any) ([]byte, error) {
+	buf.Reset()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 func (s *Server) runTask(r *http.Request, f taskFunc, t *timing, mark *time.Time) (int, any) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, s.opt.MaxRequestBytes))
+	body, err := readBody(r, s.opt.MaxRequestBytes)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -161,6 +194,19 @@ func (s *Server) runTask(r *http.Request, f taskFunc, t *timing, mark *time.Time
 		return aerr.status, errBody(aerr.code, aerr.message)
 	}
 	return http.StatusOK, out
+}
+
+// readBody reads at most limit bytes of the request's body, into a buffer
+// sized by its Content-Length when it gives one (io.ReadAll would start at
+// 512 bytes and grow several times for a long input).
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(nil, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead)) // room to see EOF without growing
+		_, err := buf.ReadFrom(rd)
+		return buf.Bytes(), err
+	}
+	return io.ReadAll(rd)
 }
 
 func mustJSON(v any) []byte {

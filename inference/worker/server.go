@@ -126,6 +126,8 @@ type Server struct {
 	wg     sync.WaitGroup
 	mux    *http.ServeMux
 	closed sync.Once
+	// answers holds *bytes.Buffer for encoding answers between requests.
+	answers sync.Pool
 }
 
 // New prepares a worker for specs; Start loads them. Served names must be

@@ -125,11 +125,7 @@ func parseInputs(raw json.RawMessage) ([]Pair, *apiError) {
 
 func (s *Server) classify(ctx context.Context, body []byte, t *timing) (any, *apiError) {
 	mark := time.Now()
-	var req classifyRequest
-	if err := decode(body, &req); err != nil {
-		return nil, err
-	}
-	inputs, aerr := parseInputs(req.Input)
+	req, inputs, aerr := decodeClassify(body)
 	if aerr != nil {
 		return nil, aerr
 	}

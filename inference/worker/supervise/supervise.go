@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/junction-router/junction/inference/worker/unixhttp"
 )
 
 // Options configure a managed worker.
@@ -128,15 +129,11 @@ func Start(o Options) (*Worker, error) {
 }
 
 // UnixClient is an HTTP client whose every request goes to socket; use it with
-// the base URL http://worker.
+// the base URL http://worker. Its transport (package unixhttp) writes each
+// request and reads its answer on the caller's goroutine and keeps up to 64
+// idle connections.
 func UnixClient(socket string) *http.Client {
-	var d net.Dialer
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConnsPerHost: 64,
-	}}
+	return &http.Client{Transport: unixhttp.New(socket, 64)}
 }
 
 // Socket is the worker's Unix socket.
