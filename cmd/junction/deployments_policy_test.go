@@ -259,16 +259,19 @@ global:
 	}
 	var sawLoading bool
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		// In this order: a 503 loading answer to the token-bearing request
-		// means the two before it reached the interim listener too.
+		// A listener may open (or hand over) between these requests: a
+		// round is judged only when every request of it was answered.
 		anon, hdr := get("/ready", "", nil)
 		var denied mgmt.ErrorBody
 		forbidden, _ := get("/startup-status", "auditor-token-2", &denied)
 		health, _ := get("/health", "", nil)
 		var st mgmt.StartupStatus
 		code, _ := get("/startup-status", "ops-token-1", &st)
-		if code == http.StatusServiceUnavailable && (st.Phase == "loading_model_deployments" || st.Phase == "starting") {
-			sawLoading = sawLoading || st.Phase == "loading_model_deployments"
+		if code == http.StatusServiceUnavailable && st.Phase == "loading_model_deployments" {
+			sawLoading = true
+		}
+		answered := anon != 0 && forbidden != 0 && health != 0
+		if answered && code == http.StatusServiceUnavailable && (st.Phase == "loading_model_deployments" || st.Phase == "starting") {
 			if anon != http.StatusUnauthorized || hdr.Get("WWW-Authenticate") == "" {
 				t.Fatalf("interim /ready without a token: %d %v", anon, hdr)
 			}
