@@ -19,7 +19,7 @@ const usage = `junction — a routing engine for LLM chat traffic
 
 Usage:
   junction serve [--config FILE]            serve the gateway, the Envoy ext_proc hook and the management API
-                                            (built-in demo recipe without --config)
+                                            (./config.yaml when present, else the built-in demo recipe)
   junction serve [--config FILE] MODEL [-e native] [-dp N] [--platform cpu|cuda] [--device-ids 0,1]
                                             also serve MODEL from managed workers as deployment "default";
                                             -e native publishes it on the native API (8899); see docs/worker.md

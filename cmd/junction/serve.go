@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,9 +27,13 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
+// defaultConfigFile is the configuration serve reads when --config is not
+// given and the file exists in the working directory.
+const defaultConfigFile = "config.yaml"
+
 func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
-	cfg := fs.String("config", "", "configuration file (YAML or JSON); the built-in demo configuration when empty")
+	cfg := fs.String("config", "", "configuration file (YAML or JSON); default ./"+defaultConfigFile+" when it exists, else the built-in demo configuration")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	gwOn := fs.Bool("gateway", true, "serve the HTTP gateway listeners (turn off when Envoy is the public entry and only ext_proc is needed)")
 	epOn := fs.Bool("extproc", true, "serve the Envoy ext_proc hook (gRPC) on global.extproc, 127.0.0.1:50051 by default")
@@ -47,6 +52,12 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "junction serve: %v\n", ae)
 		}
 		return errUsage
+	}
+	if *cfg == "" {
+		// The spec's default: ./config.yaml, when there is one.
+		if st, err := os.Stat(defaultConfigFile); err == nil && st.Mode().IsRegular() {
+			*cfg = defaultConfigFile
+		}
 	}
 	if ext := filepath.Ext(model); ext == ".yaml" || ext == ".yml" || ext == ".json" {
 		fmt.Fprintf(stderr, "junction serve: %q is a model argument; did you mean --config %s?\n", model, model)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -177,5 +179,46 @@ func TestServeModelNative(t *testing.T) {
 		if n := r.metric(fmt.Sprintf(`router_model_runtime_replica_requests_total{deployment="default",outcome="ok",replica=%q}`, rep)); n != 1 {
 			t.Errorf("replica %s answered %v requests, want 1", rep, n)
 		}
+	}
+}
+
+// Without --config, serve reads ./config.yaml when there is one (the spec's
+// default), and the built-in configuration otherwise.
+func TestServeDefaultConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	gw, mg, met := freePort(t), freePort(t), freePort(t)
+	doc := fmt.Sprintf(`version: v1
+listeners: [{name: public, address: 127.0.0.1, port: %d}]
+providers:
+  defaults: {default_model: small}
+  models: [{name: small, backend_refs: [{provider: demo}]}]
+recipes: [{name: default, decisions: [{name: all, rules: {operator: AND, conditions: []}, modelRefs: [{model: small}]}]}]
+global:
+  services:
+    management_api: {address: 127.0.0.1, port: %d}
+    observability: {metrics: {address: 127.0.0.1, port: %d}}
+`, gw, mg, met)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var errOut syncWriter
+	go func() {
+		done <- run(ctx, []string{"serve", "--extproc=false", "--signal-models", "lexical"}, io.Discard, &errOut)
+	}()
+	waitFor(t, fmt.Sprintf("http://127.0.0.1:%d/ready", mg))
+	if !strings.Contains(errOut.String(), "config=config.yaml") {
+		t.Errorf("serve did not say it read ./config.yaml: %s", errOut.String())
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/models", gw))
+	if err != nil {
+		t.Fatalf("the gateway of ./config.yaml does not listen: %v", err)
+	}
+	resp.Body.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d: %s", code, errOut.String())
 	}
 }
