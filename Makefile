@@ -90,6 +90,7 @@ bench: build
 	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./inference/worker/
 	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./inference/worker/unixhttp/
 	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./inference/worker/client/
+	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./inference/worker/frontend/
 	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
