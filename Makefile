@@ -88,7 +88,7 @@ bench: build
 	@$(MAKE) --no-print-directory onnxruntime
 	$(GO) test -run=^$$ -bench=Worker -benchtime=1x -count=1 ./inference/worker/
 	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./inference/worker/
-	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./inference/worker/unixhttp/
+	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./internal/h1/
 	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./inference/worker/client/
 	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./inference/worker/frontend/
 	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/demobackend"
+	"github.com/junction-router/junction/internal/h1"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -31,7 +33,7 @@ type UpstreamOptions struct {
 	FailureThreshold int
 	Cooldown         time.Duration
 	// NetHTTPTransport makes net/http's Transport serve plain-HTTP backends
-	// too. By default they get h1Transport, which does a request's I/O on
+	// too. By default they get h1.Transport, which does a request's I/O on
 	// the handler's goroutine (see h1transport.go); https backends, backends
 	// behind a proxy and platforms without it always use net/http.
 	NetHTTPTransport bool
@@ -158,10 +160,10 @@ func (u *Upstreams) Close() {
 }
 
 // closePool closes a pool that is no longer used: its idle connections now,
-// and (h1Transport) busy ones as their requests end.
+// and (h1.Transport) busy ones as their requests end.
 func closePool(p upstreamPool) {
-	if h, ok := p.(*h1Transport); ok {
-		h.close()
+	if h, ok := p.(*h1.Transport); ok {
+		h.Close()
 		return
 	}
 	p.CloseIdleConnections()
@@ -188,14 +190,17 @@ func (u *Upstreams) transport(ref *recipes.BackendRef) http.RoundTripper {
 	return t
 }
 
-// newPool returns the pool for the backend at base: h1Transport for a
+// newPool returns the pool for the backend at base: h1.Transport for a
 // plain-HTTP backend reached without a proxy, net/http's Transport otherwise.
 func (u *Upstreams) newPool(base string) upstreamPool {
 	dialer := &net.Dialer{Timeout: u.opts.DialTimeout, KeepAlive: 30 * time.Second}
-	if h1Supported && !u.opts.NetHTTPTransport {
+	if h1.Supported && !u.opts.NetHTTPTransport {
 		if bu, err := url.Parse(base); err == nil && bu.Scheme == "http" {
 			if p, err := http.ProxyFromEnvironment(&http.Request{URL: bu}); err == nil && p == nil {
-				return newH1Transport(dialer, u.opts.MaxIdleConnsPerHost, u.opts.IdleConnTimeout, 32<<10)
+				return h1.New(h1.Options{
+					Dial:    func(ctx context.Context, addr string) (net.Conn, error) { return dialer.DialContext(ctx, "tcp", addr) },
+					MaxIdle: u.opts.MaxIdleConnsPerHost, IdleTimeout: u.opts.IdleConnTimeout, BufferSize: 32 << 10,
+				})
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/junction-router/junction/inference/worker/unixhttp"
+	"github.com/junction-router/junction/internal/h1"
 )
 
 // Options configure a managed worker.
@@ -129,11 +130,17 @@ func Start(o Options) (*Worker, error) {
 }
 
 // UnixClient is an HTTP client whose every request goes to socket; use it with
-// the base URL http://worker. Its transport (package unixhttp) writes each
-// request and reads its answer on the caller's goroutine and keeps up to 64
-// idle connections.
+// the base URL http://worker. On Linux its transport (internal/h1) writes each
+// request and reads its answer on the caller's goroutine; elsewhere it is
+// net/http's. Either keeps up to 64 idle connections.
 func UnixClient(socket string) *http.Client {
-	return &http.Client{Transport: unixhttp.New(socket, 64)}
+	var d net.Dialer
+	dial := func(ctx context.Context, _ string) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) }
+	if h1.Supported {
+		return &http.Client{Transport: h1.New(h1.Options{Dial: dial, MaxIdle: 64})}
+	}
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx, "") }}}
 }
 
 // Socket is the worker's Unix socket.

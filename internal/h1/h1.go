@@ -1,9 +1,32 @@
-package gateway
+// Package h1 is an HTTP/1.1 keep-alive client transport (http.RoundTripper)
+// that does all of a request's I/O on the calling goroutine. The gateway
+// uses it for plain-HTTP backends and the router for the model workers it
+// runs on Unix sockets.
+//
+// net/http's Transport gives every connection a reader and a writer
+// goroutine: a request hands its body to the writer, waits for the reader to
+// hand back the response, and the reader waits again for the body to be
+// consumed before pooling the connection. Each hand-off can wake another OS
+// thread, and on loopback to a local model server those wake-ups, not the
+// bytes, are most of what forwarding a request costs. Here the caller writes
+// the request, reads the answer and returns the connection to the pool
+// itself; the netpoller wakes it once, when the server answers.
+//
+// It serves only what it can serve as net/http would: plain http:// without
+// a proxy, HTTP/1.1, requests with a known length. A pooled connection the
+// server has closed (a keep-alive timeout, a restart) is found out before a
+// request is written on it, by a non-blocking peek at the socket; that needs
+// Linux (Supported), and elsewhere callers use net/http's Transport. A
+// request's context cancels it by expiring the connection's deadline, which
+// unblocks a read or write in progress; such a connection is never reused.
+// The package must not interpret answers.
+package h1
 
 import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,38 +34,37 @@ import (
 	"time"
 )
 
-// h1Transport is an HTTP/1.1 keep-alive client for plain-HTTP backends that
-// does all of a request's I/O on the calling goroutine.
-//
-// net/http's Transport gives every connection a reader and a writer
-// goroutine: a request hands its body to the writer, waits for the reader to
-// hand back the response, and the reader waits again for the body to be
-// consumed before pooling the connection. Each hand-off can wake another OS
-// thread, and on loopback to a local model server those wake-ups, not the
-// bytes, are most of what forwarding a request costs. Here the handler writes
-// the request, reads the answer and returns the connection to the pool
-// itself; the netpoller wakes it once, when the backend answers.
-//
-// It serves only what it can serve as net/http would: plain http:// without
-// a proxy (Upstreams decides), HTTP/1.1, requests with a known length. A
-// request's context cancels it by expiring the connection's deadline, which
-// unblocks a read or write in progress; such a connection is never reused.
-type h1Transport struct {
-	dialer          *net.Dialer
-	maxIdle         int
-	idleTimeout     time.Duration
-	readBufferSize  int
-	writeBufferSize int
+// Options configure a Transport.
+type Options struct {
+	// Dial opens a connection for a request to addr (its URL's host:port,
+	// the scheme's default port filled in). Nil dials TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// MaxIdle is how many idle connections are kept (default 64).
+	MaxIdle int
+	// IdleTimeout closes connections idle for longer (default 90 s).
+	IdleTimeout time.Duration
+	// BufferSize is each connection's read and write buffer (default 32 KiB).
+	BufferSize int
+}
+
+// Transport is the keep-alive pool; see the package comment.
+type Transport struct {
+	dial        func(ctx context.Context, addr string) (net.Conn, error)
+	maxIdle     int
+	idleTimeout time.Duration
+	bufSize     int
 
 	mu     sync.Mutex
-	idle   []*h1Conn   // most recently used last
+	idle   []*conn     // most recently used last
 	reaper *time.Timer // closes connections idle past idleTimeout
 	closed bool
 }
 
-// h1Conn is one connection to the backend.
-type h1Conn struct {
-	t        *h1Transport
+var _ http.RoundTripper = (*Transport)(nil)
+
+// conn is one connection to the server.
+type conn struct {
+	t        *Transport
 	nc       net.Conn
 	br       *bufio.Reader
 	bw       *bufio.Writer
@@ -50,30 +72,51 @@ type h1Conn struct {
 	liveness func() bool // reports whether an idle connection is still open
 }
 
-func newH1Transport(dialer *net.Dialer, maxIdle int, idleTimeout time.Duration, bufSize int) *h1Transport {
-	return &h1Transport{dialer: dialer, maxIdle: maxIdle, idleTimeout: idleTimeout,
-		readBufferSize: bufSize, writeBufferSize: bufSize}
+// New returns a transport.
+func New(o Options) *Transport {
+	t := &Transport{dial: o.Dial, maxIdle: o.MaxIdle, idleTimeout: o.IdleTimeout, bufSize: o.BufferSize}
+	if t.dial == nil {
+		var d net.Dialer
+		t.dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	if t.maxIdle <= 0 {
+		t.maxIdle = 64
+	}
+	if t.idleTimeout <= 0 {
+		t.idleTimeout = 90 * time.Second
+	}
+	if t.bufSize <= 0 {
+		t.bufSize = 32 << 10
+	}
+	return t
 }
 
-// errH1Closed is returned by a transport whose pool was closed while a
-// request was being set up (the backend left the configuration).
-var errH1Closed = errors.New("upstream connection pool closed")
+// ErrClosed is returned by a transport whose pool was closed (Close) while
+// a request was being set up.
+var ErrClosed = errors.New("connection pool closed")
 
 // aLongTimeAgo is a deadline that has passed: setting it makes blocked reads
 // and writes return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// RoundTrip implements http.RoundTripper for requests Upstreams routes here.
-// Nothing is retried: a pooled connection the backend has closed is found
+// RoundTrip implements http.RoundTripper. Nothing is retried: a pooled connection the backend has closed is found
 // out before the request is written (liveness), and a request that was
 // written is not sent twice, as net/http does not resend a POST.
-func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL == nil {
+		closeBody(req)
+		return nil, errors.New("h1: request has no URL")
+	}
+	if req.URL.Scheme != "http" {
+		closeBody(req)
+		return nil, fmt.Errorf("h1: unsupported URL scheme %q (this transport speaks plain http:// only)", req.URL.Scheme)
+	}
 	ctx := req.Context()
 	if ctx.Err() != nil {
 		closeBody(req)
 		return nil, context.Cause(ctx)
 	}
-	c, err := t.conn(ctx, canonicalAddr(req))
+	c, err := t.get(ctx, canonicalAddr(req))
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -88,13 +131,13 @@ func closeBody(req *http.Request) {
 }
 
 // conn returns an idle connection that is still open, else a new one.
-func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, error) {
+func (t *Transport) get(ctx context.Context, addr string) (*conn, error) {
 	now := time.Now()
 	for {
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
-			return nil, errH1Closed
+			return nil, ErrClosed
 		}
 		n := len(t.idle)
 		if n == 0 {
@@ -111,23 +154,21 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, error) {
 		}
 		return c, nil
 	}
-	return t.dial(ctx, addr)
+	return t.newConn(ctx, addr)
 }
 
-func (t *h1Transport) dial(ctx context.Context, addr string) (*h1Conn, error) {
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+func (t *Transport) newConn(ctx context.Context, addr string) (*conn, error) {
+	nc, err := t.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	c := &h1Conn{t: t, nc: nc,
-		br: bufio.NewReaderSize(nc, t.readBufferSize),
-		bw: bufio.NewWriterSize(nc, t.writeBufferSize)}
+	c := &conn{t: t, nc: nc, br: bufio.NewReaderSize(nc, t.bufSize), bw: bufio.NewWriterSize(nc, t.bufSize)}
 	c.liveness = connLiveness(nc)
 	return c, nil
 }
 
 // put returns a connection whose exchange ended cleanly to the pool.
-func (t *h1Transport) put(c *h1Conn) {
+func (t *Transport) put(c *conn) {
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	if t.closed || len(t.idle) >= t.maxIdle {
@@ -145,14 +186,14 @@ func (t *h1Transport) put(c *h1Conn) {
 // reap closes the connections idle for longer than idleTimeout, so that a
 // burst's extra connections do not stay open (and half-closed once the
 // backend times them out) while later traffic reuses only the newest ones.
-func (t *h1Transport) reap() {
+func (t *Transport) reap() {
 	now := time.Now()
 	t.mu.Lock()
 	n := 0
 	for n < len(t.idle) && now.Sub(t.idle[n].idleAt) >= t.idleTimeout {
 		n++
 	}
-	expired := append([]*h1Conn(nil), t.idle[:n]...)
+	expired := append([]*conn(nil), t.idle[:n]...)
 	rest := copy(t.idle, t.idle[n:])
 	clear(t.idle[rest:])
 	t.idle = t.idle[:rest]
@@ -170,7 +211,7 @@ func (t *h1Transport) reap() {
 
 // CloseIdleConnections closes the pooled connections; connections in use
 // are closed when their exchange ends.
-func (t *h1Transport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle = nil
@@ -180,8 +221,8 @@ func (t *h1Transport) CloseIdleConnections() {
 	}
 }
 
-// close closes the pool for good: idle connections now, busy ones when done.
-func (t *h1Transport) close() {
+// Close closes the pool for good: idle connections now, busy ones when done.
+func (t *Transport) Close() {
 	t.mu.Lock()
 	t.closed = true
 	if t.reaper != nil {
@@ -195,7 +236,7 @@ func (t *h1Transport) close() {
 // roundTrip sends req on c and reads the answer's head. The body is read by
 // the caller through the returned response; c goes back to the pool when
 // the body has been read to its end, or is closed otherwise.
-func (c *h1Conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
+func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response, error) {
 	// Cancellation: expire the deadline so blocked I/O returns.
 	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(aLongTimeAgo) })
 	fail := func(err error) (*http.Response, error) {
@@ -241,7 +282,7 @@ func (c *h1Conn) roundTrip(ctx context.Context, req *http.Request) (*http.Respon
 
 // readResponse reads the final answer's head, skipping 1xx informational
 // answers as net/http's transport does.
-func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
+func (c *conn) readResponse(req *http.Request) (*http.Response, error) {
 	for {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
@@ -262,20 +303,20 @@ func (c *h1Conn) readResponse(req *http.Request) (*http.Response, error) {
 }
 
 // answer hands resp to the caller with a body that releases c at its end.
-func (c *h1Conn) answer(req *http.Request, resp *http.Response, stop func() bool, keep bool) (*http.Response, error) {
+func (c *conn) answer(req *http.Request, resp *http.Response, stop func() bool, keep bool) (*http.Response, error) {
 	keep = keep && !resp.Close && !req.Close
 	if resp.Body == nil || resp.Body == http.NoBody {
 		resp.Body = http.NoBody
 		c.finish(stop, keep)
 		return resp, nil
 	}
-	resp.Body = &h1Body{c: c, body: resp.Body, stop: stop, keep: keep}
+	resp.Body = &body{c: c, body: resp.Body, stop: stop, keep: keep}
 	return resp, nil
 }
 
 // finish ends an exchange: the connection goes back to the pool when the
 // exchange ended cleanly and the request's context never touched it.
-func (c *h1Conn) finish(stop func() bool, keep bool) {
+func (c *conn) finish(stop func() bool, keep bool) {
 	if stop() && keep {
 		c.t.put(c)
 		return
@@ -283,11 +324,11 @@ func (c *h1Conn) finish(stop func() bool, keep bool) {
 	_ = c.nc.Close()
 }
 
-// h1Body is a response body that releases its connection at its end. Close
+// body is a response body that releases its connection at its end. Close
 // may be called while a Read is blocked: it closes the connection, which
 // ends the Read.
-type h1Body struct {
-	c    *h1Conn
+type body struct {
+	c    *conn
 	body io.ReadCloser
 	stop func() bool
 	keep bool
@@ -297,7 +338,7 @@ type h1Body struct {
 	eof  bool // ... because the body was read to its end
 }
 
-func (b *h1Body) Read(p []byte) (int, error) {
+func (b *body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	done, eof := b.done, b.eof
 	b.mu.Unlock()
@@ -330,7 +371,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 
 // Close before the end closes the connection: what is left of the body is
 // not worth reading (net/http's transport does the same).
-func (b *h1Body) Close() error {
+func (b *body) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {

@@ -1,13 +1,13 @@
-package gateway
+package h1
 
 import (
 	"net"
 	"syscall"
 )
 
-// h1Supported: the plain-HTTP transport needs connLiveness, which reads the
+// Supported: the transport needs connLiveness, which reads the
 // socket without blocking.
-const h1Supported = true
+const Supported = true
 
 // connLiveness returns a check that an idle connection is still open: the
 // backend has neither closed it (a keep-alive timeout, a restart) nor sent

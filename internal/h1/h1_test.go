@@ -1,10 +1,9 @@
 //go:build linux
 
-package gateway
+package h1
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,15 +11,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/recipes"
 )
 
 // countingServer is an httptest server that counts the connections opened to it.
@@ -38,8 +33,8 @@ func countingServer(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic
 	return srv, &conns
 }
 
-func newTestH1() *h1Transport {
-	return newH1Transport(&net.Dialer{Timeout: 5 * time.Second}, 16, time.Minute, 4<<10)
+func newTestH1() *Transport {
+	return New(Options{MaxIdle: 16, IdleTimeout: time.Minute, BufferSize: 4 << 10})
 }
 
 // post sends body to url through rt and returns the answer's status and body.
@@ -59,7 +54,7 @@ func post(t *testing.T, ctx context.Context, rt http.RoundTripper, url, body str
 	return resp.StatusCode, string(b), err
 }
 
-func TestH1TransportReusesConnections(t *testing.T) {
+func TestReusesConnections(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		switch r.URL.Path {
@@ -73,7 +68,7 @@ func TestH1TransportReusesConnections(t *testing.T) {
 		}
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	for i := 0; i < 30; i++ {
 		path := []string{"/", "/chunked", "/empty"}[i%3]
 		status, body, err := post(t, context.Background(), tr, srv.URL+path, fmt.Sprintf(`{"n":%d}`, i))
@@ -90,13 +85,13 @@ func TestH1TransportReusesConnections(t *testing.T) {
 	}
 }
 
-func TestH1TransportConcurrent(t *testing.T) {
+func TestConcurrent(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.Write(b)
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
 	for g := 0; g < 8; g++ {
@@ -124,13 +119,13 @@ func TestH1TransportConcurrent(t *testing.T) {
 
 // A pooled connection the backend closed while idle (keep-alive timeout,
 // restart) must not swallow the next request.
-func TestH1TransportSkipsClosedIdleConnections(t *testing.T) {
+func TestSkipsClosedIdleConnections(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, "ok")
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	for i := 0; i < 5; i++ {
 		if _, body, err := post(t, context.Background(), tr, srv.URL, "x"); err != nil || body != "ok" {
 			t.Fatalf("request %d: %q %v", i, body, err)
@@ -143,13 +138,13 @@ func TestH1TransportSkipsClosedIdleConnections(t *testing.T) {
 	}
 }
 
-func TestH1TransportConnectionClose(t *testing.T) {
+func TestConnectionClose(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Connection", "close")
 		io.WriteString(w, "bye")
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	for i := 0; i < 3; i++ {
 		if _, body, err := post(t, context.Background(), tr, srv.URL, "x"); err != nil || body != "bye" {
 			t.Fatalf("%q %v", body, err)
@@ -165,7 +160,7 @@ func TestH1TransportConnectionClose(t *testing.T) {
 
 // Cancelling the context unblocks a read in progress, and that connection
 // is not reused.
-func TestH1TransportCancelMidBody(t *testing.T) {
+func TestCancelMidBody(t *testing.T) {
 	release := make(chan struct{})
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -182,7 +177,7 @@ func TestH1TransportCancelMidBody(t *testing.T) {
 	})
 	defer close(release)
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/slow", strings.NewReader("x"))
@@ -221,14 +216,14 @@ func TestH1TransportCancelMidBody(t *testing.T) {
 	}
 }
 
-func TestH1TransportEarlyClose(t *testing.T) {
+func TestEarlyClose(t *testing.T) {
 	big := strings.Repeat("x", 256<<10)
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, big)
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -250,7 +245,7 @@ func TestH1TransportEarlyClose(t *testing.T) {
 	}
 }
 
-func TestH1TransportInformational(t *testing.T) {
+func TestInformational(t *testing.T) {
 	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Link", "</x>; rel=preload")
@@ -259,14 +254,14 @@ func TestH1TransportInformational(t *testing.T) {
 		io.WriteString(w, "final")
 	})
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	if status, body, err := post(t, context.Background(), tr, srv.URL, "x"); err != nil || status != 200 || body != "final" {
 		t.Fatalf("%d %q %v", status, body, err)
 	}
 }
 
 // A backend that hangs up without answering is an error, not an empty answer.
-func TestH1TransportNoAnswer(t *testing.T) {
+func TestNoAnswer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -286,18 +281,18 @@ func TestH1TransportNoAnswer(t *testing.T) {
 		}
 	}()
 	tr := newTestH1()
-	defer tr.close()
+	defer tr.Close()
 	if _, _, err := post(t, context.Background(), tr, "http://"+ln.Addr().String(), "x"); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("got %v, want unexpected EOF", err)
 	}
 }
 
-func TestH1TransportIdleLimitsAndClose(t *testing.T) {
+func TestIdleLimitsAndClose(t *testing.T) {
 	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		io.WriteString(w, "ok")
 	})
-	tr := newH1Transport(&net.Dialer{}, 16, 30*time.Millisecond, 4<<10)
+	tr := New(Options{MaxIdle: 16, IdleTimeout: 30 * time.Millisecond, BufferSize: 4 << 10})
 	post(t, context.Background(), tr, srv.URL, "x")
 	time.Sleep(60 * time.Millisecond)
 	post(t, context.Background(), tr, srv.URL, "x")
@@ -320,7 +315,7 @@ func TestH1TransportIdleLimitsAndClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr.close()
+	tr.Close()
 	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "ok" {
 		t.Fatalf("%q %v", b, err)
 	}
@@ -331,91 +326,12 @@ func TestH1TransportIdleLimitsAndClose(t *testing.T) {
 	if len(tr.idle) != 0 {
 		t.Fatal("a closed pool kept a connection")
 	}
-	if _, _, err := post(t, context.Background(), tr, srv.URL, "x"); !errors.Is(err, errH1Closed) {
+	if _, _, err := post(t, context.Background(), tr, srv.URL, "x"); !errors.Is(err, ErrClosed) {
 		t.Fatalf("closed pool: %v", err)
 	}
 }
 
-func TestUpstreamsPickTransport(t *testing.T) {
-	u := NewUpstreams(UpstreamOptions{})
-	defer u.Close()
-	if _, ok := u.transport(&recipes.BackendRef{BaseURL: "http://127.0.0.1:8000/v1"}).(*h1Transport); !ok {
-		t.Error("a plain-HTTP backend should get h1Transport")
-	}
-	if _, ok := u.transport(&recipes.BackendRef{BaseURL: "https://api.example.com/v1"}).(*http.Transport); !ok {
-		t.Error("an https backend should get net/http's Transport")
-	}
-	n := NewUpstreams(UpstreamOptions{NetHTTPTransport: true})
-	defer n.Close()
-	if _, ok := n.transport(&recipes.BackendRef{BaseURL: "http://127.0.0.1:8000/v1"}).(*http.Transport); !ok {
-		t.Error("NetHTTPTransport should keep net/http's Transport")
-	}
-}
-
-var processingTime = regexp.MustCompile(`"processing_time_ms":\d+`)
-
-// The gateway over h1Transport and over net/http's Transport must answer
-// the same.
-func TestH1TransportMatchesNetHTTP(t *testing.T) {
-	var mu sync.Mutex
-	var seen []string
-	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Content-Type")+" "+r.Header.Get("X-Selected-Model")+" "+string(b))
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2}}`)
-	})
-	body := `{"model":"MoM","messages":[{"role":"user","content":"hi"}]}`
-	var answers []string
-	for _, std := range []bool{false, true} {
-		ups := NewUpstreams(UpstreamOptions{NetHTTPTransport: std})
-		gw := benchGateway(t, srv.URL, ups)
-		req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
-		w := httptest.NewRecorder()
-		gw.ServeHTTP(w, req)
-		ups.Close()
-		h := w.Result().Header
-		// processing_time_ms is a measurement, which differs by a millisecond
-		// when a loaded machine stalls one of the two requests.
-		answer := processingTime.ReplaceAll(bytes.TrimSpace(w.Body.Bytes()), []byte(`"processing_time_ms":N`))
-		answers = append(answers, fmt.Sprintf("%d %s %s %s", w.Code, h.Get("Content-Type"), h.Get("X-Selected-Model"), answer))
-	}
-	if answers[0] != answers[1] || len(seen) != 2 || seen[0] != seen[1] {
-		t.Fatalf("answers:\n%s\n%s\nupstream saw:\n%s", answers[0], answers[1], strings.Join(seen, "\n"))
-	}
-}
-
-// benchGateway is a gateway routing every request to the backend at up.
-func benchGateway(t *testing.T, up string, ups *Upstreams) *Server {
-	t.Helper()
-	cfg := strings.ReplaceAll(`
-version: v1
-providers:
-  defaults: {default_model: small}
-  models:
-    - name: small
-      backend_refs: [{base_url: "{{up}}/v1", provider: openai}]
-recipes:
-  - name: default
-    decisions:
-      - name: general
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small}]
-`, "{{up}}", up)
-	doc, err := recipes.Parse([]byte(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return New(Options{Listener: doc.Listeners[0], Runtime: engine.NewRuntime(gen), Upstreams: ups})
-}
-
-func idleConns(t *h1Transport) int {
+func idleConns(t *Transport) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.idle)
