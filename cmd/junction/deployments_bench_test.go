@@ -16,6 +16,30 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
+// managedDefaults starts serve's deployment wiring for one managed worker
+// (this binary run as `junction worker --threads 1`, result cache off)
+// serving the three default models as deployment "defaults", with bindings,
+// and waits until it is ready; it stops when the benchmark ends.
+func managedDefaults(b *testing.B, bindings *recipes.ModelBindings) *deploymentSet {
+	b.Helper()
+	orttest.Library(b)
+	b.Setenv(envRunMain, "1")
+	b.Setenv(supervise.EnvThreads, "1")
+	b.Setenv(supervise.EnvResultCache, "0")
+	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
+		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
+		Bindings:    bindings,
+	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(deps.Close)
+	if err := deps.wait(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return deps
+}
+
 // BenchmarkSignalLatency compares one signal call on the default models
 // in-process (ONNX Runtime in the router, one intra-op thread) with the same
 // call through serve's wiring to a managed worker (this binary run as
@@ -24,12 +48,12 @@ import (
 // signal makes it. The worker's result cache is off, so every call runs the
 // model.
 func BenchmarkSignalLatency(b *testing.B) {
-	orttest.Library(b)
-	b.Setenv(envRunMain, "1")
-	b.Setenv(supervise.EnvThreads, "1")
-	b.Setenv(supervise.EnvResultCache, "0")
+	deps := managedDefaults(b, &recipes.ModelBindings{
+		Domain:     &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.DomainName},
+		Jailbreak:  &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.JailbreakName},
+		Embeddings: &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.EmbedderName},
+	})
 	ctx := context.Background()
-
 	rt, err := inference.Open(inference.Options{Device: "cpu", Threads: 1})
 	if err != nil {
 		b.Fatal(err)
@@ -41,21 +65,6 @@ func BenchmarkSignalLatency(b *testing.B) {
 	}
 	defer local.Close()
 
-	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
-		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
-		Bindings: &recipes.ModelBindings{
-			Domain:     &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.DomainName},
-			Jailbreak:  &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.JailbreakName},
-			Embeddings: &recipes.ModelBinding{Deployment: "defaults", Head: defaultmodels.EmbedderName},
-		},
-	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer deps.Close()
-	if err := deps.wait(ctx); err != nil {
-		b.Fatal(err)
-	}
 	remote := deps.bound
 
 	texts := []string{"Prove that every finite group of prime order is cyclic"}

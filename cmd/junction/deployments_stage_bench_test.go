@@ -2,19 +2,12 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
 	"github.com/junction-router/junction/inference/worker/client"
-	"github.com/junction-router/junction/inference/worker/supervise"
-	"github.com/junction-router/junction/recipes"
 )
 
 // BenchmarkStageSignals is one request's domain and jailbreak signals
@@ -25,21 +18,8 @@ import (
 // and decisions with each kind's own sequence classifier (two calls, one per
 // head). The worker's result cache is off.
 func BenchmarkStageSignals(b *testing.B) {
-	orttest.Library(b)
-	b.Setenv(envRunMain, "1")
-	b.Setenv(supervise.EnvThreads, "1")
-	b.Setenv(supervise.EnvResultCache, "0")
+	deps := managedDefaults(b, nil)
 	ctx := context.Background()
-	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
-		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
-	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer deps.Close()
-	if err := deps.wait(ctx); err != nil {
-		b.Fatal(err)
-	}
 	pool := deps.deps[0].pool
 	decider := func(q client.DecideOptions) signal.Classifier {
 		d, err := client.NewDecider(pool, "bench", q)

@@ -347,24 +347,7 @@ func (r *servedRouter) deploymentReady(name string) bool {
 // An attached deployment: the operator runs `junction worker` on TCP and the
 // configuration points endpoint at it.
 func TestServeAttachedDeployment(t *testing.T) {
-	orttest.Library(t)
-	dir, err := defaultmodels.CacheDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wport := freePort(t)
-	wctx, wcancel := context.WithCancel(context.Background())
-	wdone := make(chan int, 1)
-	var werr syncWriter
-	go func() {
-		wdone <- run(wctx, []string{"worker", "--port", strconv.Itoa(wport), "--threads", "1", "--cache-dir", dir, defaultmodels.JailbreakName}, io.Discard, &werr)
-	}()
-	defer func() {
-		wcancel()
-		if code := <-wdone; code != 0 {
-			t.Errorf("worker exited %d: %s", code, werr.String())
-		}
-	}()
+	wport := attachedWorker(t, defaultmodels.JailbreakName)
 	cfg, gw, mg, met := deploymentConfig(t, fmt.Sprintf(`    deployments:
       - {name: shared, endpoint: "127.0.0.1:%d"}
     bindings:

@@ -1,19 +1,16 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -22,25 +19,7 @@ import (
 // models, the model list, the worker's own refusals passed on, and the
 // worker endpoints that stay unpublished.
 func TestServeNativeAPI(t *testing.T) {
-	orttest.Library(t)
-	dir, err := defaultmodels.CacheDir("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wport := freePort(t)
-	wctx, wcancel := context.WithCancel(context.Background())
-	wdone := make(chan int, 1)
-	var werr syncWriter
-	go func() {
-		wdone <- run(wctx, []string{"worker", "--port", strconv.Itoa(wport), "--threads", "1", "--cache-dir", dir,
-			defaultmodels.JailbreakName, defaultmodels.DomainName}, io.Discard, &werr)
-	}()
-	defer func() {
-		wcancel()
-		if code := <-wdone; code != 0 {
-			t.Errorf("worker exited %d: %s", code, werr.String())
-		}
-	}()
+	wport := attachedWorker(t, defaultmodels.JailbreakName, defaultmodels.DomainName)
 	t.Setenv("JUNCTION_TEST_READER_KEY", "reader-secret")
 	adminFile := filepath.Join(t.TempDir(), "admin.key")
 	if err := os.WriteFile(adminFile, []byte("admin-secret\n"), 0o600); err != nil {
