@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // This file holds byte-level helpers that split JSON that is already known to
@@ -102,12 +104,9 @@ func Members(dst []Member, obj []byte) ([]Member, error) {
 	}
 }
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
+// The structural scanning is sdk/jsonscan's, the scanner guest modules use
+// too; these adapt its -1 to an error.
+func skipWS(b []byte, i int) int { return jsonscan.SkipSpace(b, i) }
 
 // ValueEnd returns the index just past the JSON value starting at b[i]. It
 // checks structure (nesting, string termination), not every lexical rule: its
@@ -119,65 +118,15 @@ func SkipSpace(b []byte, i int) int { return skipWS(b, i) }
 
 // valueEnd returns the index just past the JSON value starting at b[i].
 func valueEnd(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return 0, errStructure
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				e, err := stringEnd(b, i)
-				if err != nil {
-					return 0, err
-				}
-				i = e
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1, nil
-				}
-			}
-			i++
-		}
-		return 0, errStructure
-	default:
-		start := i
-		for i < len(b) {
-			switch b[i] {
-			case ',', ']', '}', ' ', '\t', '\n', '\r':
-				if i == start {
-					return 0, errStructure
-				}
-				return i, nil
-			}
-			i++
-		}
-		if i == start {
-			return 0, errStructure
-		}
-		return i, nil
-	}
-}
-
-// stringEnd returns the index just past the JSON string starting at b[i].
-func stringEnd(b []byte, i int) (int, error) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1, nil
-		}
+	if e := jsonscan.ValueEnd(b, i); e >= 0 {
+		return e, nil
 	}
 	return 0, errStructure
 }
+
+// stringEnd returns the index just past the JSON string starting at b[i]
+// (b[i] is its opening quote).
+func stringEnd(b []byte, i int) (int, error) { return valueEnd(b, i) }
 
 // plainString returns the contents of the JSON string literal raw when it
 // needs no unescaping (no backslash), which for valid JSON in valid UTF-8 is
