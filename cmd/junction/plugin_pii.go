@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
-	"github.com/junction-router/junction/recipes"
 )
 
 // piiFixture is the personal data routing detected in a plugin case's
@@ -61,28 +59,18 @@ func (f *piiFixture) locate(ctx context.Context, c *chat.Request) (*abi.PIISpans
 	if f == nil {
 		return nil, nil
 	}
-	scan := &engine.PIIScan{Scanned: true, Unscanned: f.Unscanned, Truncated: f.Truncated}
-	if f.Detect {
-		if len(f.Spans) > 0 {
-			return nil, errors.New(`pii: give "spans" or "detect", not both`)
-		}
-		in := dataplane.Input(c)
-		r, err := signal.ScanPII(ctx, recipes.PIISignal{Name: "fixture", Threshold: 0.5}, &in)
-		if err != nil {
-			return nil, err
-		}
-		scan.Spans = r.Spans
-		scan.Truncated = scan.Truncated || r.SpansTruncated
-		scan.Unscanned = scan.Unscanned || r.Unscanned
+	if f.Detect && len(f.Spans) > 0 {
+		return nil, errors.New(`pii: give "spans" or "detect", not both`)
 	}
+	spans := make([]signal.PIISpan, len(f.Spans))
 	for i, s := range f.Spans {
 		t, err := signal.NormalizePIIType(s.Type)
 		if err != nil || t == "ALL" {
 			return nil, fmt.Errorf("pii: spans[%d].type %q: want one of %s", i, s.Type, strings.Join(signal.PIITypes(), ", "))
 		}
-		scan.Spans = append(scan.Spans, signal.PIISpan{Message: s.Message, Start: s.Start, End: s.End, Type: t, Score: s.Score})
+		spans[i] = signal.PIISpan{Message: s.Message, Start: s.Start, End: s.End, Type: t, Score: s.Score}
 	}
-	pii, err := dataplane.LocatePII(c, scan)
+	pii, err := dataplane.StandInPII(ctx, c, spans, f.Detect, f.Unscanned, f.Truncated)
 	if err != nil {
 		return nil, fmt.Errorf("pii: %w", err)
 	}

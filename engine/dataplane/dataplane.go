@@ -459,6 +459,25 @@ func LocatePII(req *chat.Request, scan *engine.PIIScan) (*abi.PIISpans, error) {
 	return plugin.LocatePII(req, spans, scan.Truncated, scan.Unscanned)
 }
 
+// StandInPII is what the plugin harnesses (`junction plugin test|preview`,
+// hostapi/plugintest) give a plugin in place of a request's pii signals:
+// the spans given, or with detect the router's own detector over the user
+// messages (every type, threshold 0.5), placed in req as routing places them.
+func StandInPII(ctx context.Context, req *chat.Request, spans []signal.PIISpan, detect, unscanned, truncated bool) (*abi.PIISpans, error) {
+	scan := &engine.PIIScan{Scanned: true, Unscanned: unscanned, Truncated: truncated, Spans: spans}
+	if detect {
+		in := Input(req)
+		r, err := signal.ScanPII(ctx, recipes.PIISignal{Name: "stand-in", Threshold: 0.5}, &in)
+		if err != nil {
+			return nil, err
+		}
+		scan.Spans = append(scan.Spans, r.Spans...)
+		scan.Truncated = scan.Truncated || r.SpansTruncated
+		scan.Unscanned = scan.Unscanned || r.Unscanned
+	}
+	return LocatePII(req, scan)
+}
+
 // Input builds what signals read from a parsed request.
 func Input(req *chat.Request) signal.Input {
 	in := signal.Input{Text: req.LastUserText(), AllTexts: make([]string, 0, len(req.Messages))}

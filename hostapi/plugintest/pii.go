@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/chat"
 	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
-	"github.com/junction-router/junction/recipes"
 )
 
 // PII is the personal data routing detected in a fixture's request, which the
@@ -37,22 +35,12 @@ func (pii *PII) locate(c *chat.Request) (*abi.PIISpans, error) {
 	if pii == nil {
 		return nil, nil
 	}
-	scan := &engine.PIIScan{Scanned: true, Truncated: pii.Truncated, Unscanned: pii.Unscanned}
-	if pii.Detect {
-		if len(pii.Spans) > 0 {
-			return nil, errors.New("fixture PII: give Spans or Detect, not both")
-		}
-		in := dataplane.Input(c)
-		r, err := signal.ScanPII(context.Background(), recipes.PIISignal{Name: "fixture", Threshold: 0.5}, &in)
-		if err != nil {
-			return nil, err
-		}
-		scan.Spans = r.Spans
-		scan.Truncated = scan.Truncated || r.SpansTruncated
-		scan.Unscanned = scan.Unscanned || r.Unscanned
+	if pii.Detect && len(pii.Spans) > 0 {
+		return nil, errors.New("fixture PII: give Spans or Detect, not both")
 	}
-	for _, s := range pii.Spans {
-		scan.Spans = append(scan.Spans, signal.PIISpan(s))
+	spans := make([]signal.PIISpan, len(pii.Spans))
+	for i, s := range pii.Spans {
+		spans[i] = signal.PIISpan(s)
 	}
-	return dataplane.LocatePII(c, scan)
+	return dataplane.StandInPII(context.Background(), c, spans, pii.Detect, pii.Unscanned, pii.Truncated)
 }
