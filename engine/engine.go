@@ -1,8 +1,8 @@
 // Package engine is Junction's request pipeline: it compiles a configuration
 // into an immutable Generation and, for each request, computes the recipe's
 // signals, evaluates its decisions, selects a model and resolves the reasoning
-// mode. It never talks to a backend: the data-plane adapters (engine/gateway for
-// HTTP, engine/extproc for Envoy) do that with the Result it returns, so both
+// mode. It never talks to a backend: the data-plane adapters (internal/gateway for
+// HTTP, internal/extproc for Envoy) do that with the Result it returns, so both
 // front ends route through the same code and a preview explains exactly what the
 // live path would do.
 package engine

@@ -14,7 +14,7 @@
 // away, the fault is counted, and the caller decides what the request does.
 //
 // What this package must not do: decide routes, touch the request itself (it
-// returns the plugin's mutations for engine/plugin to apply), reach inference
+// returns the plugin's mutations for internal/plugin to apply), reach inference
 // directly (only through Backends), give a module a file system, network,
 // environment or real clock, or log request text.
 package hostapi

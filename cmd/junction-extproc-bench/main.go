@@ -4,7 +4,7 @@
 // at a fixed open-loop rate measures, in alternating rounds:
 //
 //   - the decision alone, in this process: the request phase every front end
-//     runs (engine/dataplane: parse, route, plugins, rewrite);
+//     runs (internal/dataplane: parse, route, plugins, rewrite);
 //   - the decision over ext_proc, as Envoy asks for it: a new stream on a
 //     persistent HTTP/2 connection, request headers, the buffered body, and
 //     the answer with the mutations (the rest of the stream, the answer's
@@ -41,10 +41,10 @@ import (
 
 	"github.com/junction-router/junction/cmd/internal/loadrun"
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/dataplane"
-	"github.com/junction-router/junction/engine/extproc/envoytest"
-	"github.com/junction-router/junction/engine/metrics"
-	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/extproc/envoytest"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/junction-router/junction/inference/synthetic"
+	"github.com/junction-router/junction/internal/inference/synthetic"
 )
 
 func main() {

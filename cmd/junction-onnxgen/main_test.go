@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/junction-router/junction/inference"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
-	"github.com/junction-router/junction/inference/synthetic"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/synthetic"
 )
 
 // TestSetLoadsAndIsDeterministic writes the test set twice (byte-identical) and loads every model.

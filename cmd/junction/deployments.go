@@ -3,9 +3,9 @@ package main
 // The router's model deployments (global.model_catalog.deployments and
 // bindings): serve starts and supervises a `junction worker` process per
 // managed replica on a Unix socket in a 0700 directory (this executable,
-// through inference/worker/supervise), reaches operator-run workers by
+// through internal/inference/worker/supervise), reaches operator-run workers by
 // endpoint, binds the signal kinds named in bindings to them
-// (inference/worker/client), watches every replica's /health, and reports
+// (internal/inference/worker/client), watches every replica's /health, and reports
 // them to /ready and /startup-status and to the router_model_runtime_*
 // metrics. Without deployments nothing here runs and the signals use the
 // in-process models.
@@ -30,13 +30,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/junction-router/junction/engine/metrics"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib"
-	"github.com/junction-router/junction/inference/worker/client"
-	"github.com/junction-router/junction/inference/worker/supervise"
-	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib"
+	"github.com/junction-router/junction/internal/inference/worker/client"
+	"github.com/junction-router/junction/internal/inference/worker/supervise"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/inference"
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
-	"github.com/junction-router/junction/inference/worker/supervise"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/worker/supervise"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/worker/client"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/worker/client"
 )
 
 // BenchmarkStageSignals is one request's domain and jailbreak signals

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
-	"github.com/junction-router/junction/inference/worker/supervise"
-	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/worker/supervise"
+	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/junction-router/junction/engine/extproc/envoytest"
+	"github.com/junction-router/junction/internal/extproc/envoytest"
 )
 
 const example = "../../recipes/testdata/example-config.yaml"

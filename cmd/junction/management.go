@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/gateway"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/internal/gateway"
+	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
 

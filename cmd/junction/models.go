@@ -6,9 +6,9 @@ import (
 	"log/slog"
 
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/inference"
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib"
 )
 
 // Values of the --signal-models flag.
@@ -18,7 +18,7 @@ const (
 )
 
 // signalModels returns the models behind the domain, jailbreak and embedding
-// signals: the default ONNX models (inference/defaultmodels) run by ONNX
+// signals: the default ONNX models (internal/inference/defaultmodels) run by ONNX
 // Runtime, or, with mode lexical or when ONNX Runtime or a model cannot be
 // loaded, none, so that the signals use their lexical fallbacks (their results
 // say so in method: lexical-bayes, hashed-ngrams). A failed load is one warning,

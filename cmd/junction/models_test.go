@@ -10,9 +10,9 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/ortlib"
-	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/junction-router/junction/inference/worker/client"
-	"github.com/junction-router/junction/inference/worker/frontend"
+	"github.com/junction-router/junction/internal/inference/worker/client"
+	"github.com/junction-router/junction/internal/inference/worker/frontend"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-router/junction/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/junction-router/junction/plugins/modbuild"
+	"github.com/junction-router/junction/internal/modbuild"
 )
 
 const pluginUsage = `junction plugin — write, build and try WebAssembly decision plugins

@@ -14,7 +14,7 @@ import (
 	"text/template"
 
 	"github.com/junction-router/junction"
-	"github.com/junction-router/junction/plugins/modbuild"
+	"github.com/junction-router/junction/internal/modbuild"
 )
 
 // junctionModule is the module path plugin projects import the SDK from.

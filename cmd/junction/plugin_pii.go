@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/dataplane"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/dataplane"
 )
 
 // piiFixture is the personal data routing detected in a plugin case's

@@ -13,11 +13,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/engine/plugin/wasm"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
-	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/wasm"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/recipes"
 )

@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/engine/plugin/wasm"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/wasm"
 )
 
 // withDir returns a registry holding base's modules and every *.wasm module of

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/plugin"
 )
 
 func routeCmd(args []string, stdout, stderr io.Writer) error {

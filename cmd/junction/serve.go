@@ -20,10 +20,10 @@ import (
 	"google.golang.org/grpc/health"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/extproc"
-	"github.com/junction-router/junction/engine/gateway"
-	"github.com/junction-router/junction/engine/metrics"
-	"github.com/junction-router/junction/mgmt"
+	"github.com/junction-router/junction/internal/extproc"
+	"github.com/junction-router/junction/internal/gateway"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-router/junction/inference/ortlib/orttest"
-	"github.com/junction-router/junction/inference/worker/supervise"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/worker/supervise"
 	"github.com/junction-router/junction/recipes"
 )
 

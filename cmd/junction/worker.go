@@ -17,8 +17,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/junction-router/junction/inference/defaultmodels"
-	"github.com/junction-router/junction/inference/worker"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/worker"
 )
 
 // workerConfig is what `junction worker` was asked to do.

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/junction-router/junction/inference"
-	"github.com/junction-router/junction/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
 )
 
 // workerCommands are the worker's commands other than serving (the spec's
@@ -35,7 +35,7 @@ func printJSON(w io.Writer, v any) error {
 type builtinModel struct {
 	Name string `json:"name"`
 	// Revision pins the model: the digest of the committed bundle it is
-	// written from (inference/defaultmodels/data/manifest.json).
+	// written from (internal/inference/defaultmodels/data/manifest.json).
 	Revision string   `json:"revision"`
 	Task     string   `json:"task"`
 	Labels   []string `json:"labels,omitempty"`

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-router/junction/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 )
 
 func TestWorkerListModels(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/junction-router/junction/inference"
-	"github.com/junction-router/junction/inference/worker"
-	"github.com/junction-router/junction/inference/worker/ortmodel"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/worker"
+	"github.com/junction-router/junction/internal/inference/worker/ortmodel"
 )
 
 // onnxLoader starts ONNX Runtime and returns the worker's model loader. The

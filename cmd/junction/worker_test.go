@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-router/junction/inference/ortlib/orttest"
-	"github.com/junction-router/junction/inference/synthetic"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
+	"github.com/junction-router/junction/internal/inference/synthetic"
 )
 
 func TestWorkerArgs(t *testing.T) {
@@ -157,7 +157,7 @@ func (w *syncWriter) String() string {
 }
 
 // With no model argument, `junction worker` serves the committed default
-// models (inference/defaultmodels), written into the cache on first use.
+// models (internal/inference/defaultmodels), written into the cache on first use.
 func TestWorkerServesTheDefaultModels(t *testing.T) {
 	orttest.Library(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/dataplane"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/plugin"
 )
 
 // PII is the personal data routing detected in a fixture's request, which the

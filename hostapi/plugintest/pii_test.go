@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/plugin"
 )
 
 // A fixture supplies the personal data routing detected, as spans or by

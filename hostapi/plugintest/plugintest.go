@@ -7,13 +7,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/engine/plugin/wasm"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
-	"github.com/junction-router/junction/hostapi/memstore"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/memstore"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/wasm"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/plugin"
 )
 
 const helloDir = "../testdata/hello"

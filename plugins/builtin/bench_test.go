@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/plugin"
-	"github.com/junction-router/junction/engine/plugin/wasm"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/wasm"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/recipes"
 )
@@ -32,7 +32,7 @@ var benchRefs = map[string]recipes.PluginRef{
 }
 
 // BenchmarkStage runs one plugin through the plugin stage per request, natively
-// (engine/plugin's stand-ins) and as the embedded wasm module in the host: the
+// (internal/plugin's stand-ins) and as the embedded wasm module in the host: the
 // difference is what the sandbox costs.
 func BenchmarkStage(b *testing.B) {
 	ctx := context.Background()

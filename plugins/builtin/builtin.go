@@ -2,7 +2,7 @@
 // WebAssembly modules, embedded in the binary: system_prompt, request_params,
 // header_mutation, fast_response, tools, rag, response_cache and
 // context_compression. Each module is built from its guest package under
-// plugins/ by `make plugins` (reproducibly: see plugins/modbuild), and the
+// plugins/ by `make plugins` (reproducibly: see internal/modbuild), and the
 // package's tests fail when an embedded module differs from what its sources
 // build to.
 //

@@ -9,15 +9,15 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/plugin"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/plugins/internal/parity"
 	"github.com/junction-router/junction/recipes"
 )
 
-// TestModulesMatchNative runs engine/plugin's native stand-ins and the
+// TestModulesMatchNative runs internal/plugin's native stand-ins and the
 // compiled modules on the same configurations and requests: the request
 // afterwards, the headers, the status and the detail must be the same, and a
 // configuration the native plugin refuses must be refused by the module.

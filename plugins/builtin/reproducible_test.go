@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-router/junction/internal/modbuild"
 	"github.com/junction-router/junction/plugins/builtin"
-	"github.com/junction-router/junction/plugins/modbuild"
 )
 
 // TestModulesMatchSources rebuilds every built-in module from its guest

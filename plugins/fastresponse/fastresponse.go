@@ -2,7 +2,7 @@
 // request at once with the configured message (status 200); no backend is
 // called and later plugins do not run. The host writes the answer in the
 // shape the client asked for: a chat.completion, or chunk events ending with
-// [DONE] when the request streams (engine/dataplane.ImmediateAnswer).
+// [DONE] when the request streams (internal/dataplane.ImmediateAnswer).
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

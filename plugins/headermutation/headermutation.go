@@ -4,7 +4,7 @@
 // removes it. A header may appear in only one of the three lists (several add
 // entries for one name append several values). Hop-by-hop headers, Host,
 // Content-Length and Authorization cannot be changed. The report names the
-// headers changed, never their values. This is the behaviour of engine/plugin's
+// headers changed, never their values. This is the behaviour of internal/plugin's
 // native stand-in, which the tests compare with.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as

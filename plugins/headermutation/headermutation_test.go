@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The full behaviour is checked against engine/plugin's native stand-in in
+// The full behaviour is checked against internal/plugin's native stand-in in
 // plugins/internal/parity and, compiled, in plugins/builtin.
 
 func TestOps(t *testing.T) {

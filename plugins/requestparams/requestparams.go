@@ -4,7 +4,7 @@
 // it, and n above max_n to max_n (absent values are not added); strip_unknown
 // removes every top-level field that is not an OpenAI chat-completions
 // parameter. model and messages are never removed. This is the behaviour of
-// engine/plugin's native stand-in, which the tests compare with.
+// internal/plugin's native stand-in, which the tests compare with.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

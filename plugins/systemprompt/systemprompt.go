@@ -12,7 +12,7 @@
 //
 // With no system message first, both modes put a new system message before the
 // others. enabled: false turns the plugin off (reported skipped). This is the
-// behaviour of engine/plugin's native stand-in, which the tests compare with.
+// behaviour of internal/plugin's native stand-in, which the tests compare with.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

@@ -8,7 +8,7 @@ import (
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 )
 
-// The full behaviour is checked against engine/plugin's native stand-in in
+// The full behaviour is checked against internal/plugin's native stand-in in
 // plugins/internal/parity and, compiled, in plugins/builtin.
 
 func run(t *testing.T, config, messages string) (string, *Result) {

@@ -1,7 +1,7 @@
 // Command gen rebuilds the built-in plugin modules from their guest packages
 // and writes them, compressed, with their manifest into plugins/builtin/modules
 // (make plugins runs it from the repository root). The build is reproducible:
-// see plugins/modbuild.
+// see internal/modbuild.
 package main
 
 import (
@@ -14,8 +14,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/junction-router/junction/internal/modbuild"
 	"github.com/junction-router/junction/plugins/builtin"
-	"github.com/junction-router/junction/plugins/modbuild"
 )
 
 func main() {

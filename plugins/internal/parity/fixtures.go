@@ -30,7 +30,7 @@ var Requests = []string{
 	`{"model":"m","messages":[],"max_tokens":4096.0,"n":2}`,
 }
 
-// Configs are configurations of the four plugins engine/plugin also
+// Configs are configurations of the four plugins internal/plugin also
 // implements natively, valid and refused ones.
 var Configs = map[string][]string{
 	systemprompt.Type: {

@@ -8,8 +8,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/junction-router/junction/engine/chat"
-	"github.com/junction-router/junction/engine/plugin"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/plugins/fastresponse"
 	"github.com/junction-router/junction/plugins/headermutation"
 	"github.com/junction-router/junction/plugins/internal/chatmsg"

@@ -1,5 +1,5 @@
 // Command header_mutation is the benchmark's wasm twin of the native
-// header_mutation plugin (engine/plugin): add, update and delete upstream
+// header_mutation plugin (internal/plugin): add, update and delete upstream
 // headers.
 package main
 

@@ -1,5 +1,5 @@
 // Command system_prompt is the benchmark's wasm twin of the native
-// system_prompt plugin (engine/plugin): insert or replace the system prompt.
+// system_prompt plugin (internal/plugin): insert or replace the system prompt.
 // The built-in plugin itself lives in plugins/; this one exists so that the
 // host's cost can be measured against the native code doing the same work.
 package main

