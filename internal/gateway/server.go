@@ -1,14 +1,21 @@
-// Package gateway is Junction's standalone data plane: an OpenAI-compatible HTTP
-// listener (port 8801 by default) that routes each chat-completion request with
-// the engine, applies the decision's reasoning mode and plugins, and forwards it
-// to the selected model's backend, relaying the answer (SSE included) with the
-// routing headers and metrics the spec defines.
+// Package gateway is Junction's standalone front end: an OpenAI-compatible
+// HTTP listener (port 8801 by default) that hands each chat-completion (or
+// Responses API) request to the data plane, forwards what it decides to the
+// selected model's backend, and relays the answer (SSE included) with the
+// routing headers the spec defines.
 //
-// It never decides a route itself, nor shapes the request phase's answers:
-// internal/dataplane does (parse, route, plugins, rewrite, the answers given
-// instead of forwarding), exactly as for ext_proc. What lives here is HTTP:
-// body limits, client keys, the gateway's own error shapes, upstream
-// connection pools, passive backend health, streaming and timeouts.
+// It is a wire adapter over internal/dataplane, exactly as ext_proc is: one
+// dataplane.Exchange per request parses, routes, runs the plugins, rewrites,
+// gives the answers made instead of forwarding, translates protocols both
+// ways, reads usage and records every metric of the request. What lives here
+// is HTTP: body limits, client keys, routes and methods, upstream connection
+// pools, passive backend health, the SSE reader, writing and flushing, and
+// timeouts. Files: server.go (the handler, the exchange, accounting),
+// chat_completions.go and responses.go (the two request routes),
+// forward.go (the upstream call and non-streamed answers), stream.go
+// (event streams), upstream.go and health.go (pools and health),
+// models.go (the model list), headers.go (what is relayed of the
+// backend's headers), errors.go (writing the shared error envelope).
 //
 // Request text, tokens and keys are never logged.
 package gateway

@@ -19,11 +19,11 @@ const maxEventBytes = 8 << 20
 var errEventTooLarge = fmt.Errorf("an SSE event exceeds %d bytes", maxEventBytes)
 
 // relayStream relays an SSE answer event by event, flushing after each so the
-// client sees tokens as the backend produces them. It observes TTFT at the
-// first event, takes usage from the usage chunk (dropping that chunk when only
-// the gateway asked for it), ends the stream with data: [DONE] even when the
-// backend closed without it, and reports a stream that breaks mid-way as an
-// error event (the status line is already out).
+// client sees tokens as the backend produces them. Each event goes through the
+// data plane (dataplane.Exchange.Event: TTFT, usage, the usage chunk dropped
+// when only Junction asked for it, translation), which also ends the stream
+// with data: [DONE] when the backend closed without it; a stream that breaks
+// mid-way is reported as an error event (the status line is already out).
 func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
