@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine/signal"
@@ -34,7 +36,7 @@ import (
 // validator and the management API's PluginRuntime.
 type pluginSystem struct {
 	host   *hostapi.Host
-	base   *hostapi.Registry // hostapi.Builtins plus --plugin-dir
+	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
 	mu     sync.Mutex       // serialises loads
 	loaded []recipes.Recipe // every recipe a load served, so later loads keep their types
@@ -43,7 +45,7 @@ type pluginSystem struct {
 }
 
 type pluginLoad struct {
-	runner *plugin.Native
+	runner *plugin.Stage
 	mods   *wasm.Modules
 	types  map[string]bool
 }
@@ -57,7 +59,7 @@ func newPluginSystem(ctx context.Context, cacheDir, pluginDir string, models sig
 	if err != nil {
 		return nil, err
 	}
-	base := hostapi.Builtins()
+	base := &hostapi.Registry{}
 	if pluginDir != "" {
 		if base, err = withDir(ctx, host, base, pluginDir); err != nil {
 			_ = host.Close(ctx)
@@ -65,7 +67,7 @@ func newPluginSystem(ctx context.Context, cacheDir, pluginDir string, models sig
 		}
 	}
 	p := &pluginSystem{host: host, base: base, log: log}
-	p.cur.Store(&pluginLoad{runner: plugin.NewNative(), types: map[string]bool{}})
+	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
 
@@ -94,7 +96,7 @@ func (p *pluginSystem) Prepare(ctx context.Context, doc *recipes.Document) error
 		if err != nil {
 			return err
 		}
-		next := &pluginLoad{runner: plugin.NewWithModules(mods), mods: mods, types: map[string]bool{}}
+		next := &pluginLoad{runner: plugin.New(mods), mods: mods, types: map[string]bool{}}
 		for _, t := range reg.Types() {
 			next.types[t] = true
 		}
@@ -134,7 +136,7 @@ func (p *pluginSystem) hasModule(typ string, doc *recipes.Document) bool {
 	return false
 }
 
-func (p *pluginSystem) runner() *plugin.Native { return p.cur.Load().runner }
+func (p *pluginSystem) runner() *plugin.Stage { return p.cur.Load().runner }
 
 // Request implements plugin.Runner.
 func (p *pluginSystem) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
@@ -159,8 +161,8 @@ func (p *pluginSystem) Response(ctx context.Context, refs []recipes.PluginRef, r
 	return p.runner().Response(ctx, refs, resp)
 }
 
-// Types implements mgmt.PluginRuntime: the built-in types (wasm), the
-// native stand-ins' types and any other loaded module type.
+// Types implements mgmt.PluginRuntime: the built-in types (wasm), any other
+// loaded module type, and the known types nothing implements (unavailable).
 func (p *pluginSystem) Types() []mgmt.PluginType {
 	seen := map[string]bool{}
 	var out []mgmt.PluginType
@@ -179,10 +181,7 @@ func (p *pluginSystem) Types() []mgmt.PluginType {
 	for t := range p.cur.Load().types {
 		add(t, "wasm")
 	}
-	for _, t := range plugin.NativeTypes {
-		add(t, "native")
-	}
-	for _, t := range plugin.PlannedTypes {
+	for _, t := range plugin.Types {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, mgmt.PluginType{Type: t, Runtime: "wasm",

@@ -12,14 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 )
 
 func TestPluginSystemLoadsADirectory(t *testing.T) {
 	dir := t.TempDir()
-	// hostile, not hello: TestConfigValidateChecksModuleSchemas registers
-	// hello as a built-in, and a directory module may not repeat one.
 	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), plugintest.Build(t, "../../hostapi/testdata/hostile"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +43,9 @@ func TestPluginSystemLoadsADirectory(t *testing.T) {
 	}
 }
 
-func TestConfigValidateChecksModuleSchemas(t *testing.T) {
-	hostapi.RegisterBuiltin("hello", plugintest.Build(t, "../../hostapi/testdata/hello"))
+// config validate checks a native built-in plugin's configuration with the
+// plugin's own code (plugins/builtin's table) and points at the field.
+func TestConfigValidatePointsAtABuiltinsField(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(path, []byte(`
@@ -62,13 +60,13 @@ recipes:
         priority: 1
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: demo}]
-        plugins: [{type: hello, configuration: {greeting: ""}}]
+        plugins: [{type: system_prompt, configuration: {system_prompt: ""}}]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb strings.Builder
 	err := configCmd([]string{"validate", path}, &out, &errb)
-	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/greeting") {
+	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/system_prompt") {
 		t.Fatalf("err = %v\n%s%s", err, out.String(), errb.String())
 	}
 }

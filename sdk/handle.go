@@ -1,0 +1,36 @@
+//go:build !wasip1
+
+package sdk
+
+import (
+	"fmt"
+
+	"github.com/junction-router/junction/hostapi/abi"
+)
+
+// Handle runs p on one encoded request record (hostapi/abi's format) the way
+// a module's exported handler does, and returns the result the module would
+// have returned. It runs a plugin's code natively, outside WebAssembly: the
+// router runs the built-in plugins that call no host function this way, from
+// the same code as their guests (every host function answers unavailable
+// here). A panic in the plugin becomes a failed result. The result may point
+// into record: keep record until the result has been used.
+//
+// It is not built into guests (GOOS=wasip1), which have the exports instead.
+func Handle(p Plugin, record []byte) abi.Result {
+	var view Request
+	var res Result
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				res.fail(fmt.Sprintf("the plugin panicked: %v", r))
+			}
+		}()
+		if err := view.load(record); err != nil {
+			res.fail("decoding the request: " + err.Error())
+			return
+		}
+		dispatch(p, &view, &res)
+	}()
+	return res.r
+}
