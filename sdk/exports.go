@@ -94,7 +94,19 @@ func handle(ptr, n uint32, phase abi.Phase) uint64 {
 			res.fail(err.Error())
 			return
 		}
-		dispatch(p, &curView, res)
+		if phase == abi.PhaseResponse {
+			rp, ok := p.(ResponsePlugin)
+			if !ok {
+				res.fail("the plugin has no response phase (it does not implement sdk.ResponsePlugin)")
+				return
+			}
+			err = rp.OnResponse(&Response{Request: &curView}, res)
+		} else {
+			err = p.OnRequest(&curView, res)
+		}
+		if err != nil {
+			res.fail(err.Error())
+		}
 	}()
 	out = res.r.Append(out[:0])
 	return packed(out)

@@ -16,7 +16,10 @@ import (
 // here). A panic in the plugin becomes a failed result. The result may point
 // into record: keep record until the result has been used.
 //
-// It is not built into guests (GOOS=wasip1), which have the exports instead.
+// It is not built into guests (GOOS=wasip1), which have the exports instead
+// (exports.go's handle: the same dispatch, over the instance's one view and
+// result; kept apart so that the guests' bytes, and the digests recipes pin,
+// do not change).
 func Handle(p Plugin, record []byte) abi.Result {
 	var view Request
 	var res Result
@@ -30,7 +33,20 @@ func Handle(p Plugin, record []byte) abi.Result {
 			res.fail("decoding the request: " + err.Error())
 			return
 		}
-		dispatch(p, &view, &res)
+		var err error
+		if view.phase == abi.PhaseResponse {
+			rp, ok := p.(ResponsePlugin)
+			if !ok {
+				res.fail("the plugin has no response phase (it does not implement sdk.ResponsePlugin)")
+				return
+			}
+			err = rp.OnResponse(&Response{Request: &view}, &res)
+		} else {
+			err = p.OnRequest(&view, &res)
+		}
+		if err != nil {
+			res.fail(err.Error())
+		}
 	}()
 	return res.r
 }

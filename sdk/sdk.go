@@ -142,23 +142,3 @@ func configured() (Plugin, error) {
 	plugin = p
 	return plugin, pluginErr
 }
-
-// dispatch runs the handler of p for view's phase, recording an error as the
-// result's failure. The guest's export and Handle both call it, so a plugin
-// run natively is called exactly as in its module.
-func dispatch(p Plugin, view *Request, res *Result) {
-	var err error
-	if view.phase == abi.PhaseResponse {
-		rp, ok := p.(ResponsePlugin)
-		if !ok {
-			res.fail("the plugin has no response phase (it does not implement sdk.ResponsePlugin)")
-			return
-		}
-		err = rp.OnResponse(&Response{Request: view}, res)
-	} else {
-		err = p.OnRequest(view, res)
-	}
-	if err != nil {
-		res.fail(err.Error())
-	}
-}

@@ -2,69 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/junction-router/junction/internal/plugin/native"
-
-	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/native"
 )
-
-// withDir returns a registry holding base's modules and every *.wasm module of
-// dir, registered untrusted under the type its descriptor names.
-func withDir(ctx context.Context, host *hostapi.Host, base *hostapi.Registry, dir string) (*hostapi.Registry, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.wasm"))
-	if err != nil {
-		return nil, err
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("--plugin-dir %s holds no *.wasm module", dir)
-	}
-	var reg hostapi.Registry
-	for _, t := range base.Types() {
-		e, _ := base.Module(t)
-		if err := reg.RegisterTrusted(t, e.Wasm); err != nil {
-			return nil, err
-		}
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		m, err := host.Load(ctx, b)
-		if err != nil {
-			return nil, fmt.Errorf("plugin module %s: %w", f, err)
-		}
-		if err := reg.Register(m.Type(), b); err != nil {
-			return nil, fmt.Errorf("plugin module %s: %w (a built-in or another file already provides it)", f, err)
-		}
-	}
-	return &reg, nil
-}
-
-// defaultPluginCacheDir is where compiled plugin modules are kept across
-// runs (compiling a Go module takes seconds, reading it back milliseconds):
-// junction/plugins in the user cache directory, or "" (memory only) when
-// that cannot be created.
-func defaultPluginCacheDir() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	dir := filepath.Join(base, "junction", "plugins")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ""
-	}
-	return dir
-}
 
 // pluginValidator checks plugin configurations without a plugin host: the
 // built-in plugins that call no host function through their own code run
-// natively, the others through their configuration checks (moduleAware), so
-// validating a file compiles no module.
+// natively, the others through their configuration checks
+// (pluginsys.ModuleAware), so validating a file compiles no module.
 func pluginValidator(context.Context) (v *plugin.Stage, stop func(), err error) {
 	return native.Stage(), func() {}, nil
 }

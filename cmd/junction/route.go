@@ -14,6 +14,7 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/pluginsys"
 )
 
 func routeCmd(args []string, stdout, stderr io.Writer) error {
@@ -40,7 +41,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: moduleAware{native.Stage()}, Models: models})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: native.Stage()}, Models: models})
 	if err != nil {
 		return err
 	}
