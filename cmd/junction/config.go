@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -30,7 +31,7 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 			doc, canon, err := recipes.LoadFile(path)
 			if err == nil {
 				// Compiling catches what only the engine knows: plugin configurations.
-				_, err = engine.Compile(doc, "", engine.Options{Plugins: moduleAware{plugins}})
+				_, err = engine.Compile(doc, "", engine.Options{Plugins: pluginsys.ModuleAware{V: plugins}})
 			}
 			if err != nil {
 				failed++

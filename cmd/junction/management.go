@@ -14,6 +14,7 @@ import (
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/gateway"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -40,7 +41,7 @@ func addManagementFlags(fs *flag.FlagSet) managementFlags {
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
 // guard refuses documents serve cannot apply (changed model deployments).
-func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginSystem, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
+func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
 	if *mf.historyLimit < 1 {
 		return nil, fmt.Errorf("--config-history-limit must be at least 1 (got %d)", *mf.historyLimit)
 	}

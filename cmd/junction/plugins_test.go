@@ -1,50 +1,14 @@
 package main
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 )
-
-func TestPluginSystemLoadsADirectory(t *testing.T) {
-	dir := t.TempDir()
-	// hostile, not hello: TestConfigValidateChecksModuleSchemas registers
-	// hello as a built-in, and a directory module may not repeat one.
-	if err := os.WriteFile(filepath.Join(dir, "hostile.wasm"), plugintest.Build(t, "../../hostapi/testdata/hostile"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	doc := docWith(t, `[{type: hostile, configuration: {do: ok}}]`)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r, err := newPluginSystem(context.Background(), plugintest.CacheDir(), dir, signal.Models{}, prometheus.NewRegistry(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Prepare(context.Background(), doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Validate(doc.Recipes[0].Decisions[0].Plugins[0]); err != nil {
-		t.Fatalf("the hostile binding does not validate: %v", err)
-	}
-	bad := doc.Recipes[0].Decisions[0].Plugins[0]
-	bad.Configuration = []byte(`["not an object"]`)
-	if err := r.Validate(bad); err == nil || !strings.Contains(err.Error(), "configuration") {
-		t.Fatalf("an array configuration validated: %v", err)
-	}
-	if _, err := newPluginSystem(context.Background(), "", t.TempDir(), signal.Models{}, prometheus.NewRegistry(), log); err == nil {
-		t.Fatal("an empty plugin directory was accepted")
-	}
-}
 
 func TestConfigValidateChecksModuleSchemas(t *testing.T) {
 	hostapi.RegisterBuiltin("hello", plugintest.Build(t, "../../hostapi/testdata/hello"))

@@ -13,6 +13,7 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/pluginsys"
 )
 
 func routeCmd(args []string, stdout, stderr io.Writer) error {
@@ -39,7 +40,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: moduleAware{plugin.NewNative()}, Models: models})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: plugin.NewNative()}, Models: models})
 	if err != nil {
 		return err
 	}

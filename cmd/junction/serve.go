@@ -24,6 +24,7 @@ import (
 	"github.com/junction-router/junction/internal/gateway"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -101,11 +102,11 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	cacheDir := *pluginCache
 	switch cacheDir {
 	case "":
-		cacheDir = defaultPluginCacheDir()
+		cacheDir = pluginsys.DefaultCacheDir()
 	case "off":
 		cacheDir = ""
 	}
-	plugins, err := newPluginSystem(ctx, cacheDir, *pluginDir, models, reg, log)
+	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: *pluginDir, Models: models, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package main
+package pluginsys
 
 import (
 	"crypto/sha256"
@@ -25,7 +25,7 @@ import (
 // maxModuleBytes bounds a plugin module file.
 const maxModuleBytes = 64 << 20
 
-// pluginRegistry is the registry serve loads modules from, holding only the
+// registry is the registry serve loads modules from, holding only the
 // plugin types doc's decisions reference:
 //
 //   - the modules of base (those registered into hostapi.Builtins, and those
@@ -40,8 +40,8 @@ const maxModuleBytes = 64 << 20
 // (and the built-ins are decompressed only when needed): a configuration
 // without plugins starts at once; the example configuration compiles five
 // modules, not eight. A configuration change that adds a plugin type loads
-// its module when it is activated (pluginSystem.Prepare).
-func pluginRegistry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Registry, error) {
+// its module when it is activated (System.Prepare).
+func registry(doc *recipes.Document, base *hostapi.Registry) (*hostapi.Registry, error) {
 	reg := &hostapi.Registry{}
 	used := referencedTypes(doc)
 	for _, typ := range base.Types() {
@@ -138,20 +138,20 @@ func readModuleFile(m *recipes.PluginModule) ([]byte, error) {
 	return wasm, nil
 }
 
-// moduleAware checks plugin references without loading modules (config
+// ModuleAware checks plugin references without loading modules (config
 // validate, route): a reference that names a module file is accepted here
 // (serve checks its sha256 and its configuration against the module's
 // schema when it loads it); the others go to v, and a built-in plugin's
 // configuration is also checked by that plugin's own configuration code
 // (the code its wasm guest runs, compiled natively here), so validating
 // costs no module compilation.
-type moduleAware struct{ v engine.PluginValidator }
+type ModuleAware struct{ V engine.PluginValidator }
 
-func (m moduleAware) Validate(ref recipes.PluginRef) error {
+func (m ModuleAware) Validate(ref recipes.PluginRef) error {
 	if ref.Module != nil {
 		return nil
 	}
-	if err := m.v.Validate(ref); err != nil {
+	if err := m.V.Validate(ref); err != nil {
 		return err
 	}
 	if check, ok := builtinConfigs[ref.Type]; ok {

@@ -1,4 +1,15 @@
-package main
+// Package pluginsys is the serve-side plugin system: it decides which plugin
+// modules a configuration needs (the built-ins of plugins/builtin, the modules
+// of a plugin directory, module files a recipe pins by sha256), loads them into
+// one hostapi.Host when a configuration that first needs them is activated,
+// and runs them for the gateway, ext_proc and the management API. System
+// implements the plugin stage's Runner, the response phase, the engine's
+// plugin validator and mgmt.PluginRuntime.
+//
+// What must not happen here: no listeners, no routing, no configuration
+// loading (the caller hands over documents), and no process-wide state: every
+// System owns its host and closes it.
+package pluginsys
 
 import (
 	"context"
@@ -22,7 +33,7 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// pluginSystem is serve's plugin runner across configuration changes. The
+// System is serve's plugin runner across configuration changes. The
 // host compiles a module in seconds, so only the plugin types a configuration
 // references are loaded, and they are loaded when a configuration that first
 // needs them is activated (Prepare, called by the compile step of every
@@ -32,7 +43,7 @@ import (
 // still on an older generation finds its plugins; requests always run on the
 // latest load. It implements plugin.Runner, the response phase, the engine's
 // validator and the management API's PluginRuntime.
-type pluginSystem struct {
+type System struct {
 	host   *hostapi.Host
 	base   *hostapi.Registry // hostapi.Builtins plus --plugin-dir
 	log    *slog.Logger
@@ -48,7 +59,29 @@ type pluginLoad struct {
 	types  map[string]bool
 }
 
-func newPluginSystem(ctx context.Context, cacheDir, pluginDir string, models signal.Models, reg prometheus.Registerer, log *slog.Logger) (*pluginSystem, error) {
+// Options configure a System.
+type Options struct {
+	// CacheDir keeps compiled modules across restarts; "" keeps them in
+	// memory only (DefaultCacheDir is the binary's default).
+	CacheDir string
+	// Dir, when set, holds third-party modules (*.wasm), each loaded under
+	// the type its descriptor names.
+	Dir string
+	// Models back the host functions that call model-backed signals.
+	Models signal.Models
+	// Registerer receives the host's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Logger receives load reports; nil discards them.
+	Logger *slog.Logger
+}
+
+// New starts a plugin host. No module is compiled until Prepare sees a
+// configuration that references one.
+func New(ctx context.Context, o Options) (*System, error) {
+	cacheDir, pluginDir, models, reg, log := o.CacheDir, o.Dir, o.Models, o.Registerer, o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	backends, _, _, err := wasm.EngineBackends(models)
 	if err != nil {
 		return nil, fmt.Errorf("plugin host backends: %w", err)
@@ -64,14 +97,14 @@ func newPluginSystem(ctx context.Context, cacheDir, pluginDir string, models sig
 			return nil, err
 		}
 	}
-	p := &pluginSystem{host: host, base: base, log: log}
+	p := &System{host: host, base: base, log: log}
 	p.cur.Store(&pluginLoad{runner: plugin.NewNative(), types: map[string]bool{}})
 	return p, nil
 }
 
 // Prepare loads the modules doc's plugin references need that are not
 // loaded yet, and warms an instance pool for each reference.
-func (p *pluginSystem) Prepare(ctx context.Context, doc *recipes.Document) error {
+func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.cur.Load()
@@ -85,7 +118,7 @@ func (p *pluginSystem) Prepare(ctx context.Context, doc *recipes.Document) error
 	}
 	if missing {
 		union := &recipes.Document{Recipes: append(slices.Clone(p.loaded), doc.Recipes...)}
-		reg, err := pluginRegistry(union, p.base)
+		reg, err := registry(union, p.base)
 		if err != nil {
 			return err
 		}
@@ -117,8 +150,8 @@ func (p *pluginSystem) Prepare(ctx context.Context, doc *recipes.Document) error
 }
 
 // hasModule reports whether typ is run by a module: a built-in, a
-// --plugin-dir module, or a module file a reference of doc names.
-func (p *pluginSystem) hasModule(typ string, doc *recipes.Document) bool {
+// plugin directory module, or a module file a reference of doc names.
+func (p *System) hasModule(typ string, doc *recipes.Document) bool {
 	if _, ok := p.base.Module(typ); ok || slices.Contains(builtin.Types(), typ) {
 		return true
 	}
@@ -134,34 +167,34 @@ func (p *pluginSystem) hasModule(typ string, doc *recipes.Document) bool {
 	return false
 }
 
-func (p *pluginSystem) runner() *plugin.Native { return p.cur.Load().runner }
+func (p *System) runner() *plugin.Native { return p.cur.Load().runner }
 
 // Request implements plugin.Runner.
-func (p *pluginSystem) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
+func (p *System) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
 	return p.runner().Request(ctx, refs, req)
 }
 
 // Validate checks a reference with the latest load (module schemas for
 // module types) and the built-in plugins' own configuration code.
-func (p *pluginSystem) Validate(ref recipes.PluginRef) error {
+func (p *System) Validate(ref recipes.PluginRef) error {
 	if ref.Module != nil {
 		return p.runner().Validate(ref)
 	}
-	return moduleAware{p.runner()}.Validate(ref)
+	return ModuleAware{p.runner()}.Validate(ref)
 }
 
 // HasResponsePhase and Response run the response phase (dataplane).
-func (p *pluginSystem) HasResponsePhase(refs []recipes.PluginRef) bool {
+func (p *System) HasResponsePhase(refs []recipes.PluginRef) bool {
 	return p.runner().HasResponsePhase(refs)
 }
 
-func (p *pluginSystem) Response(ctx context.Context, refs []recipes.PluginRef, resp *plugin.Response) (plugin.ResponseOutcome, error) {
+func (p *System) Response(ctx context.Context, refs []recipes.PluginRef, resp *plugin.Response) (plugin.ResponseOutcome, error) {
 	return p.runner().Response(ctx, refs, resp)
 }
 
 // Types implements mgmt.PluginRuntime: the built-in types (wasm), the
 // native stand-ins' types and any other loaded module type.
-func (p *pluginSystem) Types() []mgmt.PluginType {
+func (p *System) Types() []mgmt.PluginType {
 	seen := map[string]bool{}
 	var out []mgmt.PluginType
 	add := func(t, rt string) {
@@ -196,7 +229,7 @@ func (p *pluginSystem) Types() []mgmt.PluginType {
 // Preview implements mgmt.PluginRuntime: it loads the modules refs need (a
 // candidate configuration may name a type the serving configuration does
 // not use), then runs them in the request's mode.
-func (p *pluginSystem) Preview(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
+func (p *System) Preview(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
 	doc := &recipes.Document{Recipes: []recipes.Recipe{{Name: "preview", Decisions: []recipes.Decision{{Name: "preview", Plugins: refs}}}}}
 	if err := p.Prepare(ctx, doc); err != nil {
 		return plugin.Outcome{}, err
@@ -205,7 +238,7 @@ func (p *pluginSystem) Preview(ctx context.Context, refs []recipes.PluginRef, re
 }
 
 // Close frees the host and every load's instances.
-func (p *pluginSystem) Close() {
+func (p *System) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if m := p.cur.Load().mods; m != nil {
