@@ -9,12 +9,19 @@
 // whichever way it arrived, and its request-phase metrics are labelled the
 // same way.
 //
-// It also holds the small response-phase helpers both front ends need to
-// read an upstream answer the same way (usage, routing_metadata, SSE events).
+// The response half is shared the same way: a front end creates one
+// Exchange per request (exchange.go), which owns the request phase's
+// outcome, the protocol translation both ways (a Responses API request, a
+// Messages API backend; internal/translate), reading usage from the answer
+// (JSON or event stream), every metric of the request (tokens, cost,
+// latency, TTFT/TPOT, the decision's), and the response phase (a streamed
+// answer collected, the completed answer handed to the decision's plugins).
+// The gateway and ext_proc only move bytes between their wire and it.
 //
 // What must not live here: anything about a wire protocol (HTTP writers,
 // gRPC messages), connections, timeouts of the upstream call, or the answer
-// relay itself. It never calls a backend.
+// relay itself. It takes and gives bytes and values; it never calls a
+// backend.
 package dataplane
 
 import (

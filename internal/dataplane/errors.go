@@ -67,14 +67,18 @@ const fallbackErrorBody = `{"error":{"message":"internal error","type":"server_e
 
 // Body encodes e as the response body, with the trailing newline the
 // gateway has always written.
-func (e *Error) Body() []byte {
+func (e *Error) Body() []byte { return append(e.JSON(), '\n') }
+
+// JSON encodes e as the envelope alone, without a trailing newline: what a
+// data: event carries when a stream breaks off after its status line.
+func (e *Error) JSON() []byte {
 	b, err := json.Marshal(struct {
 		Error *Error `json:"error"`
 	}{e})
 	if err != nil {
 		b = []byte(fallbackErrorBody)
 	}
-	return append(b, '\n')
+	return b
 }
 
 // Answer is a complete response given without calling a backend: an error,

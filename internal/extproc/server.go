@@ -11,14 +11,22 @@
 // clear_route_cache), the backend's path, extra headers and credentials, and
 // the rewritten body; or it answers the request itself with an
 // ImmediateResponse (a security block, a plugin's answer, a bad request, the
-// model list). On the way back it reads the answer's status, usage and first
-// token (switching an event stream to STREAMED body mode with a mode
-// override), adds the routing headers and routing_metadata, and records the
-// spec's metrics.
+// model list). On the way back it feeds the answer's status and bytes
+// through the same per-request data plane as the gateway
+// (dataplane.Exchange: translation, usage, routing_metadata, metrics, the
+// response phase), switching an event stream to STREAMED body mode with a
+// mode override, and adds the routing headers.
+//
+// It is a wire adapter: exchange.go holds one stream's state, its timers and
+// accounting; request.go maps Envoy's request messages (body modes,
+// trailers, mutations, clear_route_cache, immediate responses) onto the
+// exchange; response.go does the same for the answer; replies.go builds the
+// messages sent back; headers.go reads and mutates header maps.
 //
 // What must not happen here: deciding a route (engine does), shaping a body
-// or an answer differently from the gateway (dataplane does), or holding
-// more than one request's body per stream.
+// or an answer, translating a protocol or recording a metric differently
+// from the gateway (dataplane does), or holding more than one request's body
+// per stream.
 package extproc
 
 import (

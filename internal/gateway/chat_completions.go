@@ -157,7 +157,7 @@ func (x *exchange) readBody() ([]byte, bool) {
 }
 
 // fail answers e after routing, with the routing headers, counting reason.
-func (x *exchange) fail(rt *dataplane.Routing, reason string, e *apiError) {
+func (x *exchange) fail(rt *dataplane.Routing, reason string, e *dataplane.Error) {
 	x.error(reason)
 	rt.Processing = time.Since(x.start)
 	rt.SetClientHeaders(x.w.Header())

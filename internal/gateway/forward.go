@@ -120,11 +120,11 @@ func (x *exchange) upstreamFailed(rt *dataplane.Routing, c *upstreamCall, err er
 	x.s.ups.health.Failure(c.key)
 	where := dataplane.DisplayURL(c.target)
 	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
-		x.fail(rt, metrics.ReasonTimeout, newError(http.StatusGatewayTimeout, typeUpstreamTimeout,
+		x.fail(rt, metrics.ReasonTimeout, dataplane.NewError(http.StatusGatewayTimeout, dataplane.TypeUpstreamTimeout,
 			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, c.timeout)))
 		return
 	}
-	x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+	x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
 		fmt.Sprintf("upstream for model %q at %s is unreachable: %v", c.model.Name, where, unwrapURLError(err))))
 }
 
@@ -192,7 +192,7 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 	}
 	if len(body) > maxUpstreamBody {
 		x.s.ups.health.Failure(c.key)
-		x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+		x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
 			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, dataplane.DisplayURL(c.target), maxUpstreamBody)))
 		return
 	}
@@ -201,7 +201,7 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		translated, err := translate.AnthropicToChat(body, time.Now().Unix())
 		if err != nil {
 			x.s.ups.health.Failure(c.key)
-			x.fail(rt, metrics.ReasonUpstream5xx, newError(http.StatusBadGateway, typeUpstream,
+			x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
 				fmt.Sprintf("upstream for model %q at %s answered something that is not a Messages API answer: %v", c.model.Name, dataplane.DisplayURL(c.target), err)))
 			return
 		}

@@ -126,7 +126,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		}
 		x.noResponseStore()
 	default:
-		writeError(x.w, notFound(r))
+		writeError(x.w, dataplane.NotFound(r.Method, r.URL.Path))
 	}
 }
 
@@ -179,7 +179,7 @@ func (x *exchange) allow(methods ...string) bool {
 	}
 	allow := strings.Join(methods, ", ")
 	x.w.Header().Set("Allow", allow)
-	writeError(x.w, methodNotAllowed(x.r, allow))
+	writeError(x.w, dataplane.MethodNotAllowed(x.r.Method, x.r.URL.Path, allow))
 	return false
 }
 
@@ -193,8 +193,8 @@ func (x *exchange) authorized() bool {
 	}
 	got, ok := bearer(x.r.Header.Get("Authorization"))
 	if !ok {
-		writeError(x.w, newError(http.StatusUnauthorized, typeAuthentication,
-			"missing API key: send it as 'Authorization: Bearer <key>'").withCode("invalid_api_key"))
+		writeError(x.w, dataplane.NewError(http.StatusUnauthorized, dataplane.TypeAuthentication,
+			"missing API key: send it as 'Authorization: Bearer <key>'").WithCode("invalid_api_key"))
 		return false
 	}
 	match := 0
@@ -202,8 +202,8 @@ func (x *exchange) authorized() bool {
 		match |= subtle.ConstantTimeCompare([]byte(got), []byte(k))
 	}
 	if match != 1 {
-		writeError(x.w, newError(http.StatusUnauthorized, typeAuthentication,
-			"incorrect API key provided").withCode("invalid_api_key"))
+		writeError(x.w, dataplane.NewError(http.StatusUnauthorized, dataplane.TypeAuthentication,
+			"incorrect API key provided").WithCode("invalid_api_key"))
 		return false
 	}
 	return true
@@ -236,7 +236,7 @@ func (x *exchange) recover() {
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	x.error(metrics.ReasonUnknown)
 	if !x.w.wroteHeader {
-		writeError(x.w, newError(http.StatusInternalServerError, typeServer,
+		writeError(x.w, dataplane.NewError(http.StatusInternalServerError, dataplane.TypeServer,
 			"internal error while handling the request (request id "+x.id+")"))
 	}
 }

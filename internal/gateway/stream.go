@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -154,18 +153,16 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 	}
 	x.s.ups.health.Failure(c.key)
 	where := dataplane.DisplayURL(c.target)
-	e := newError(http.StatusBadGateway, typeUpstream,
+	e := dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
 		fmt.Sprintf("stream from upstream for model %q at %s broke off: %v", c.model.Name, where, err))
 	reason := metrics.ReasonUpstream5xx
 	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
 		reason = metrics.ReasonTimeout
-		e = newError(http.StatusGatewayTimeout, typeUpstreamTimeout,
+		e = dataplane.NewError(http.StatusGatewayTimeout, dataplane.TypeUpstreamTimeout,
 			fmt.Sprintf("stream from upstream for model %q at %s sent nothing for %s", c.model.Name, where, c.timeout))
 	}
 	x.error(reason)
-	b, _ := json.Marshal(struct {
-		Error *apiError `json:"error"`
-	}{e})
+	b := e.JSON()
 	// openai clients turn a data event with an "error" member into an error.
 	_, _ = fmt.Fprintf(x.w, "data: %s\n\n", b)
 	x.w.Flush()

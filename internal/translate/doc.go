@@ -3,9 +3,12 @@
 // Responses-style requests; backends speak OpenAI chat completions or the
 // Anthropic Messages API.
 //
-// One file per protocol pair, named <in>_<out>.go after the direction the
-// request travels (openai_anthropic.go: an OpenAI chat request to an
-// Anthropic-style backend, and its answers back), each with its test.
+// One file per protocol pair and direction, named <in>_<out>.go after what
+// is read and what is written, each with its test: openai_anthropic.go (a
+// chat request for a Messages API backend), anthropic_openai.go (its
+// answers, errors and event streams back as chat completions),
+// responses_openai.go (a Responses API request as a chat request) and
+// openai_responses.go (chat answers and chunk streams back as a response).
 //
 // Translators are pure functions of the bytes they are given (and, for
 // streams, of the events seen so far): they do no I/O and make no routing
