@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bytes"
@@ -14,12 +14,12 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// nativeAPI builds the native API listener of doc (global.services.native_api)
+// NativeAPI builds the native API listener of doc (global.services.native_api)
 // over the running deployments: its handler and address, or a nil handler
 // when it is not enabled. Keys are read from their sources now; a missing
 // one is an error naming its path, so the listener never opens without the
 // keys it was configured with.
-func nativeAPI(doc *recipes.Document, deps *deploymentSet) (http.Handler, string, error) {
+func NativeAPI(doc *recipes.Document, deps *Set) (http.Handler, string, error) {
 	n := doc.Global.Services.NativeAPI
 	if n == nil || !n.Enabled {
 		return nil, "", nil
@@ -64,9 +64,9 @@ func nativeAPI(doc *recipes.Document, deps *deploymentSet) (http.Handler, string
 	return h, n.Addr(), nil
 }
 
-// nativeAPIGuard refuses a configuration whose native API differs from the
+// NativeAPIGuard refuses a configuration whose native API differs from the
 // one serve started with: its listener opens at start-up.
-func nativeAPIGuard(started *recipes.Document) func(*recipes.Document) error {
+func NativeAPIGuard(started *recipes.Document) func(*recipes.Document) error {
 	key := func(doc *recipes.Document) []byte {
 		var n *recipes.NativeAPI
 		if doc != nil {
