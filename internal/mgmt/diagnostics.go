@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"sort"
@@ -478,5 +477,3 @@ func modelErr(what string, err error) error {
 	}
 	return newErr(http.StatusInternalServerError, CodeClassificationError, "%s failed: %v", what, err)
 }
-
-var _ = fmt.Sprintf
