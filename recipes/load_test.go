@@ -238,7 +238,7 @@ func TestBuiltinLoads(t *testing.T) {
 	r := &doc.Recipes[0]
 	s := r.Signals
 	for _, kind := range Kinds {
-		if len(signalNames(&s, kind)) == 0 {
+		if len(s.Names(kind)) == 0 {
 			t.Errorf("builtin has no %s signal", kind)
 		}
 	}
