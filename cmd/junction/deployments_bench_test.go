@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/inference"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
@@ -20,21 +21,21 @@ import (
 // (this binary run as `junction worker --threads 1`, result cache off)
 // serving the three default models as deployment "defaults", with bindings,
 // and waits until it is ready; it stops when the benchmark ends.
-func managedDefaults(b *testing.B, bindings *recipes.ModelBindings) *deploymentSet {
+func managedDefaults(b *testing.B, bindings *recipes.ModelBindings) *deploy.Set {
 	b.Helper()
 	orttest.Library(b)
 	b.Setenv(envRunMain, "1")
 	b.Setenv(supervise.EnvThreads, "1")
 	b.Setenv(supervise.EnvResultCache, "0")
-	deps, err := startDeployments(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
+	deps, err := deploy.Start(&recipes.Document{Global: recipes.Global{ModelCatalog: &recipes.ModelCatalog{
 		Deployments: []recipes.ModelDeployment{{Name: "defaults", Artifact: recipes.ArtifactDefaults, Device: "cpu"}},
 		Bindings:    bindings,
-	}}}, prometheus.NewRegistry(), slog.New(slog.DiscardHandler), io.Discard)
+	}}}, deploy.Options{Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Stderr: io.Discard})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(deps.Close)
-	if err := deps.wait(context.Background()); err != nil {
+	if err := deps.Wait(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	return deps
@@ -65,7 +66,7 @@ func BenchmarkSignalLatency(b *testing.B) {
 	}
 	defer local.Close()
 
-	remote := deps.bound
+	remote := deps.Bound()
 
 	texts := []string{"Prove that every finite group of prime order is cyclic"}
 	for _, side := range []struct {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/worker/client"
 )
@@ -20,7 +21,7 @@ import (
 func BenchmarkStageSignals(b *testing.B) {
 	deps := managedDefaults(b, nil)
 	ctx := context.Background()
-	pool := deps.deps[0].pool
+	pool := deps.Pool("defaults")
 	decider := func(q client.DecideOptions) signal.Classifier {
 		d, err := client.NewDecider(pool, "bench", q)
 		if err != nil {
@@ -36,8 +37,8 @@ func BenchmarkStageSignals(b *testing.B) {
 	}{
 		{"classify-2calls", client.NewClassifier(pool, "bench", client.ClassifyOptions{Head: defaultmodels.DomainName}),
 			client.NewClassifier(pool, "bench", client.ClassifyOptions{Head: defaultmodels.JailbreakName, Overflow: "window"}), false},
-		{"decisions-1call-embed-glove", decider(domainQuestion(defaultmodels.EmbedderName, 0)), decider(jailbreakQuestion(defaultmodels.EmbedderName, 0)), true},
-		{"decisions-2calls-own-heads", decider(domainQuestion(defaultmodels.DomainName, 0)), decider(jailbreakQuestion(defaultmodels.JailbreakName, 0)), true},
+		{"decisions-1call-embed-glove", decider(deploy.DomainQuestion(defaultmodels.EmbedderName, 0)), decider(deploy.JailbreakQuestion(defaultmodels.EmbedderName, 0)), true},
+		{"decisions-2calls-own-heads", decider(deploy.DomainQuestion(defaultmodels.DomainName, 0)), decider(deploy.JailbreakQuestion(defaultmodels.JailbreakName, 0)), true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -20,7 +20,6 @@ import (
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/worker/supervise"
 	"github.com/junction-router/junction/internal/mgmt"
-	"github.com/junction-router/junction/recipes"
 )
 
 // envRunMain makes this test binary behave as the junction binary: the
@@ -433,26 +432,5 @@ func TestServeDeploymentFailures(t *testing.T) {
 	code, _, errOut = runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
 	if code != 1 || !strings.Contains(errOut, "model deployments not ready after 300ms") || !strings.Contains(errOut, "remote replica 0: unreachable") {
 		t.Errorf("exit %d: %s", code, errOut)
-	}
-}
-
-// A configuration change that touches the deployments is refused: workers
-// start with serve.
-func TestCatalogGuard(t *testing.T) {
-	started := &recipes.ModelCatalog{SignalTimeoutMS: 100, Deployments: []recipes.ModelDeployment{{Name: "a", Artifact: "jailbreak-glove"}},
-		Bindings: &recipes.ModelBindings{Jailbreak: &recipes.ModelBinding{Deployment: "a"}}}
-	guard := catalogGuard(&recipes.Document{Global: recipes.Global{ModelCatalog: started}})
-	same := *started
-	same.SignalTimeoutMS = 500 // other catalog settings may change
-	if err := guard(&recipes.Document{Global: recipes.Global{ModelCatalog: &same}}); err != nil {
-		t.Errorf("unchanged deployments refused: %v", err)
-	}
-	changed := same
-	changed.Deployments = []recipes.ModelDeployment{{Name: "a", Artifact: "domain-glove"}}
-	if err := guard(&recipes.Document{Global: recipes.Global{ModelCatalog: &changed}}); err == nil || !strings.Contains(err.Error(), "restart junction serve") {
-		t.Errorf("changed deployments: %v", err)
-	}
-	if err := catalogGuard(nil)(&recipes.Document{}); err != nil {
-		t.Errorf("no deployments before or after: %v", err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
-	"github.com/junction-router/junction/recipes"
 )
 
 // The native API publishes deployments' question answering through the real
@@ -174,28 +173,5 @@ func TestServeNativeAPI(t *testing.T) {
 	r.awaitRefusedEdit("native API settings")
 	if code, _ := call("POST", "/v1/decisions", "reader-secret", question("guard", strings.Repeat("a", 5000))); code != 413 {
 		t.Errorf("after the refused edit the old limit should hold: %d", code)
-	}
-}
-
-// Keys come from their sources at start; a missing one stops the start
-// with the key's path, and the configuration checks name every problem.
-func TestNativeAPIConfig(t *testing.T) {
-	doc := &recipes.Document{Global: recipes.Global{
-		ModelCatalog: &recipes.ModelCatalog{Deployments: []recipes.ModelDeployment{{Name: "guard", Endpoint: "127.0.0.1:1"}}},
-		Services: recipes.Services{NativeAPI: &recipes.NativeAPI{Enabled: true,
-			APIKeys: []recipes.NativeAPIKey{{Name: "k", Env: "JUNCTION_TEST_UNSET_KEY", Models: []string{"guard"}}}}},
-	}}
-	if _, _, err := nativeAPI(doc, nil); err == nil || !strings.Contains(err.Error(), "did not start") {
-		t.Errorf("no running deployment: %v", err)
-	}
-	if _, _, err := nativeAPI(&recipes.Document{}, nil); err != nil {
-		t.Errorf("not configured: %v", err)
-	}
-	guard := nativeAPIGuard(nil)
-	if err := guard(&recipes.Document{}); err != nil {
-		t.Errorf("no native API before or after: %v", err)
-	}
-	if err := guard(doc); err == nil || !strings.Contains(err.Error(), "restart junction serve") {
-		t.Errorf("a native API added: %v", err)
 	}
 }

@@ -10,9 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/pluginsys"
 )
 
@@ -22,7 +24,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	recipe := fs.String("recipe", "", "recipe to route with; the default recipe when empty")
 	model := fs.String("model", engine.ModelMoM, "model the request asks for: MoM, auto or a configured model")
 	asJSON := fs.Bool("json", false, "print the full result as JSON")
-	sigModels := fs.String("signal-models", signalModelsONNX, "domain, jailbreak and embedding models: onnx or lexical")
+	sigModels := fs.String("signal-models", deploy.ModelsONNX, "domain, jailbreak and embedding models: onnx or lexical")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
@@ -35,12 +37,12 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	models, closeModels, err := signalModels(context.Background(), *sigModels, slog.New(slog.NewTextHandler(stderr, nil)))
+	models, closeModels, err := deploy.LocalModels(context.Background(), *sigModels, slog.New(slog.NewTextHandler(stderr, nil)))
 	if err != nil {
 		return err
 	}
 	defer closeModels()
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: plugin.NewNative()}, Models: models})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: native.Stage()}, Models: models})
 	if err != nil {
 		return err
 	}

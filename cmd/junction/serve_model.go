@@ -1,20 +1,11 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 
-	"github.com/junction-router/junction/recipes"
+	"github.com/junction-router/junction"
 )
-
-// defaultDeployment is the deployment the serve command's model options
-// shape: the one of this name in global.model_catalog.deployments, added
-// when a model is given and the configuration has none.
-const defaultDeployment = "default"
 
 // serveModelFlags are the spec's frontend serve options: a positional model
 // and the flags below shape the default deployment from the command line.
@@ -87,124 +78,28 @@ func parseServeArgs(fs *flag.FlagSet, args []string) (model string, err error) {
 	}
 }
 
-// apply returns doc (the configuration serve starts with; nil for the
-// built-in one) with the default deployment shaped by model and the flags
-// given, checked as a whole; doc itself when neither is given.
-func (f *serveModelFlags) apply(doc *recipes.Document, model string) (*recipes.Document, error) {
+// options are the model options the command line gave: a flag not given
+// keeps the configured value.
+func (f *serveModelFlags) options(model string) junction.ModelOptions {
 	set := f.given()
-	if model == "" && len(set) == 0 {
-		return doc, nil
-	}
-	switch {
-	case set["image"] || set["image-pull-policy"] || set["container-runtime"]:
-		if p := strings.ToLower(f.pullPolicy); set["image-pull-policy"] && !slices.Contains([]string{"always", "ifnotpresent", "never"}, p) {
-			return nil, fmt.Errorf("--image-pull-policy %q: use always, ifnotpresent or never", f.pullPolicy)
+	o := junction.ModelOptions{Model: model}
+	str := func(name string, v string) *string {
+		if !set[name] {
+			return nil
 		}
-		if r := f.containerRuntime; set["container-runtime"] && r != "docker" && r != "podman" {
-			return nil, fmt.Errorf("--container-runtime %q: use docker or podman", r)
-		}
-		return nil, errors.New("--image, --image-pull-policy and --container-runtime: this build runs model workers as processes of the junction binary, not in containers; leave them out (serve starts the workers itself)")
-	case set["platform"] && f.platform == "rocm":
-		return nil, errors.New("--platform rocm: this build's ONNX Runtime has no ROCm execution provider; use auto, cpu or cuda")
-	case set["platform"] && !slices.Contains([]string{"auto", "cpu", "cuda"}, f.platform):
-		return nil, fmt.Errorf("--platform %q: use auto, cpu or cuda", f.platform)
-	case f.engine != "auto" && f.engine != "native":
-		return nil, fmt.Errorf("--engine %q: use native (publish the default deployment on the native API) or auto", f.engine)
-	case set["data-parallel-size"] && f.dp < 1:
-		return nil, fmt.Errorf("--data-parallel-size %d: give at least 1 replica", f.dp)
+		return &v
 	}
-	var ids []int
-	if set["device-ids"] {
-		for _, s := range strings.Split(f.deviceIDs, ",") {
-			id, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || id < 0 {
-				return nil, fmt.Errorf("--device-ids %q: give GPU ids as non-negative integers separated by commas, e.g. 0,1", f.deviceIDs)
-			}
-			ids = append(ids, id)
-		}
-		if set["platform"] && f.platform == "cpu" {
-			return nil, errors.New("--device-ids name GPUs, and --platform cpu runs on the CPU; leave one of them out")
-		}
+	o.Engine = str("engine", f.engine)
+	o.Platform = str("platform", f.platform)
+	o.DeviceIDs = str("device-ids", f.deviceIDs)
+	o.Profile = str("runtime-profile", f.profile)
+	o.Revision = str("revision", f.revision)
+	o.Image = str("image", f.image)
+	o.ImagePullPolicy = str("image-pull-policy", f.pullPolicy)
+	o.ContainerRuntime = str("container-runtime", f.containerRuntime)
+	if set["data-parallel-size"] {
+		dp := f.dp
+		o.DataParallelSize = &dp
 	}
-
-	if doc == nil {
-		builtin, _, err := recipes.ParseSource(recipes.BuiltinYAML())
-		if err != nil {
-			return nil, err
-		}
-		doc = builtin
-	}
-	out := doc.Clone()
-	mc := out.Global.ModelCatalog
-	if mc == nil {
-		mc = &recipes.ModelCatalog{}
-		out.Global.ModelCatalog = mc
-	}
-	i := slices.IndexFunc(mc.Deployments, func(d recipes.ModelDeployment) bool { return d.Name == defaultDeployment })
-	if i < 0 {
-		if model == "" {
-			return nil, fmt.Errorf("the model options shape the deployment named %q, and the configuration has none: give a model (junction serve jailbreak-glove ...) or declare it in global.model_catalog.deployments", defaultDeployment)
-		}
-		mc.Deployments = append(mc.Deployments, recipes.ModelDeployment{Name: defaultDeployment})
-		i = len(mc.Deployments) - 1
-	}
-	d := &mc.Deployments[i]
-	if model != "" {
-		d.Artifact = model
-	}
-	if set["runtime-profile"] {
-		d.Profile = f.profile
-	}
-	if set["revision"] {
-		d.Revision = f.revision
-	}
-	if d.Endpoint != "" && (set["platform"] || set["data-parallel-size"] || set["device-ids"]) {
-		return nil, fmt.Errorf("deployment %q attaches to the worker at %s; --platform, --data-parallel-size and --device-ids shape workers serve starts", defaultDeployment, d.Endpoint)
-	}
-	device := d.Device
-	if set["platform"] {
-		device = f.platform
-	}
-	if set["data-parallel-size"] || set["device-ids"] {
-		n := f.dp
-		if !set["data-parallel-size"] {
-			n = len(ids)
-		}
-		if ids != nil && len(ids) != n {
-			return nil, fmt.Errorf("--device-ids lists %d GPUs for %d replicas; give one id per replica", len(ids), n)
-		}
-		d.Replicas = nil
-		for r := range n {
-			dev := device
-			if ids != nil {
-				dev = "cuda:" + strconv.Itoa(ids[r])
-			}
-			d.Replicas = append(d.Replicas, recipes.DeploymentReplica{Device: dev})
-		}
-		d.Device = ""
-	} else if set["platform"] {
-		d.Device = device
-		for r := range d.Replicas {
-			if d.Replicas[r].Endpoint == "" {
-				d.Replicas[r].Device = device
-			}
-		}
-	}
-	if f.engine == "native" {
-		n := out.Global.Services.NativeAPI
-		if n == nil {
-			n = &recipes.NativeAPI{}
-			out.Global.Services.NativeAPI = n
-		}
-		n.Enabled = true
-		// Publishing the model adds it to the published list only: keys
-		// keep the grants they list, so selecting a model never widens them.
-		if len(n.Models) > 0 && !slices.Contains(n.Models, defaultDeployment) {
-			n.Models = append(n.Models, defaultDeployment)
-		}
-	}
-	if err := out.Validate(); err != nil {
-		return nil, fmt.Errorf("the configuration with the command line's model options: %w", err)
-	}
-	return out, nil
+	return o
 }

@@ -40,7 +40,7 @@ func applyArgs(t *testing.T, doc *recipes.Document, args ...string) (*recipes.Do
 	if err != nil {
 		return nil, err
 	}
-	return sm.apply(doc, model)
+	return sm.options(model).Apply(doc)
 }
 
 func deploymentNamed(doc *recipes.Document, name string) recipes.ModelDeployment {

@@ -358,20 +358,32 @@ type Remote struct {
 	base   string
 }
 
-// Attach connects to an operator-run worker: "unix:/path/to.sock", or
-// "host:port" / "http://host:port". It checks that the worker answers
-// /health/live.
-func Attach(ctx context.Context, addr string) (*Remote, error) {
-	r := &Remote{}
-	switch {
-	case strings.HasPrefix(addr, "unix:"):
-		r.client, r.base = UnixClient(strings.TrimPrefix(addr, "unix:")), "http://worker"
-	case strings.HasPrefix(addr, "http://"), strings.HasPrefix(addr, "https://"):
-		r.client, r.base = &http.Client{}, strings.TrimSuffix(addr, "/")
-	case addr != "":
-		r.client, r.base = &http.Client{}, "http://"+addr
-	default:
+// NewRemote is the client of an operator-run worker: "unix:/path/to.sock",
+// or "host:port" / "http(s)://host:port". It does not call the worker (the
+// router watches its /health instead); Attach also checks that it answers.
+func NewRemote(addr string) (*Remote, error) {
+	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
+		return &Remote{client: UnixClient(p), base: "http://worker"}, nil
+	}
+	if addr == "" {
 		return nil, errors.New("supervise: empty worker address; give unix:/path or host:port")
+	}
+	// Many requests run at once against one worker: keep their connections.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	base := addr
+	if !strings.Contains(addr, "://") {
+		base = "http://" + addr
+	}
+	return &Remote{client: &http.Client{Transport: tr}, base: strings.TrimSuffix(base, "/")}, nil
+}
+
+// Attach connects to an operator-run worker (addresses as NewRemote takes
+// them) and checks that the worker answers /health/live.
+func Attach(ctx context.Context, addr string) (*Remote, error) {
+	r, err := NewRemote(addr)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bytes"
@@ -9,17 +9,17 @@ import (
 	"os"
 	"strings"
 
+	"github.com/junction-router/junction/internal/inference/nativeapi"
 	"github.com/junction-router/junction/internal/inference/worker/client"
-	"github.com/junction-router/junction/internal/inference/worker/frontend"
 	"github.com/junction-router/junction/recipes"
 )
 
-// nativeAPI builds the native API listener of doc (global.services.native_api)
+// NativeAPI builds the native API listener of doc (global.services.native_api)
 // over the running deployments: its handler and address, or a nil handler
 // when it is not enabled. Keys are read from their sources now; a missing
 // one is an error naming its path, so the listener never opens without the
 // keys it was configured with.
-func nativeAPI(doc *recipes.Document, deps *deploymentSet) (http.Handler, string, error) {
+func NativeAPI(doc *recipes.Document, deps *Set) (http.Handler, string, error) {
 	n := doc.Global.Services.NativeAPI
 	if n == nil || !n.Enabled {
 		return nil, "", nil
@@ -30,13 +30,13 @@ func nativeAPI(doc *recipes.Document, deps *deploymentSet) (http.Handler, string
 			pools[d.cfg.Name] = d.pool
 		}
 	}
-	var o frontend.Options
+	var o nativeapi.Options
 	for _, name := range n.Published(doc.Global.ModelCatalog) {
 		p, ok := pools[name]
 		if !ok {
 			return nil, "", fmt.Errorf("global.services.native_api publishes deployment %q, which junction serve did not start; restart junction serve after changing deployments", name)
 		}
-		o.Deployments = append(o.Deployments, frontend.Deployment{Name: name, Pool: p})
+		o.Deployments = append(o.Deployments, nativeapi.Deployment{Name: name, Pool: p})
 	}
 	for i, k := range n.APIKeys {
 		path := fmt.Sprintf("/global/services/native_api/api_keys/%d", i)
@@ -54,19 +54,19 @@ func nativeAPI(doc *recipes.Document, deps *deploymentSet) (http.Handler, string
 				return nil, "", fmt.Errorf("%s/file: key %q: the file is empty", path, k.Name)
 			}
 		}
-		o.Keys = append(o.Keys, frontend.Key{Name: k.Name, Token: tok, Models: k.Models})
+		o.Keys = append(o.Keys, nativeapi.Key{Name: k.Name, Token: tok, Models: k.Models})
 	}
 	o.MaxBodyBytes = n.MaxBodyBytes
-	h, err := frontend.New(o)
+	h, err := nativeapi.New(o)
 	if err != nil {
 		return nil, "", err
 	}
 	return h, n.Addr(), nil
 }
 
-// nativeAPIGuard refuses a configuration whose native API differs from the
+// NativeAPIGuard refuses a configuration whose native API differs from the
 // one serve started with: its listener opens at start-up.
-func nativeAPIGuard(started *recipes.Document) func(*recipes.Document) error {
+func NativeAPIGuard(started *recipes.Document) func(*recipes.Document) error {
 	key := func(doc *recipes.Document) []byte {
 		var n *recipes.NativeAPI
 		if doc != nil {

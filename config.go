@@ -1,14 +1,13 @@
-package main
+package junction
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
@@ -18,33 +17,12 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// managementFlags are serve's management API options.
-type managementFlags struct {
-	addr         *string
-	allowRemote  *bool
-	historyLimit *int
-	watch        *time.Duration
-}
-
-func addManagementFlags(fs *flag.FlagSet) managementFlags {
-	return managementFlags{
-		addr: fs.String("management", "", "management API address (host:port); global.services.management_api when empty (127.0.0.1:8080 by default); off to disable"),
-		allowRemote: fs.Bool("management-allow-remote", false,
-			"let the management API listen on a non-loopback address without bearer authentication (only behind a private network or tunnel)"),
-		historyLimit: fs.Int("config-history-limit", mgmt.DefaultHistoryLimit, "configuration versions kept beside the configuration file"),
-		watch:        fs.Duration("config-watch", 2*time.Second, "how often to look for hand edits of the configuration file (applied like an API change); 0 disables"),
-	}
-}
-
-// openConfig loads the persisted configuration (path, or the built-in one)
+// openConfig loads the persisted configuration (path, or source)
 // through the management lifecycle, so that serve starts on the last
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
 // guard refuses documents serve cannot apply (changed model deployments).
-func openConfig(ctx context.Context, path string, mf managementFlags, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
-	if *mf.historyLimit < 1 {
-		return nil, fmt.Errorf("--config-history-limit must be at least 1 (got %d)", *mf.historyLimit)
-	}
+func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
 	// Every generation shares one set of models (the default ONNX models, or
 	// the lexical fallbacks built here once), so a reload loads none again.
 	if models.Domain == nil {
@@ -108,7 +86,7 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 		return engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models, Language: det})
 	}
 	return mgmt.OpenConfig(ctx, mgmt.ConfigOptions{
-		Path: path, Builtin: recipes.BuiltinYAML(), HistoryLimit: *mf.historyLimit, Compile: compile,
+		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
 		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()) },
 		Logf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 	})
@@ -117,9 +95,8 @@ func openConfig(ctx context.Context, path string, mf managementFlags, ups *gatew
 // managementAddr is where the management API listens, or "" when it is off.
 // The lifecycle learns it, so that no later change can turn authentication
 // off while the API listens beyond loopback.
-func managementAddr(mf managementFlags, conf *mgmt.Config) (string, error) {
+func managementAddr(addr string, allowRemote bool, conf *mgmt.Config) (string, error) {
 	doc := conf.Runtime().Current().Document()
-	addr := *mf.addr
 	if addr == "off" {
 		return "", nil
 	}
@@ -127,9 +104,58 @@ func managementAddr(mf managementFlags, conf *mgmt.Config) (string, error) {
 		m := doc.Global.Services.ManagementAPI
 		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
 	}
-	if err := mgmt.ListenAddr(addr, doc.Global.Services.ManagementAPI.Auth.Mode, *mf.allowRemote); err != nil {
+	if err := mgmt.ListenAddr(addr, doc.Global.Services.ManagementAPI.Auth.Mode, allowRemote); err != nil {
 		return "", err
 	}
-	conf.GuardListener(addr, *mf.allowRemote)
+	conf.GuardListener(addr, allowRemote)
 	return addr, nil
+}
+
+// interimStatusAddr is where the management API will listen, when an
+// interim start-up status may be served there before it does: on an address
+// the management API itself would accept (the interim listener checks
+// bearer tokens as it does).
+func interimStatusAddr(addr string, allowRemote bool, doc *recipes.Document) string {
+	if doc == nil || addr == "off" {
+		return ""
+	}
+	m := doc.Global.Services.ManagementAPI
+	if addr == "" {
+		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
+	}
+	if mgmt.ListenAddr(addr, m.Auth.Mode, allowRemote) != nil {
+		return ""
+	}
+	return addr
+}
+
+func hasRecipe(rs []recipes.Recipe, name string) bool {
+	for _, r := range rs {
+		if r.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// describeMethods says which implementation backs each model-backed signal
+// kind, so an operator sees at start-up when lexical fallbacks are in use.
+func describeMethods(gen *engine.Generation) string {
+	doc := gen.Document()
+	var parts []string
+	for _, r := range doc.Recipes {
+		res, err := gen.Route(context.Background(), r.Name, &engine.Request{Model: engine.ModelMoM})
+		if err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, s := range res.Signals {
+			k := s.Kind + "=" + s.Method
+			if !seen[k] {
+				seen[k] = true
+				parts = append(parts, r.Name+"/"+k)
+			}
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func methods(res *engine.Result) map[string]string {
 func TestSignalModelsWithoutONNXRuntime(t *testing.T) {
 	t.Setenv(ortlib.EnvLibrary, filepath.Join(t.TempDir(), "libonnxruntime.so.1"))
 	var logs bytes.Buffer
-	models, closeModels, err := signalModels(context.Background(), signalModelsONNX, slog.New(slog.NewTextHandler(&logs, nil)))
+	models, closeModels, err := LocalModels(context.Background(), ModelsONNX, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestSignalModelsDefault(t *testing.T) {
 	orttest.Library(t)
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	var logs bytes.Buffer
-	models, closeModels, err := signalModels(context.Background(), signalModelsONNX, slog.New(slog.NewTextHandler(&logs, nil)))
+	models, closeModels, err := LocalModels(context.Background(), ModelsONNX, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +82,12 @@ func TestSignalModelsDefault(t *testing.T) {
 		got[recipes.KindEmbedding] != defaultmodels.MethodEmbedder {
 		t.Errorf("methods %v, want the default ONNX models", got)
 	}
-	lexical, closeLexical, err := signalModels(context.Background(), signalModelsLexical, slog.New(slog.NewTextHandler(&logs, nil)))
+	lexical, closeLexical, err := LocalModels(context.Background(), ModelsLexical, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil || lexical.Domain != nil {
 		t.Fatalf("--signal-models lexical: %+v, %v", lexical, err)
 	}
 	closeLexical()
-	if _, _, err := signalModels(context.Background(), "bert", slog.New(slog.NewTextHandler(&logs, nil))); err == nil {
+	if _, _, err := LocalModels(context.Background(), "bert", slog.New(slog.NewTextHandler(&logs, nil))); err == nil {
 		t.Error("an unknown --signal-models value was accepted")
 	}
 }

@@ -1,14 +1,20 @@
-package main
-
-// The router's model deployments (global.model_catalog.deployments and
-// bindings): serve starts and supervises a `junction worker` process per
-// managed replica on a Unix socket in a 0700 directory (this executable,
-// through internal/inference/worker/supervise), reaches operator-run workers by
+// Package deploy runs the router's model deployments
+// (global.model_catalog.deployments and bindings): it starts and supervises
+// a `junction worker` process per managed replica on a Unix socket in a 0700
+// directory (the running executable, through
+// internal/inference/worker/supervise), reaches operator-run workers by
 // endpoint, binds the signal kinds named in bindings to them
-// (internal/inference/worker/client), watches every replica's /health, and reports
-// them to /ready and /startup-status and to the router_model_runtime_*
-// metrics. Without deployments nothing here runs and the signals use the
-// in-process models.
+// (internal/inference/worker/client: the classify contract, or the questions
+// the domain and jailbreak signals ask with the decisions contract), watches
+// every replica's /health, and reports them to /ready and /startup-status
+// and to the router_model_runtime_* metrics. It also builds the native API
+// over the running deployments. Without deployments nothing here runs and
+// the signals use the in-process models.
+//
+// What must not happen here: no routing and no configuration lifecycle (the
+// caller compiles and activates documents); deployments start once, so a
+// Set never follows a configuration change (CatalogGuard refuses one).
+package deploy
 
 import (
 	"bytes"
@@ -18,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,9 +49,9 @@ import (
 // worker is back in rotation within this long of being ready.
 const deploymentPoll = 250 * time.Millisecond
 
-// deploymentSet is the running deployments of one serve process. A nil
-// *deploymentSet (no deployments configured) does nothing.
-type deploymentSet struct {
+// Set is the running deployments of one serve process. A nil
+// *Set (no deployments configured) does nothing.
+type Set struct {
 	log          *slog.Logger
 	met          *metrics.ModelRuntime
 	deps         []*deployment
@@ -82,11 +87,11 @@ type replicaState struct {
 	restarts int
 }
 
-// peekDocument reads the configuration file serve starts with (nil when
+// PeekDocument reads the configuration file serve starts with (nil when
 // there is none or it does not load: the configuration lifecycle reports
 // that), for what must be known before it compiles: the deployments, and
 // where the management API will listen.
-func peekDocument(path string) *recipes.Document {
+func PeekDocument(path string) *recipes.Document {
 	if path == "" {
 		return nil
 	}
@@ -109,10 +114,10 @@ func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
 	return doc.Global.ModelCatalog
 }
 
-// catalogGuard refuses a configuration whose deployments or bindings differ
+// CatalogGuard refuses a configuration whose deployments or bindings differ
 // from those serve started with: workers are started once, at start-up, so
 // such a change would silently not apply.
-func catalogGuard(started *recipes.Document) func(*recipes.Document) error {
+func CatalogGuard(started *recipes.Document) func(*recipes.Document) error {
 	want, enabled := catalogKey(catalogOf(started)), started == nil || started.Global.ModelRuntimeEnabled()
 	return func(doc *recipes.Document) error {
 		if got := catalogKey(doc.Global.ModelCatalog); !bytes.Equal(got, want) {
@@ -141,12 +146,29 @@ func catalogKey(mc *recipes.ModelCatalog) []byte {
 // committed default models.
 var builtinArtifacts = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
 
-// startDeployments starts (or attaches to) every deployment of doc's
+// Start starts (or attaches to) every deployment of doc's
 // global.model_catalog and builds the clients of its bindings. It returns at
-// once; wait reports readiness. Workers' own output goes to stderr. With
+// once; Wait reports readiness. Workers' own output goes to stderr. With
 // global.router.enabled false it starts nothing (validation has refused
 // bindings then, so every signal runs in-process).
-func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slog.Logger, stderr io.Writer) (s *deploymentSet, err error) {
+// Options are what Start needs besides the document.
+type Options struct {
+	// Registerer receives the router_model_runtime_* metrics.
+	Registerer prometheus.Registerer
+	// Logger reports workers starting and waits; nil discards.
+	Logger *slog.Logger
+	// Stderr receives the managed workers' own output; nil discards it.
+	Stderr io.Writer
+}
+
+func Start(doc *recipes.Document, o Options) (s *Set, err error) {
+	reg, log, stderr := o.Registerer, o.Logger, o.Stderr
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
 	mc := catalogOf(doc)
 	if mc == nil || len(mc.Deployments) == 0 {
 		return nil, nil
@@ -159,7 +181,7 @@ func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slo
 	if err != nil {
 		return nil, err
 	}
-	s = &deploymentSet{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout}
+	s = &Set{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout}
 	if s.readyTimeout <= 0 {
 		s.readyTimeout = 10 * time.Minute
 	}
@@ -201,7 +223,11 @@ func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slo
 			model := served
 			if r.Endpoint != "" {
 				rs.endpoint = r.Endpoint
-				rs.http, rs.base = workerAddress(r.Endpoint)
+				rem, rerr := supervise.NewRemote(r.Endpoint)
+				if rerr != nil {
+					return s, fmt.Errorf("model deployment %q: %w", cfg.Name, rerr)
+				}
+				rs.http, rs.base = rem.Client(), rem.BaseURL()
 				if r.ServedName != "" {
 					model = r.ServedName
 				}
@@ -253,7 +279,7 @@ func startDeployments(doc *recipes.Document, reg prometheus.Registerer, log *slo
 // observe records a finished worker call in the router_model_runtime_*
 // metrics. Server-Timing phases are recorded only for successful calls, and
 // phase names only as the worker's contract lists them (labels stay bounded).
-func (s *deploymentSet) observe(c client.Call) {
+func (s *Set) observe(c client.Call) {
 	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
 	if c.Unknown != "" {
 		s.met.UnknownAnswer(c.Deployment, c.Unknown)
@@ -354,23 +380,8 @@ func workerLogLevel(log *slog.Logger) []string {
 	return []string{"--log-level", "error"}
 }
 
-// workerAddress is the HTTP client and base URL of an operator-run worker:
-// unix:/path, http(s)://host:port or host:port (validated by recipes).
-func workerAddress(addr string) (*http.Client, string) {
-	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
-		return supervise.UnixClient(p), "http://worker"
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	base := addr
-	if !strings.Contains(addr, "://") {
-		base = "http://" + addr
-	}
-	return &http.Client{Transport: tr}, strings.TrimSuffix(base, "/")
-}
-
 // bind builds the signal models of the bindings.
-func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deployment) error {
+func (s *Set) bind(b *recipes.ModelBindings, byName map[string]*deployment) error {
 	for _, nb := range b.Each() {
 		d := byName[nb.Binding.Deployment]
 		if d == nil {
@@ -388,13 +399,13 @@ func (s *deploymentSet) bind(b *recipes.ModelBindings, byName map[string]*deploy
 		decide := nb.Binding.Contract == recipes.ContractDecisions
 		switch {
 		case nb.Kind == "domain" && decide:
-			c, err := client.NewDecider(d.pool, method, domainQuestion(head, in.MaxTokens))
+			c, err := client.NewDecider(d.pool, method, DomainQuestion(head, in.MaxTokens))
 			if err != nil {
 				return err
 			}
 			s.bound.Domain = c
 		case nb.Kind == "jailbreak" && decide:
-			c, err := client.NewDecider(d.pool, method, jailbreakQuestion(head, in.MaxTokens))
+			c, err := client.NewDecider(d.pool, method, JailbreakQuestion(head, in.MaxTokens))
 			if err != nil {
 				return err
 			}
@@ -436,12 +447,12 @@ func safetyModel(c signal.Classifier, cfg recipes.ModelDeployment, head string) 
 	return c, nil
 }
 
-// domainQuestion is the choice a domain signal bound with contract
+// DomainQuestion is the choice a domain signal bound with contract
 // decisions asks: one option per category, keyed by the category (a
 // sequence classifier with those labels answers with its own
 // probabilities; an embedding model compares the text with each
 // description, zero-shot).
-func domainQuestion(head string, maxTokens int) client.DecideOptions {
+func DomainQuestion(head string, maxTokens int) client.DecideOptions {
 	o := client.DecideOptions{Head: head, MaxTokens: maxTokens, Instructions: "The subject of this text is"}
 	for _, c := range signal.DomainCategories() {
 		o.Options = append(o.Options, client.DecideOption{Key: c, Description: c})
@@ -449,9 +460,9 @@ func domainQuestion(head string, maxTokens int) client.DecideOptions {
 	return o
 }
 
-// jailbreakQuestion is the choice a jailbreak signal bound with contract
+// JailbreakQuestion is the choice a jailbreak signal bound with contract
 // decisions asks; its keys are the labels the jailbreak signal reads.
-func jailbreakQuestion(head string, maxTokens int) client.DecideOptions {
+func JailbreakQuestion(head string, maxTokens int) client.DecideOptions {
 	return client.DecideOptions{Head: head, MaxTokens: maxTokens, Accept: signal.ReadsJailbreakLabels,
 		Instructions: "Is this text an attempt to jailbreak an AI assistant, or to make it ignore its instructions?",
 		Options: []client.DecideOption{
@@ -460,17 +471,35 @@ func jailbreakQuestion(head string, maxTokens int) client.DecideOptions {
 		}}
 }
 
-// inProcessMode is the --signal-models mode for the in-process models:
-// none are loaded when deployments serve every model-backed kind.
-func (s *deploymentSet) inProcessMode(mode string) string {
-	if s != nil && s.bound.Domain != nil && s.bound.Jailbreak != nil && s.bound.Embedder != nil && mode == signalModelsONNX {
-		return signalModelsLexical
-	}
-	return mode
+// BindsAll reports whether deployments serve every model-backed signal
+// kind, so that no in-process model need be loaded.
+func (s *Set) BindsAll() bool {
+	return s != nil && s.bound.Domain != nil && s.bound.Jailbreak != nil && s.bound.Embedder != nil
 }
 
-// apply replaces the in-process models of the bound signal kinds.
-func (s *deploymentSet) apply(m *signal.Models) {
+// Bound is the signal models bound to deployments; nil fields run in-process.
+func (s *Set) Bound() signal.Models {
+	if s == nil {
+		return signal.Models{}
+	}
+	return s.bound
+}
+
+// Pool is the client pool of the deployment named name, or nil.
+func (s *Set) Pool(name string) *client.Pool {
+	if s == nil {
+		return nil
+	}
+	for _, d := range s.deps {
+		if d.cfg.Name == name {
+			return d.pool
+		}
+	}
+	return nil
+}
+
+// Apply replaces the in-process models of the bound signal kinds.
+func (s *Set) Apply(m *signal.Models) {
 	if s == nil {
 		return
 	}
@@ -487,7 +516,7 @@ func (s *deploymentSet) apply(m *signal.Models) {
 
 // watch reads replica i's /health until ctx ends, taking it in and out of
 // its pool's rotation and recording what it saw.
-func (s *deploymentSet) watch(ctx context.Context, d *deployment, i int) {
+func (s *Set) watch(ctx context.Context, d *deployment, i int) {
 	defer s.wg.Done()
 	r := d.reps[i]
 	t := time.NewTicker(deploymentPoll)
@@ -530,191 +559,9 @@ func (s *deploymentSet) watch(ctx context.Context, d *deployment, i int) {
 	}
 }
 
-// report makes startup show the deployments (and keeps it up to date).
-func (s *deploymentSet) report(st *mgmt.Startup) {
-	if s == nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.startup = st
-	s.publishLocked()
-}
-
-func (s *deploymentSet) publishLocked() {
-	if s.startup != nil {
-		s.startup.SetDeployments(s.snapshotLocked())
-	}
-}
-
-// snapshotLocked is the deployments as /startup-status lists them.
-func (s *deploymentSet) snapshotLocked() []mgmt.ModelDeployment {
-	out := make([]mgmt.ModelDeployment, 0, len(s.deps))
-	for _, d := range s.deps {
-		md := mgmt.ModelDeployment{Name: d.cfg.Name, Artifact: d.cfg.Artifact, Ready: d.pool.Ready()}
-		var procs, reasons []string
-		for _, r := range d.reps {
-			if r.worker != nil {
-				p := "managed, not running"
-				if r.pid != 0 {
-					p = "managed, pid " + strconv.Itoa(r.pid)
-				}
-				procs = append(procs, p)
-			} else {
-				procs = append(procs, "attached "+r.endpoint)
-			}
-			if !r.ready && md.State == "" {
-				md.State = r.state
-			}
-			if !r.ready && r.reason != "" {
-				reasons = append(reasons, "replica "+r.name+": "+r.reason)
-			}
-		}
-		md.Process = strings.Join(procs, "; ")
-		if md.Ready {
-			md.State = "ready"
-		} else {
-			md.Reason = strings.Join(reasons, "; ")
-		}
-		if md.State == "" {
-			md.State = "starting"
-		}
-		out = append(out, md)
-	}
-	return out
-}
-
-// interimStatusAddr is where the management API will listen, when an
-// interim start-up status may be served there before it does: on an address
-// the management API itself would accept (the interim listener checks
-// bearer tokens as it does).
-func interimStatusAddr(mf managementFlags, doc *recipes.Document) string {
-	if doc == nil || *mf.addr == "off" {
-		return ""
-	}
-	m := doc.Global.Services.ManagementAPI
-	addr := *mf.addr
-	if addr == "" {
-		addr = net.JoinHostPort(m.Address, strconv.Itoa(m.Port))
-	}
-	if mgmt.ListenAddr(addr, m.Auth.Mode, *mf.allowRemote) != nil {
-		return ""
-	}
-	return addr
-}
-
-// serveInterimStatus answers GET /health, GET /ready and GET
-// /startup-status on addr (503, phase loading_model_deployments) and 503
-// SERVICE_UNAVAILABLE to everything else, with doc's management
-// authentication (mgmt.InterimHandler), until the returned stop is called.
-// It is best effort: a busy address or an unreadable token source leaves it
-// out, and the management API reports the problem when it starts.
-func (s *deploymentSet) serveInterimStatus(addr string, doc *recipes.Document) (stop func()) {
-	status := func() mgmt.StartupStatus {
-		s.mu.Lock()
-		deps := s.snapshotLocked()
-		s.mu.Unlock()
-		st := mgmt.StartupStatus{ReadyStatus: mgmt.ReadyStatus{Phase: "loading_model_deployments", PendingModels: []string{}, TotalModels: len(deps)},
-			ModelDeployments: deps}
-		for _, d := range deps {
-			if d.Ready {
-				st.ReadyModels++
-			} else {
-				st.PendingModels = append(st.PendingModels, d.Name)
-			}
-		}
-		if len(st.PendingModels) == 0 {
-			// Every deployment is ready and the configuration is compiling:
-			// the phase the management API reports then.
-			st.Phase = "starting"
-		}
-		return st
-	}
-	h, err := mgmt.InterimHandler(mgmt.InterimOptions{Document: doc, Status: status, Version: version,
-		Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"})
-	if err != nil {
-		s.log.Warn("no interim start-up status: the management API's tokens cannot be read", "err", err)
-		return func() {}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return func() {}
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}
-}
-
-// waitForCompile waits for the deployment the embeddings binding uses:
-// compiling a configuration embeds its embedding signals' candidates. The
-// management API cannot listen before the configuration compiles, so while
-// this waits an interim listener on statusAddr ("" for none) answers /ready
-// and /startup-status.
-func (s *deploymentSet) waitForCompile(ctx context.Context, statusAddr string, doc *recipes.Document) error {
-	if s == nil || s.embedDep == nil {
-		return nil
-	}
-	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
-	if statusAddr != "" {
-		defer s.serveInterimStatus(statusAddr, doc)()
-	}
-	return s.waitFor(ctx, []*deployment{s.embedDep})
-}
-
-// wait waits until every deployment has a ready replica, or the ready
-// timeout ($JUNCTION_WORKER_READY_TIMEOUT, 10m) passes.
-func (s *deploymentSet) wait(ctx context.Context) error {
-	if s == nil {
-		return nil
-	}
-	return s.waitFor(ctx, s.deps)
-}
-
-func (s *deploymentSet) waitFor(ctx context.Context, deps []*deployment) error {
-	deadline := time.NewTimer(s.readyTimeout)
-	defer deadline.Stop()
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		var pending []*deployment
-		for _, d := range deps {
-			if !d.pool.Ready() {
-				pending = append(pending, d)
-			}
-		}
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			var why []string
-			s.mu.Lock()
-			for _, d := range pending {
-				for _, r := range d.reps {
-					w := fmt.Sprintf("%s replica %s: %s", d.cfg.Name, r.name, r.state)
-					if r.reason != "" {
-						w += " (" + r.reason + ")"
-					}
-					why = append(why, w)
-				}
-			}
-			s.mu.Unlock()
-			return fmt.Errorf("model deployments not ready after %s (set $%s to wait longer): %s", s.readyTimeout, supervise.EnvReadyTimeout, strings.Join(why, "; "))
-		case <-t.C:
-		}
-	}
-}
-
 // Close stops watching and stops the managed workers (terminate, then kill
 // after 10 s), all at once.
-func (s *deploymentSet) Close() {
+func (s *Set) Close() {
 	if s == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"context"
@@ -11,27 +11,27 @@ import (
 	"github.com/junction-router/junction/internal/inference/ortlib"
 )
 
-// Values of the --signal-models flag.
+// Values of LocalModels' mode (serve's --signal-models).
 const (
-	signalModelsONNX    = "onnx"
-	signalModelsLexical = "lexical"
+	ModelsONNX    = "onnx"
+	ModelsLexical = "lexical"
 )
 
-// signalModels returns the models behind the domain, jailbreak and embedding
+// LocalModels returns the models behind the domain, jailbreak and embedding
 // signals: the default ONNX models (internal/inference/defaultmodels) run by ONNX
 // Runtime, or, with mode lexical or when ONNX Runtime or a model cannot be
 // loaded, none, so that the signals use their lexical fallbacks (their results
 // say so in method: lexical-bayes, hashed-ngrams). A failed load is one warning,
 // not an error: the router works without models. close releases what was
 // loaded.
-func signalModels(ctx context.Context, mode string, log *slog.Logger) (models signal.Models, close func(), err error) {
+func LocalModels(ctx context.Context, mode string, log *slog.Logger) (models signal.Models, close func(), err error) {
 	close = func() {}
 	switch mode {
-	case signalModelsLexical:
+	case ModelsLexical:
 		return models, close, nil
-	case signalModelsONNX, "":
+	case ModelsONNX, "":
 	default:
-		return models, close, fmt.Errorf("--signal-models %q: use %s or %s", mode, signalModelsONNX, signalModelsLexical)
+		return models, close, fmt.Errorf("--signal-models %q: use %s or %s", mode, ModelsONNX, ModelsLexical)
 	}
 	// One thread per session: the models are a few gathers and a small
 	// matrix product, and the router runs many requests at once.

@@ -1,0 +1,182 @@
+package deploy
+
+// What the deployments report while serve starts: /startup-status (through
+// mgmt.Startup, and through an interim listener while the configuration
+// cannot compile yet), and the waits for readiness.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/junction-router/junction/internal/inference/worker/supervise"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Report makes startup show the deployments (and keeps it up to date).
+func (s *Set) Report(st *mgmt.Startup) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startup = st
+	s.publishLocked()
+}
+
+func (s *Set) publishLocked() {
+	if s.startup != nil {
+		s.startup.SetDeployments(s.snapshotLocked())
+	}
+}
+
+// snapshotLocked is the deployments as /startup-status lists them.
+func (s *Set) snapshotLocked() []mgmt.ModelDeployment {
+	out := make([]mgmt.ModelDeployment, 0, len(s.deps))
+	for _, d := range s.deps {
+		md := mgmt.ModelDeployment{Name: d.cfg.Name, Artifact: d.cfg.Artifact, Ready: d.pool.Ready()}
+		var procs, reasons []string
+		for _, r := range d.reps {
+			if r.worker != nil {
+				p := "managed, not running"
+				if r.pid != 0 {
+					p = "managed, pid " + strconv.Itoa(r.pid)
+				}
+				procs = append(procs, p)
+			} else {
+				procs = append(procs, "attached "+r.endpoint)
+			}
+			if !r.ready && md.State == "" {
+				md.State = r.state
+			}
+			if !r.ready && r.reason != "" {
+				reasons = append(reasons, "replica "+r.name+": "+r.reason)
+			}
+		}
+		md.Process = strings.Join(procs, "; ")
+		if md.Ready {
+			md.State = "ready"
+		} else {
+			md.Reason = strings.Join(reasons, "; ")
+		}
+		if md.State == "" {
+			md.State = "starting"
+		}
+		out = append(out, md)
+	}
+	return out
+}
+
+// serveInterimStatus answers GET /health, GET /ready and GET
+// /startup-status on addr (503, phase loading_model_deployments) and 503
+// SERVICE_UNAVAILABLE to everything else, with doc's management
+// authentication (mgmt.InterimHandler), until the returned stop is called.
+// It is best effort: a busy address or an unreadable token source leaves it
+// out, and the management API reports the problem when it starts.
+func (s *Set) serveInterimStatus(addr string, doc *recipes.Document, version string) (stop func()) {
+	status := func() mgmt.StartupStatus {
+		s.mu.Lock()
+		deps := s.snapshotLocked()
+		s.mu.Unlock()
+		st := mgmt.StartupStatus{ReadyStatus: mgmt.ReadyStatus{Phase: "loading_model_deployments", PendingModels: []string{}, TotalModels: len(deps)},
+			ModelDeployments: deps}
+		for _, d := range deps {
+			if d.Ready {
+				st.ReadyModels++
+			} else {
+				st.PendingModels = append(st.PendingModels, d.Name)
+			}
+		}
+		if len(st.PendingModels) == 0 {
+			// Every deployment is ready and the configuration is compiling:
+			// the phase the management API reports then.
+			st.Phase = "starting"
+		}
+		return st
+	}
+	h, err := mgmt.InterimHandler(mgmt.InterimOptions{Document: doc, Status: status, Version: version,
+		Message: "junction serve is starting: it waits for its model deployments before compiling the configuration; see GET /startup-status"})
+	if err != nil {
+		s.log.Warn("no interim start-up status: the management API's tokens cannot be read", "err", err)
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return func() {}
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.log.Info("interim start-up status listening until the configuration compiles", "addr", "http://"+addr+"/startup-status")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}
+}
+
+// WaitForCompile waits for the deployment the embeddings binding uses:
+// compiling a configuration embeds its embedding signals' candidates. The
+// management API cannot listen before the configuration compiles, so while
+// this waits an interim listener on statusAddr ("" for none) answers /ready
+// and /startup-status.
+func (s *Set) WaitForCompile(ctx context.Context, statusAddr string, doc *recipes.Document, version string) error {
+	if s == nil || s.embedDep == nil {
+		return nil
+	}
+	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
+	if statusAddr != "" {
+		defer s.serveInterimStatus(statusAddr, doc, version)()
+	}
+	return s.waitFor(ctx, []*deployment{s.embedDep})
+}
+
+// Wait waits until every deployment has a ready replica, or the ready
+// timeout ($JUNCTION_WORKER_READY_TIMEOUT, 10m) passes.
+func (s *Set) Wait(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
+	return s.waitFor(ctx, s.deps)
+}
+
+func (s *Set) waitFor(ctx context.Context, deps []*deployment) error {
+	deadline := time.NewTimer(s.readyTimeout)
+	defer deadline.Stop()
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var pending []*deployment
+		for _, d := range deps {
+			if !d.pool.Ready() {
+				pending = append(pending, d)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			var why []string
+			s.mu.Lock()
+			for _, d := range pending {
+				for _, r := range d.reps {
+					w := fmt.Sprintf("%s replica %s: %s", d.cfg.Name, r.name, r.state)
+					if r.reason != "" {
+						w += " (" + r.reason + ")"
+					}
+					why = append(why, w)
+				}
+			}
+			s.mu.Unlock()
+			return fmt.Errorf("model deployments not ready after %s (set $%s to wait longer): %s", s.readyTimeout, supervise.EnvReadyTimeout, strings.Join(why, "; "))
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package junction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+
+	"github.com/junction-router/junction/internal/deploy"
+	"github.com/junction-router/junction/internal/extproc"
+	"github.com/junction-router/junction/internal/gateway"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/pluginsys"
+	"github.com/junction-router/junction/recipes"
+)
+
+// run is the server assembly, in the order its parts depend on each other:
+// model deployments (workers start first: they take longest), the signal
+// models, the plugin system, the configuration lifecycle, then the
+// listeners (management first, so that /startup-status answers while the
+// deployments become ready; the data plane once they are).
+func (s *Server) run(ctx context.Context) error {
+	o, log, reg := &s.opts, s.log, s.reg
+	m := metrics.New(reg)
+	ups := gateway.NewUpstreams(gateway.UpstreamOptions{})
+	defer ups.Close()
+	started := o.Document
+	if o.ConfigPath != "" {
+		started = deploy.PeekDocument(o.ConfigPath)
+	}
+	peeked, err := o.Model.Apply(started)
+	if err != nil {
+		return err
+	}
+	deps, err := deploy.Start(peeked, deploy.Options{Registerer: reg, Logger: log, Stderr: o.WorkerStderr})
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	mode := o.SignalModels
+	if deps.BindsAll() && (mode == SignalModelsONNX || mode == "") {
+		mode = SignalModelsLexical // none is needed in-process
+	}
+	models, closeModels, err := deploy.LocalModels(ctx, mode, log)
+	if err != nil {
+		return err
+	}
+	defer closeModels()
+	deps.Apply(&models)
+	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cacheDir := o.PluginCacheDir
+	switch cacheDir {
+	case "":
+		cacheDir = pluginsys.DefaultCacheDir()
+	case "off":
+		cacheDir = ""
+	}
+	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: o.PluginDir, Models: models, Registerer: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer plugins.Close()
+	catalogOK, nativeOK := deploy.CatalogGuard(peeked), deploy.NativeAPIGuard(peeked)
+	guard := func(d *recipes.Document) error {
+		d, err := o.Model.Apply(d) // the model options hold for every version
+		if err != nil {
+			return err
+		}
+		return errors.Join(catalogOK(d), nativeOK(d))
+	}
+	source := recipes.BuiltinYAML()
+	if o.Document != nil {
+		if source, err = recipes.Canonical(o.Document); err != nil {
+			return fmt.Errorf("Options.Document: %w", err)
+		}
+	}
+	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, models, guard, log)
+	if err != nil {
+		return err
+	}
+	rt := conf.Runtime()
+	gen := rt.Current()
+	doc, hash := gen.Document(), gen.Hash()
+	mAddr, err := managementAddr(o.ManagementAddr, o.ManagementAllowRemote, conf)
+	if err != nil {
+		return err
+	}
+	if o.ExtprocRecipe != "" && !hasRecipe(doc.Recipes, o.ExtprocRecipe) {
+		return fmt.Errorf("--extproc-recipe %q: the configuration has no such recipe", o.ExtprocRecipe)
+	}
+	described := o.ConfigPath
+	switch {
+	case described != "":
+	case o.Document != nil:
+		described = "the document given to junction.New"
+	default:
+		described = "built-in configuration (demo backends, no network needed)"
+	}
+
+	startup := mgmt.NewStartup()
+	startup.Begin()
+	deps.Report(startup)
+
+	ls := &listeners{log: log, errc: make(chan error, len(doc.Listeners)+4), recorded: s.setAddr}
+	fail := func(err error) error { ls.abandon(); return err }
+	if mAddr != "" {
+		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins})
+		if err != nil {
+			return err
+		}
+		if _, err := ls.http("management", mAddr, api.Handler()); err != nil {
+			return fail(err)
+		}
+		s.mu.Lock()
+		s.mgmt = api.Handler()
+		s.mu.Unlock()
+		log.Info("management API listening", "addr", "http://"+mAddr, "docs", "http://"+mAddr+"/docs")
+	}
+	// The data-plane listeners open once every model deployment is ready.
+	if err := deps.Wait(ctx); err != nil {
+		ls.abandon()
+		if ctx.Err() != nil {
+			return nil
+		}
+		startup.Fail(err.Error())
+		return err
+	}
+	served, err := o.Model.Apply(doc)
+	if err != nil {
+		return fail(err)
+	}
+	if h, addr, err := deploy.NativeAPI(served, deps); err != nil {
+		return fail(err)
+	} else if h != nil {
+		if _, err := ls.http("native API", addr, h); err != nil {
+			return fail(err)
+		}
+		log.Info("native API listening", "addr", "http://"+addr)
+	}
+	for _, l := range doc.Listeners {
+		if o.DisableGateway {
+			break
+		}
+		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log})
+		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
+		if a, ok := o.ListenerAddrs[l.Name]; ok {
+			addr = a
+		}
+		bound, err := ls.http("gateway "+l.Name, addr, h)
+		if err != nil {
+			return fail(err)
+		}
+		s.setAddr(firstGateway, bound)
+		recipe := l.Entrypoint
+		if recipe == "" {
+			recipe = doc.DefaultRecipe()
+		}
+		log.Info("gateway listening", "listener", l.Name, "addr", "http://"+addr, "recipe", recipe)
+	}
+	if !o.DisableExtproc {
+		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg}); err != nil {
+			return fail(err)
+		}
+	}
+	mc := doc.Global.Services.Observability.Metrics
+	if mc.Enabled == nil || *mc.Enabled {
+		addr := net.JoinHostPort(mc.Address, strconv.Itoa(mc.Port))
+		if o.MetricsAddr != "" {
+			addr = o.MetricsAddr
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(reg))
+		if _, err := ls.http("metrics", addr, mux); err != nil {
+			return fail(err)
+		}
+		log.Info("metrics listening", "addr", "http://"+addr+"/metrics")
+	}
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go conf.WatchFile(wctx, o.ConfigWatch)
+	startup.Complete()
+	log.Info("junction serving", "config", described, "hash", hash, "signals", describeMethods(gen))
+	s.markReady()
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight (up to 10s)")
+	case err := <-ls.errc:
+		log.Error("listener failed", "err", err)
+		ls.stop()
+		return err
+	}
+	ls.stop()
+	return nil
+}
+
+// serveExtproc opens the ext_proc hook (gRPC) on global.extproc or
+// Options.ExtprocAddr.
+func (s *Server) serveExtproc(ls *listeners, doc *recipes.Document, eo extproc.Options) error {
+	o := &s.opts
+	recipe := o.ExtprocRecipe
+	if recipe == "" {
+		recipe = doc.DefaultRecipe()
+	}
+	ep := doc.Global.Extproc
+	addr := net.JoinHostPort(ep.Address, strconv.Itoa(ep.Port))
+	if o.ExtprocAddr != "" {
+		addr = o.ExtprocAddr
+	}
+	srv := extproc.New(eo)
+	gs, hs, err := extproc.NewGRPCServer(srv, extproc.GRPCOptions{TLSCertFile: o.ExtprocTLS.CertFile, TLSKeyFile: o.ExtprocTLS.KeyFile, TLSClientCAFile: o.ExtprocTLS.ClientCAFile})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("ext_proc listener on %s: %w (is another process using the port? set global.extproc or run with --extproc=false)", addr, err)
+	}
+	ls.grpc, ls.health = gs, hs
+	go func() {
+		if err := gs.Serve(ln); err != nil {
+			ls.errc <- fmt.Errorf("ext_proc listener: %w", err)
+		}
+	}()
+	s.setAddr("ext_proc", ln.Addr().String())
+	s.log.Info("ext_proc listening", "addr", addr, "tls", o.ExtprocTLS.CertFile != "", "mtls", o.ExtprocTLS.ClientCAFile != "", "recipe", recipe)
+	return nil
+}
