@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-slim run run-example test vet fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
+.PHONY: all build build-slim run run-example test vet lint tidy-check fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
 
 all: build
 
@@ -33,39 +33,41 @@ run-example: build
 	trap "kill $$p1 $$p2 $$p3 2>/dev/null" EXIT INT TERM; \
 	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
 
-## test: vet, formatting and the whole suite under the race detector (fuzz targets run their seed corpus)
-test: vet fmt-check
-	@# wazero compiles ~20x slower under -race: run the plugin host tests once without it first, which
-	@# compiles the test plugin modules into the shared cache (see docs/plugins.md)
-	$(GO) test -count=1 ./hostapi/... ./internal/plugin/wasm/
-	$(GO) test -race -count=1 ./...
-	# Plugin modules in the wasm host (built-ins, junction plugin): wazero compiles a Go module in
-	# seconds natively but about thirty under -race, so these run without it.
-	$(GO) test -count=1 ./plugins/builtin/
-	$(GO) test -count=1 -run 'TestServeBuiltinWasmPlugins|TestServeLoadsModulesOnActivation|TestPluginCommands|TestPluginPreviewBuiltin|TestExamplePlugins' ./cmd/junction/
-	$(GO) test -count=1 -run 'TestStreamedAnswerIsCached|TestIncompleteStreamsAreNotCached|TestHugeStreamSkipsResponsePhase|TestBypassedStreamIsNotCached' ./internal/gateway/ ./internal/extproc/
-	$(GO) test -count=1 -run 'TestPIISpansReachPlugins|TestPluginPreviewPII' ./internal/gateway/ ./cmd/junction/
+## test: vet, formatting, go.mod tidiness, then every package twice: without the race detector and
+##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore
+test: fmt-check tidy-check vet
+	@# Tests that cannot run under -race select themselves: their files say //go:build !race (wazero compiles a
+	@# module about twenty times slower under it). The plain run also compiles the test plugin modules into the
+	@# shared wazero cache (see docs/plugins.md), which the race run then reuses.
+	@set -e; before=$$(git status --porcelain 2>/dev/null || true); \
+	echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
+	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; \
+	after=$$(git status --porcelain 2>/dev/null || true); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "the tests changed the working tree (commit generated files or ignore them); git status before:"; \
+		echo "$$before"; echo "and after:"; echo "$$after"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
 	$(GO) build -tags nolingua -o /dev/null ./cmd/junction # the slim build keeps building
 
+## lint: staticcheck, pinned (go run fetches it through the module proxy once, then uses the module cache)
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
+
+## tidy-check: go.mod and go.sum are what `go mod tidy` makes them
+tidy-check:
+	$(GO) mod tidy -diff
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-## fuzz: run each fuzz target for FUZZTIME (default 30s)
+## fuzz: run every fuzz target (found by .ci/fuzz, not listed) for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run=^$$ -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./recipes/
-	$(GO) test -run=^$$ -fuzz=FuzzChatParse -fuzztime=$(FUZZTIME) ./internal/chat/
-	$(GO) test -run=^$$ -fuzz=FuzzGateway -fuzztime=$(FUZZTIME) ./internal/gateway/
-	$(GO) test -run=^$$ -fuzz=FuzzEventScanner -fuzztime=$(FUZZTIME) ./internal/dataplane/
-	$(GO) test -run=^$$ -fuzz=FuzzMessageSequences -fuzztime=$(FUZZTIME) ./internal/extproc/
-	$(GO) test -run=^$$ -fuzz=FuzzRequests -fuzztime=$(FUZZTIME) ./internal/inference/worker/
-	$(GO) test -run=^$$ -fuzz=FuzzClassifyBody -fuzztime=$(FUZZTIME) ./internal/inference/worker/
-	$(GO) test -run=^$$ -fuzz=FuzzTokens -fuzztime=$(FUZZTIME) ./internal/inference/tokenizer/
-	$(GO) test -run=^$$ -fuzz=FuzzScanner -fuzztime=$(FUZZTIME) ./plugins/internal/chatmsg/
+	GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz
 
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
@@ -90,7 +92,7 @@ bench: build
 	$(GO) test -run=^$$ -bench=HandlerClassify -benchmem -count=5 ./internal/inference/worker/
 	$(GO) test -run=^$$ -bench=RoundTrip -benchtime=3000x -count=5 ./internal/h1/
 	$(GO) test -run=^$$ -bench=ClassifierOwnWork -benchmem -count=5 ./internal/inference/worker/client/
-	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./internal/inference/worker/frontend/
+	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./internal/inference/nativeapi/
 	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./internal/inference/
 
 ## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/

@@ -6,10 +6,10 @@ import (
 	"sync"
 )
 
-// Registry maps plugin types to the modules that implement them. Packages
-// holding plugin modules register them (the built-in plugins register into
-// Builtins from an init function, the way Caddy modules register themselves);
-// the engine loads what is registered when it starts.
+// Registry maps plugin types to the modules that implement them. It is a
+// value its owner fills (plugins/builtin.Registry makes one holding the
+// built-in modules; serve adds --plugin-dir and recipe module files); there is
+// no process-wide registry.
 type Registry struct {
 	mu   sync.RWMutex
 	mods map[string]Entry
@@ -71,19 +71,3 @@ func (r *Registry) Module(typ string) (Entry, bool) {
 	e, ok := r.mods[typ]
 	return e, ok
 }
-
-// builtins holds the modules compiled into the binary.
-var builtins Registry
-
-// RegisterBuiltin registers a module compiled into the binary (call it from
-// an init function of the package that embeds the module); it is trusted
-// (see Host.LoadTrusted). It panics on a duplicate type, which is a
-// programming error.
-func RegisterBuiltin(typ string, wasm []byte) {
-	if err := builtins.RegisterTrusted(typ, wasm); err != nil {
-		panic(err)
-	}
-}
-
-// Builtins is the registry of modules compiled into the binary.
-func Builtins() *Registry { return &builtins }

@@ -262,9 +262,7 @@ func yamlProblems(err error) []Problem {
 				// 0-based line number.
 				p.Line++
 			}
-			if strings.Contains(text, "already set in map") {
-				text = strings.Replace(text, "already set in map", "appears twice in the same mapping", 1)
-			}
+			text = strings.Replace(text, "already set in map", "appears twice in the same mapping", 1)
 			p.Message = fmt.Sprintf("YAML syntax error on line %d: %s", p.Line, text)
 		} else {
 			p.Message = "YAML syntax error: " + line

@@ -15,12 +15,15 @@ type Result struct {
 	arena []byte
 }
 
+//lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
 func (o *Result) fail(msg string) {
 	o.reset()
 	o.r.Failed, o.r.Error = true, msg
 }
 
 // reset empties the result, keeping its buffers.
+//
+//lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
 func (o *Result) reset() {
 	o.r = abi.Result{Mutations: o.r.Mutations[:0], Values: o.r.Values[:0]}
 	o.arena = o.arena[:0]

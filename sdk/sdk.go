@@ -90,8 +90,10 @@ type registration struct {
 // The module's one registration and its instance state. A wasm instance is
 // single-threaded, and each instance holds one configured plugin.
 var (
-	reg       *registration
-	plugin    Plugin
+	reg *registration
+	//lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
+	plugin Plugin
+	//lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
 	pluginErr error
 )
 
@@ -118,6 +120,8 @@ func Register(d Descriptor, factory Factory) {
 }
 
 // configured returns the instance's plugin, making it on first use.
+//
+//lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
 func configured() (Plugin, error) {
 	if plugin != nil || pluginErr != nil {
 		return plugin, pluginErr

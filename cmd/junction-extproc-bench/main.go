@@ -34,6 +34,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -44,7 +46,6 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -160,7 +161,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	if err != nil {
 		return err
 	}
-	plane := dataplane.New(dataplane.Config{Metrics: metrics.New(prometheus.NewRegistry()), Plugins: plugin.NewNative(),
+	plane := dataplane.New(dataplane.Config{Metrics: metrics.New(prometheus.NewRegistry()), Plugins: native.Stage(),
 		Logger: slog.New(slog.DiscardHandler)})
 	decide := func() bool {
 		out := plane.Run(context.Background(), &dataplane.Request{Gen: gen, ID: "bench", Start: time.Now(), Body: []byte(body)})

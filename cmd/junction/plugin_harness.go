@@ -215,7 +215,7 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		req.Decision = "preview"
 	}
 	ref := recipes.PluginRef{Type: typ, Configuration: c.Config, OnError: recipes.OnErrorSkip}
-	out, err := plugin.NewWithModules(rec).Request(ctx, []recipes.PluginRef{ref}, req)
+	out, err := plugin.New(rec).Request(ctx, []recipes.PluginRef{ref}, req)
 	if err != nil {
 		return nil, err
 	}

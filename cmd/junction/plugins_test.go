@@ -5,13 +5,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/junction-router/junction/hostapi"
-	"github.com/junction-router/junction/hostapi/plugintest"
 )
 
-func TestConfigValidateChecksModuleSchemas(t *testing.T) {
-	hostapi.RegisterBuiltin("hello", plugintest.Build(t, "../../hostapi/testdata/hello"))
+// config validate checks a native built-in plugin's configuration with the
+// plugin's own code (plugins/builtin's table) and points at the field.
+func TestConfigValidatePointsAtABuiltinsField(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.yaml")
 	if err := os.WriteFile(path, []byte(`
@@ -26,13 +24,13 @@ recipes:
         priority: 1
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: demo}]
-        plugins: [{type: hello, configuration: {greeting: ""}}]
+        plugins: [{type: system_prompt, configuration: {system_prompt: ""}}]
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb strings.Builder
 	err := configCmd([]string{"validate", path}, &out, &errb)
-	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/greeting") {
+	if err == nil || !strings.Contains(out.String(), "/recipes/0/decisions/0/plugins/0/configuration/system_prompt") {
 		t.Fatalf("err = %v\n%s%s", err, out.String(), errb.String())
 	}
 }

@@ -10,10 +10,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/deploy"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/pluginsys"
 )
 
@@ -41,7 +42,7 @@ func routeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeModels()
-	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: plugin.NewNative()}, Models: models})
+	gen, err := engine.Compile(doc, hash, engine.Options{Plugins: pluginsys.ModuleAware{V: native.Stage()}, Models: models})
 	if err != nil {
 		return err
 	}

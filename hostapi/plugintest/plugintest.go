@@ -36,7 +36,7 @@ type Plugin struct {
 	Vectors *memstore.Vectors
 
 	mods   *wasm.Modules
-	runner *plugin.Native
+	runner *plugin.Stage
 	calls  *recorder
 }
 
@@ -90,7 +90,7 @@ func New(tb testing.TB, wasmBytes []byte, opts ...Options) *Plugin {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Plugin{Host: host, Module: mod, Cache: cache, Vectors: vecs, mods: mods, runner: plugin.NewWithModules(mods), calls: rec}
+	return &Plugin{Host: host, Module: mod, Cache: cache, Vectors: vecs, mods: mods, runner: plugin.New(mods), calls: rec}
 }
 
 // Fixture is one request for the plugin.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
@@ -165,7 +167,7 @@ func quote(s string) string {
 
 func TestForwardRewritesBodyAndHeaders(t *testing.T) {
 	t.Setenv("DATAPLANE_TEST_KEY", "sk-upstream")
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	client := http.Header{"Authorization": {"Bearer client"}, "X-Keep": {"yes"}}
 	out := e.run(userBody("please prove this", `"temperature":0.2`, `"logit_bias":{"1":2}`), client)
 	if out.Answer != nil || out.Cancelled {
@@ -205,7 +207,7 @@ func TestForwardRewritesBodyAndHeaders(t *testing.T) {
 }
 
 func TestStreamForcesUsage(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	out := e.run(userBody("hello", `"stream":true`), nil)
 	if !out.Stream || !out.DropUsage || !strings.Contains(string(out.Body), `"stream_options":{"include_usage":true}`) {
 		t.Fatalf("stream %v drop %v body %s", out.Stream, out.DropUsage, out.Body)
@@ -220,7 +222,7 @@ func TestStreamForcesUsage(t *testing.T) {
 }
 
 func TestErrorAnswers(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	for _, c := range []struct {
 		name, body string
 		status     int
@@ -252,7 +254,7 @@ func TestErrorAnswers(t *testing.T) {
 }
 
 func TestSecurityBlockShape(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	out := e.run(userBody("mail me at jane@example.com"), nil)
 	if out.Answer == nil || out.Answer.Status != 403 {
 		t.Fatalf("not blocked: %+v", out.Answer)
@@ -275,7 +277,7 @@ func TestSecurityBlockShape(t *testing.T) {
 }
 
 func TestFastResponseAnswers(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	out := e.run(userBody("a canned question"), nil)
 	if out.Answer == nil || out.Answer.Status != 200 || out.Answer.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("answer %+v", out.Answer)
@@ -331,7 +333,7 @@ func TestNoRunnerReportsNotRun(t *testing.T) {
 }
 
 func TestModelSpecifiedKeepsClientReasoning(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	out := e.run(`{"model":"small","messages":[{"role":"user","content":"hi"}],"chat_template_kwargs":{"enable_thinking":true}}`, nil)
 	if out.Answer != nil || !strings.Contains(string(out.Body), `"chat_template_kwargs":{"enable_thinking":true}`) {
 		t.Fatalf("body %s", out.Body)
@@ -342,7 +344,7 @@ func TestModelSpecifiedKeepsClientReasoning(t *testing.T) {
 }
 
 func TestCancelledRequest(t *testing.T) {
-	e := newEnv(t, plugin.NewNative())
+	e := newEnv(t, native.Stage())
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := e.plane.Run(ctx, &dataplane.Request{Gen: e.gen, ID: "x", Start: time.Now(), Body: []byte(userBody("hi"))})

@@ -10,7 +10,7 @@ import (
 )
 
 // responsePhase is what a plugin runner offers for the response phase
-// (plugin.Native does).
+// (plugin.Stage does).
 type responsePhase interface {
 	plugin.ResponseRunner
 	HasResponsePhase(refs []recipes.PluginRef) bool

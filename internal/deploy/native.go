@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/junction-router/junction/internal/inference/nativeapi"
 	"github.com/junction-router/junction/internal/inference/worker/client"
-	"github.com/junction-router/junction/internal/inference/worker/frontend"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -30,13 +30,13 @@ func NativeAPI(doc *recipes.Document, deps *Set) (http.Handler, string, error) {
 			pools[d.cfg.Name] = d.pool
 		}
 	}
-	var o frontend.Options
+	var o nativeapi.Options
 	for _, name := range n.Published(doc.Global.ModelCatalog) {
 		p, ok := pools[name]
 		if !ok {
 			return nil, "", fmt.Errorf("global.services.native_api publishes deployment %q, which junction serve did not start; restart junction serve after changing deployments", name)
 		}
-		o.Deployments = append(o.Deployments, frontend.Deployment{Name: name, Pool: p})
+		o.Deployments = append(o.Deployments, nativeapi.Deployment{Name: name, Pool: p})
 	}
 	for i, k := range n.APIKeys {
 		path := fmt.Sprintf("/global/services/native_api/api_keys/%d", i)
@@ -54,10 +54,10 @@ func NativeAPI(doc *recipes.Document, deps *Set) (http.Handler, string, error) {
 				return nil, "", fmt.Errorf("%s/file: key %q: the file is empty", path, k.Name)
 			}
 		}
-		o.Keys = append(o.Keys, frontend.Key{Name: k.Name, Token: tok, Models: k.Models})
+		o.Keys = append(o.Keys, nativeapi.Key{Name: k.Name, Token: tok, Models: k.Models})
 	}
 	o.MaxBodyBytes = n.MaxBodyBytes
-	h, err := frontend.New(o)
+	h, err := nativeapi.New(o)
 	if err != nil {
 		return nil, "", err
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -19,7 +21,6 @@ import (
 	"github.com/junction-router/junction/internal/extproc"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -53,7 +54,7 @@ func benchServer(b *testing.B) (*extproc.Server, *engine.Generation) {
 	}
 	return extproc.New(extproc.Options{
 		Runtime: engine.NewRuntime(gen), Metrics: metrics.New(prometheus.NewRegistry()),
-		Plugins: plugin.NewNative(), Logger: slog.New(slog.DiscardHandler),
+		Plugins: native.Stage(), Logger: slog.New(slog.DiscardHandler),
 	}), gen
 }
 
@@ -61,7 +62,7 @@ func benchServer(b *testing.B) (*extproc.Server, *engine.Generation) {
 // plugins, rewrite. It is what ext_proc wraps in gRPC.
 func BenchmarkDecision(b *testing.B) {
 	_, gen := benchServer(b)
-	p := dataplane.New(dataplane.Config{Metrics: metrics.New(prometheus.NewRegistry()), Plugins: plugin.NewNative()})
+	p := dataplane.New(dataplane.Config{Metrics: metrics.New(prometheus.NewRegistry()), Plugins: native.Stage()})
 	b.ReportAllocs()
 	for b.Loop() {
 		out := p.Run(context.Background(), &dataplane.Request{Gen: gen, ID: "bench", Start: time.Now(), Body: []byte(benchBody)})

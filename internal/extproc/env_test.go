@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -24,7 +26,6 @@ import (
 	"github.com/junction-router/junction/internal/extproc"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -158,7 +159,7 @@ func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
 	opts.Runtime = e.runtime
 	opts.Metrics = metrics.New(e.reg)
 	if opts.Plugins == nil {
-		opts.Plugins = plugin.NewNative()
+		opts.Plugins = native.Stage()
 	}
 	opts.Registerer = e.reg
 	if o.logs == nil {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
@@ -20,7 +22,6 @@ import (
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/gateway"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -86,7 +87,7 @@ func TestParityWithGateway(t *testing.T) {
 	}
 	gw := httptest.NewServer(gateway.New(gateway.Options{
 		Listener: doc.Listeners[0], Runtime: engine.NewRuntime(gwGen), Metrics: metrics.New(gwReg),
-		Plugins: plugin.NewNative(), Upstreams: ups, Logger: slog.New(slog.DiscardHandler),
+		Plugins: native.Stage(), Upstreams: ups, Logger: slog.New(slog.DiscardHandler),
 	}))
 	t.Cleanup(gw.Close)
 

@@ -21,7 +21,7 @@ import (
 // plugin is the recorder, and runs plugins with it.
 func withRecorded(rec *recorder.Recorder) func(*envOptions) {
 	return func(o *envOptions) {
-		o.opts.Plugins = plugin.NewWithModules(rec)
+		o.opts.Plugins = plugin.New(rec)
 		o.edit = func(y string) string {
 			y = strings.Replace(y, "        - {name: proof, keywords: [\"prove\"]}\n", "        - {name: proof, keywords: [\"prove\"]}\n        - {name: recordme, keywords: [\"recordme\"]}\n", 1)
 			return strings.Replace(y, "      - name: gated\n", "      - name: recorded\n        priority: 135\n        rules: {operator: OR, conditions: [{type: keyword, name: recordme}]}\n        modelRefs: [{model: small}]\n        plugins: [{type: recorder}]\n      - name: gated\n", 1)

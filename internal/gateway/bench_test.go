@@ -9,11 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -68,7 +69,7 @@ recipes:
 		Listener:  doc.Listeners[0],
 		Runtime:   engine.NewRuntime(gen),
 		Metrics:   metrics.New(prometheus.NewRegistry()),
-		Plugins:   plugin.NewNative(),
+		Plugins:   native.Stage(),
 		Upstreams: ups,
 		Logger:    slog.New(slog.DiscardHandler),
 	}))

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/prometheus/client_golang/prometheus"
@@ -191,7 +193,7 @@ func withoutPlugins() envOption { return func(c *envConfig) { c.noRun = true } }
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	cfg := envConfig{plugins: plugin.NewNative()}
+	cfg := envConfig{plugins: native.Stage()}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/openai/openai-go/v3"
 
 	"github.com/junction-router/junction/internal/plugin"
@@ -254,7 +256,7 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Errorf("unknown errors = %v", v)
 	}
 	// The listener still serves.
-	e.server.opts.Plugins = plugin.NewNative()
+	e.server.opts.Plugins = native.Stage()
 	if resp, _ := e.post("/v1/chat/completions", `{"model":"MoM","messages":[{"role":"user","content":"hi"}]}`); resp.StatusCode != 200 {
 		t.Fatalf("after a panic: %d", resp.StatusCode)
 	}

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -81,7 +82,7 @@ func FuzzGateway(f *testing.F) {
 		Listener: doc.Listeners[0],
 		Runtime:  engine.NewRuntime(gen),
 		Metrics:  metrics.New(prometheus.NewRegistry()),
-		Plugins:  plugin.NewNative(),
+		Plugins:  native.Stage(),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -11,6 +11,7 @@ import (
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/wasm"
+	"github.com/junction-router/junction/plugins/builtin"
 )
 
 // TestPIISpansReachPlugins serves a request with personal data through the
@@ -18,7 +19,7 @@ import (
 // and the pii_redact example module, run in the wasm host, masks exactly
 // those byte ranges (read through the pii_spans host function) in what the
 // upstream receives: in a string content and in text parts, after a
-// native system_prompt plugin has inserted a message before them, with
+// system_prompt plugin (the built-in module, as serve runs it) has inserted a message before them, with
 // multi-byte text around them. The system message is not scanned (only
 // user messages are), so it keeps its address. Left out of race builds like
 // the other wasm tests: wazero compiles slowly under the race detector.
@@ -33,11 +34,14 @@ func TestPIISpansReachPlugins(t *testing.T) {
 	if err := reg.Register("pii_redact", plugintest.Build(t, "../../examples/plugins/piiredact")); err != nil {
 		t.Fatal(err)
 	}
+	if err := builtin.Register(&reg, "system_prompt"); err != nil {
+		t.Fatal(err)
+	}
 	mods, err := wasm.Load(ctx, host, &reg, hostapi.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := plugin.NewWithModules(mods)
+	runner := plugin.New(mods)
 	e := newEnv(t, func(c *envConfig) { c.plugins = runner }, withYAML(func(y string) string {
 		y = strings.Replace(y, "- {name: contact, types: [EMAIL], threshold: 0.5, action: block}",
 			"- {name: contact, types: [EMAIL, PHONE], threshold: 0.5}", 1)

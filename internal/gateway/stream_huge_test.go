@@ -22,7 +22,7 @@ import (
 // plugins, and counted.
 func TestHugeStreamSkipsResponsePhase(t *testing.T) {
 	rec := &recorder.Recorder{}
-	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
+	e := newEnv(t, withRunner(plugin.New(rec)), withRecordedDecision())
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
 	}

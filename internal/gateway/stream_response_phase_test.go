@@ -51,7 +51,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // a Responses API client (whose events are translated on the way out).
 func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 	rec := &recorder.Recorder{}
-	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
+	e := newEnv(t, withRunner(plugin.New(rec)), withRecordedDecision())
 
 	resp, body := e.post("/v1/chat/completions", `{"model":"MoM","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"recordme please"}]}`)
 	if resp.StatusCode != 200 {
@@ -106,7 +106,7 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 // bound: stream_huge_test.go).
 func TestIncompleteStreamsSkipResponsePhase(t *testing.T) {
 	rec := &recorder.Recorder{}
-	e := newEnv(t, withRunner(plugin.NewWithModules(rec)), withRecordedDecision())
+	e := newEnv(t, withRunner(plugin.New(rec)), withRecordedDecision())
 	skipped := func(reason string) float64 {
 		return e.scalar("junction_response_phase_skipped_total", map[string]string{"reason": reason})
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -21,7 +23,6 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/mgmt"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -56,7 +57,7 @@ var (
 )
 
 func compiler(t testing.TB) mgmt.CompileFunc {
-	plugins := plugin.NewNative()
+	plugins := native.Stage()
 	modelsOnce.Do(func() {
 		sharedModels.Domain, modelsErr = signal.LexicalDomain()
 		if modelsErr == nil {

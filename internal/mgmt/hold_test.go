@@ -7,9 +7,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -43,7 +44,7 @@ func TestModelCallHoldsItsGeneration(t *testing.T) {
 		defer mu.Unlock()
 		emb := &gatedEmbedder{name: fmt.Sprintf("gen-%d", len(embedders)+1), entered: make(chan struct{}, 1), release: make(chan struct{}), inner: signal.HashedEmbedder()}
 		embedders = append(embedders, emb)
-		return engine.Compile(doc, hash, engine.Options{Plugins: plugin.NewNative(), Models: signal.Models{Embedder: emb}})
+		return engine.Compile(doc, hash, engine.Options{Plugins: native.Stage(), Models: signal.Models{Embedder: emb}})
 	}
 	e := newEnvWith(t, copyBase(t), compile)
 	first := embedders[0]

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/gorilla/mux"
 
 	"github.com/junction-router/junction/engine"
@@ -30,9 +32,9 @@ type PluginType struct {
 }
 
 // PluginRuntime is what the plugin endpoints need of the plugin system: the
-// types it knows, configuration checks and a preview run. The native adapter
-// (NewNativePlugins) implements it over internal/plugin today; the WebAssembly
-// host implements it once merged.
+// types it knows, configuration checks and a preview run. serve's plugin
+// system implements it over the WebAssembly host; NewNativePlugins is the
+// default.
 type PluginRuntime interface {
 	Types() []PluginType
 	Validate(ref recipes.PluginRef) error
@@ -41,18 +43,24 @@ type PluginRuntime interface {
 	Preview(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error)
 }
 
-type nativePlugins struct{ n *plugin.Native }
+type nativePlugins struct{ n *plugin.Stage }
 
-// NewNativePlugins adapts internal/plugin's native runner.
-func NewNativePlugins() PluginRuntime { return nativePlugins{plugin.NewNative()} }
+// NewNativePlugins is the runtime used when none is given: the built-in
+// plugins that call no host function, run natively from their guests' code
+// (internal/plugin/native); the other types are unavailable.
+func NewNativePlugins() PluginRuntime { return nativePlugins{native.Stage()} }
 
 func (p nativePlugins) Types() []PluginType {
 	var out []PluginType
-	for _, t := range plugin.NativeTypes {
+	nat := native.Types()
+	slices.Sort(nat)
+	for _, t := range nat {
 		out = append(out, PluginType{Type: t, Runtime: "native", Available: true})
 	}
-	for _, t := range plugin.PlannedTypes {
-		out = append(out, PluginType{Type: t, Runtime: "wasm", Reason: "the " + t + " plugin needs the WebAssembly plugin runtime, which is not built into this binary yet"})
+	for _, t := range plugin.Types {
+		if !slices.Contains(nat, t) {
+			out = append(out, PluginType{Type: t, Runtime: "wasm", Reason: "the " + t + " plugin needs the WebAssembly plugin runtime, which is not built into this binary yet"})
+		}
 	}
 	return out
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
-// This file holds the small byte-level JSON helpers the stage and the native
-// plugins use to edit a request without decoding and re-encoding all of it: a
+// This file holds the small byte-level JSON helpers the stage uses to edit a
+// request without decoding and re-encoding all of it: a
 // message that is not changed keeps its exact bytes, and editing the first
 // message of a long conversation costs only that message.
 
@@ -152,41 +152,6 @@ func lookup(obj []byte, ms []member, key string) json.RawMessage {
 		}
 	}
 	return nil
-}
-
-// setMember returns a copy of obj with key's value replaced by val, or with
-// key appended when absent. Every other byte of obj is kept.
-func setMember(obj []byte, ms []member, key string, val []byte) []byte {
-	for _, m := range ms {
-		if m.is(key) {
-			out := make([]byte, 0, len(obj)-(m.end-m.start)+len(val))
-			out = append(out, obj[:m.start]...)
-			out = append(out, val...)
-			return append(out, obj[m.end:]...)
-		}
-	}
-	closeAt := bytes.LastIndexByte(obj, '}')
-	head := bytes.TrimRight(obj[:closeAt], " \t\r\n")
-	klit := encodeString(key)
-	out := make([]byte, 0, len(head)+len(klit)+len(val)+3)
-	out = append(out, head...)
-	if len(ms) > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, klit...)
-	out = append(out, ':')
-	out = append(out, val...)
-	return append(out, '}')
-}
-
-// encodeString encodes s as a JSON string without HTML escaping, so text a
-// plugin writes reads the way it was configured.
-func encodeString(s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // isNull reports whether raw is absent or the JSON null.

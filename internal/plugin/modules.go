@@ -15,9 +15,11 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// Modules runs the plugin types implemented by modules (the WebAssembly
-// plugin host: package internal/plugin/wasm implements it). The stage asks it
-// first: a type with a module runs as a module, even one also built natively.
+// Modules runs the plugin types implemented by modules: the WebAssembly
+// plugin host (package internal/plugin/wasm) or the built-in plugins compiled
+// natively from their guests' code (package internal/plugin/native). Either
+// way a plugin's answer is an abi.Result, which the stage turns into
+// mutations in one place.
 type Modules interface {
 	// Has reports whether a module implements typ.
 	Has(typ string) bool
@@ -40,14 +42,6 @@ type ModuleResult struct {
 // Signal is a matched signal, as plugins see it.
 type Signal struct {
 	Kind, Name string
-}
-
-// NewWithModules returns a runner that runs each type mods implements as a
-// module and the others natively (NewNative when mods is nil).
-func NewWithModules(mods Modules) *Native {
-	n := NewNative()
-	n.mods = mods
-	return n
 }
 
 // moduleInstance is a binding run by Modules.
@@ -273,7 +267,7 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 }
 
 func checkMessage(raw []byte) (chat.Message, error) {
-	// The scanners the native plugins use, not encoding/json: this runs for
+	// A validity check, not a decode: this runs for
 	// every message a plugin writes. The whole value must be valid JSON, as
 	// it is sent upstream as it is.
 	if !json.Valid(raw) {
@@ -349,11 +343,11 @@ type ResponseRunner interface {
 	Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error)
 }
 
-var _ ResponseRunner = (*Native)(nil)
+var _ ResponseRunner = (*Stage)(nil)
 
 // HasResponsePhase reports whether any of refs has a response phase, so a
 // front end keeps the answer's body only when one will read it.
-func (n *Native) HasResponsePhase(refs []recipes.PluginRef) bool {
+func (n *Stage) HasResponsePhase(refs []recipes.PluginRef) bool {
 	if n.mods == nil {
 		return false
 	}
@@ -369,7 +363,7 @@ func (n *Native) HasResponsePhase(refs []recipes.PluginRef) bool {
 // order, on a successful (2xx) upstream answer. A failure is reported; with
 // on_error fail the error is returned too (the answer has usually been sent
 // by then, so the caller can only log and count it).
-func (n *Native) Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error) {
+func (n *Stage) Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error) {
 	var out ResponseOutcome
 	if n.mods == nil || resp == nil || resp.Request == nil || resp.Status < 200 || resp.Status > 299 {
 		return out, nil

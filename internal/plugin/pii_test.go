@@ -59,7 +59,7 @@ func TestLocatePII(t *testing.T) {
 func TestPIIFollowsMessageEdits(t *testing.T) {
 	req := newReq(t, `{"model":"m","messages":[{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"user","content":"c"}]}`)
 	req.PII = &abi.PIISpans{Spans: []abi.PIISpan{{Message: 0, Type: "A"}, {Message: 1, Type: "B"}, {Message: 2, Type: "C"}}}
-	runOne(t, ref(TypeSystemPrompt, `{"system_prompt":"S"}`), req)
+	runOne(t, ref(typeInsert, `{"content":"S"}`), req)
 	if got := fmt.Sprint(req.PII.Spans); got != fmt.Sprint([]abi.PIISpan{{Message: 1, Type: "A"}, {Message: 2, Type: "B"}, {Message: 3, Type: "C"}}) {
 		t.Fatalf("after an insert at 0: %s", got)
 	}

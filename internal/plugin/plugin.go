@@ -5,22 +5,19 @@
 // changes; it never edits the request itself, so every change goes through one
 // place that keeps the body, its parsed view and the headers consistent.
 //
-// Every plugin will eventually be a sandboxed WebAssembly module run by the
-// hostapi package. Until that runtime exists, this package carries native Go
-// stand-ins for the four simple built-ins (system_prompt, header_mutation,
-// request_params, fast_response) behind the same stage the wasm host will plug
-// into, with the same configuration, the same mutations and the same reports.
-// They are also the performance baseline the wasm versions are measured
-// against. Any other type (response_cache, rag, tools, memory, …) reports
-// "unavailable", and the reference's on_error decides whether the request goes
-// on without it.
+// Every plugin is a module: a sandboxed WebAssembly module run by the hostapi
+// package, or one of the built-in plugins that call no host function compiled
+// natively from the same code as its guest (package internal/plugin/native).
+// Both answer with the ABI's result record (hostapi/abi), so a plugin's
+// mutations are the same either way; this package holds no plugin behaviour
+// of its own. A type no module implements reports "unavailable", and the
+// reference's on_error decides whether the request goes on without it.
 //
 // What must not happen here: no I/O of any kind (no network, files, clock-based
 // behaviour, logging or global state a request can change), no calls to
 // backends, and no change to the request other than the mutations a plugin
-// returns. The stage is the same in live, probe and preview modes; a native
-// plugin behaves identically in all three because none of them reaches outside
-// the request.
+// returns. The stage is the same in live, probe and preview modes; the modes
+// only change what the host lets a module reach.
 package plugin
 
 import (
@@ -97,8 +94,7 @@ const (
 
 // Outcome is the stage's result: an immediate answer if a plugin gave one, one
 // report per plugin reference in order, and the response-cache status (empty
-// when no cache plugin ran, which is always the case for the native plugins;
-// the response_cache plugin will set hit or miss).
+// when no cache plugin ran; the response_cache plugin sets hit or miss).
 type Outcome struct {
 	Immediate   *Immediate
 	Reports     []Report
@@ -110,22 +106,13 @@ type Runner interface {
 	Request(ctx context.Context, refs []recipes.PluginRef, req *Request) (Outcome, error)
 }
 
-// Built-in plugin types implemented natively.
-const (
-	TypeSystemPrompt   = "system_prompt"
-	TypeHeaderMutation = "header_mutation"
-	TypeRequestParams  = "request_params"
-	TypeFastResponse   = "fast_response"
-)
-
-// NativeTypes are the plugin types this package implements, sorted.
-var NativeTypes = []string{TypeFastResponse, TypeHeaderMutation, TypeRequestParams, TypeSystemPrompt}
-
-// PlannedTypes are the plugin types the configuration may name that need the
-// WebAssembly plugin runtime, sorted. Until it exists they report unavailable.
-var PlannedTypes = []string{
-	"context_compression", "hallucination", "memory", "rag", "response_cache",
-	"response_jailbreak", "router_replay", "shadow_dispatch", "tool_selection", "tools",
+// Types are the plugin types a recipe may name, sorted: the built-in ones
+// (plugins/builtin) and those planned. A stage runs the types its Modules
+// implement and reports the others unavailable.
+var Types = []string{
+	"context_compression", "fast_response", "hallucination", "header_mutation", "memory", "rag",
+	"request_params", "response_cache", "response_jailbreak", "router_replay", "shadow_dispatch",
+	"system_prompt", "tool_selection", "tools",
 }
 
 func unavailableDetail(typ string) string {

@@ -11,8 +11,8 @@ import (
 )
 
 // instance is one configured plugin, ready to run. run only reads req; what it
-// wants changed comes back as mutations for the stage to apply. The native
-// plugins are instances; the wasm host will supply instances that run a module.
+// wants changed comes back as mutations for the stage to apply. A module's
+// binding is the one kind in serving code (moduleInstance).
 type instance interface {
 	run(req *Request) (*mutations, error)
 }

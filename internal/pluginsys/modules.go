@@ -11,14 +11,6 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/plugins/builtin"
-	"github.com/junction-router/junction/plugins/contextcompression"
-	"github.com/junction-router/junction/plugins/fastresponse"
-	"github.com/junction-router/junction/plugins/headermutation"
-	"github.com/junction-router/junction/plugins/rag"
-	"github.com/junction-router/junction/plugins/requestparams"
-	"github.com/junction-router/junction/plugins/responsecache"
-	"github.com/junction-router/junction/plugins/systemprompt"
-	"github.com/junction-router/junction/plugins/tools"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -28,8 +20,7 @@ const maxModuleBytes = 64 << 20
 // registry is the registry serve loads modules from, holding only the
 // plugin types doc's decisions reference:
 //
-//   - the modules of base (those registered into hostapi.Builtins, and those
-//     of --plugin-dir), trusted as they were;
+//   - the modules of base (those of --plugin-dir), trusted as they were;
 //   - the built-in plugins (plugins/builtin), trusted, for the types base
 //     lacks; a --plugin-dir module may not take a built-in type's name;
 //   - every module file a reference names (module: {path, sha256}), read
@@ -154,24 +145,10 @@ func (m ModuleAware) Validate(ref recipes.PluginRef) error {
 	if err := m.V.Validate(ref); err != nil {
 		return err
 	}
-	if check, ok := builtinConfigs[ref.Type]; ok {
-		if err := check(ref.Configuration); err != nil {
-			return &pluginConfigError{typ: ref.Type, err: err}
-		}
+	if _, err := builtin.CheckConfig(ref.Type, ref.Configuration); err != nil {
+		return &pluginConfigError{typ: ref.Type, err: err}
 	}
 	return nil
-}
-
-// builtinConfigs are the built-in plugins' configuration checks.
-var builtinConfigs = map[string]func([]byte) error{
-	systemprompt.Type:       func(b []byte) error { _, err := systemprompt.ParseConfig(b); return err },
-	requestparams.Type:      func(b []byte) error { _, err := requestparams.ParseConfig(b); return err },
-	headermutation.Type:     func(b []byte) error { _, err := headermutation.ParseConfig(b); return err },
-	fastresponse.Type:       func(b []byte) error { _, err := fastresponse.ParseConfig(b); return err },
-	tools.Type:              func(b []byte) error { _, err := tools.ParseConfig(b); return err },
-	rag.Type:                func(b []byte) error { _, err := rag.ParseConfig(b); return err },
-	responsecache.Type:      func(b []byte) error { _, err := responsecache.ParseConfig(b); return err },
-	contextcompression.Type: func(b []byte) error { _, err := contextcompression.ParseConfig(b); return err },
 }
 
 // pluginConfigError names the plugin type and, for the recipe loader, the

@@ -22,6 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine/signal"
@@ -45,7 +47,7 @@ import (
 // validator and the management API's PluginRuntime.
 type System struct {
 	host   *hostapi.Host
-	base   *hostapi.Registry // hostapi.Builtins plus --plugin-dir
+	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
 	mu     sync.Mutex       // serialises loads
 	loaded []recipes.Recipe // every recipe a load served, so later loads keep their types
@@ -54,7 +56,7 @@ type System struct {
 }
 
 type pluginLoad struct {
-	runner *plugin.Native
+	runner *plugin.Stage
 	mods   *wasm.Modules
 	types  map[string]bool
 }
@@ -90,7 +92,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := hostapi.Builtins()
+	base := &hostapi.Registry{}
 	if pluginDir != "" {
 		if base, err = withDir(ctx, host, base, pluginDir); err != nil {
 			_ = host.Close(ctx)
@@ -98,7 +100,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		}
 	}
 	p := &System{host: host, base: base, log: log}
-	p.cur.Store(&pluginLoad{runner: plugin.NewNative(), types: map[string]bool{}})
+	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
 
@@ -127,7 +129,7 @@ func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 		if err != nil {
 			return err
 		}
-		next := &pluginLoad{runner: plugin.NewWithModules(mods), mods: mods, types: map[string]bool{}}
+		next := &pluginLoad{runner: plugin.New(mods), mods: mods, types: map[string]bool{}}
 		for _, t := range reg.Types() {
 			next.types[t] = true
 		}
@@ -167,7 +169,7 @@ func (p *System) hasModule(typ string, doc *recipes.Document) bool {
 	return false
 }
 
-func (p *System) runner() *plugin.Native { return p.cur.Load().runner }
+func (p *System) runner() *plugin.Stage { return p.cur.Load().runner }
 
 // Request implements plugin.Runner.
 func (p *System) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
@@ -192,8 +194,8 @@ func (p *System) Response(ctx context.Context, refs []recipes.PluginRef, resp *p
 	return p.runner().Response(ctx, refs, resp)
 }
 
-// Types implements mgmt.PluginRuntime: the built-in types (wasm), the
-// native stand-ins' types and any other loaded module type.
+// Types implements mgmt.PluginRuntime: the built-in types (wasm), any other
+// loaded module type, and the known types nothing implements (unavailable).
 func (p *System) Types() []mgmt.PluginType {
 	seen := map[string]bool{}
 	var out []mgmt.PluginType
@@ -212,10 +214,7 @@ func (p *System) Types() []mgmt.PluginType {
 	for t := range p.cur.Load().types {
 		add(t, "wasm")
 	}
-	for _, t := range plugin.NativeTypes {
-		add(t, "native")
-	}
-	for _, t := range plugin.PlannedTypes {
+	for _, t := range plugin.Types {
 		if !seen[t] {
 			seen[t] = true
 			out = append(out, mgmt.PluginType{Type: t, Runtime: "wasm",

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/chat"
@@ -59,7 +61,7 @@ func BenchmarkStage(b *testing.B) {
 	runners := []struct {
 		name string
 		r    plugin.Runner
-	}{{"native", plugin.NewNative()}, {"wasm", plugin.NewWithModules(mods)}}
+	}{{"native", native.Stage()}, {"wasm", plugin.New(mods)}}
 	for _, typ := range []string{"system_prompt", "header_mutation", "request_params", "fast_response"} {
 		refs := []recipes.PluginRef{benchRefs[typ]}
 		for _, rn := range runners {

@@ -6,10 +6,13 @@
 // package's tests fail when an embedded module differs from what its sources
 // build to.
 //
-// The package hands out module bytes and their manifest, and Register adds
-// them to a host registry; importing plugins/builtin/register does that for
-// the binary's registry. Loading them into a plugin host is the host's
-// business. It must not build anything at run time.
+// The package is Junction's one table of built-in plugin types (Sources):
+// serve, the management API, the CLI and the harnesses read it for the types,
+// the module bytes (Module, Registry), the configuration checks (CheckConfig)
+// and, for the plugins that call no host function, the same code compiled
+// natively (Plugin.Native). Loading modules into a plugin host is the host's
+// business. It must not build anything at run time, and it holds no state a
+// caller can change.
 package builtin
 
 import (
@@ -22,7 +25,16 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"sync"
+
+	"github.com/junction-router/junction/plugins/contextcompression"
+	"github.com/junction-router/junction/plugins/fastresponse"
+	"github.com/junction-router/junction/plugins/headermutation"
+	"github.com/junction-router/junction/plugins/rag"
+	"github.com/junction-router/junction/plugins/requestparams"
+	"github.com/junction-router/junction/plugins/responsecache"
+	"github.com/junction-router/junction/plugins/systemprompt"
+	"github.com/junction-router/junction/plugins/tools"
+	"github.com/junction-router/junction/sdk"
 )
 
 // Plugin is one built-in plugin: its type, the guest package it is built
@@ -34,6 +46,15 @@ type Plugin struct {
 	// SHA256 is the hex digest of the uncompressed module; Size its length.
 	SHA256 string `json:"sha256"`
 	Size   int    `json:"size"`
+
+	// Check decodes and checks a configuration with the plugin's own code
+	// (the code its guest runs), so validating a configuration compiles no
+	// module.
+	Check func(config []byte) error `json:"-"`
+	// Native makes the plugin from a configuration, compiled natively from
+	// the same package as its guest; set for the plugins that call no host
+	// function (their guest and native runs cannot differ), nil otherwise.
+	Native sdk.Factory `json:"-"`
 }
 
 // Manifest lists the embedded modules and the toolchain that built them.
@@ -46,14 +67,50 @@ type Manifest struct {
 // Sources are the built-in plugins and their guest packages, in the order
 // the manifest lists them.
 var Sources = []Plugin{
-	{Type: "system_prompt", Package: "plugins/systemprompt/guest"},
-	{Type: "request_params", Package: "plugins/requestparams/guest"},
-	{Type: "header_mutation", Package: "plugins/headermutation/guest"},
-	{Type: "fast_response", Package: "plugins/fastresponse/guest"},
-	{Type: "tools", Package: "plugins/tools/guest"},
-	{Type: "rag", Package: "plugins/rag/guest"},
-	{Type: "response_cache", Package: "plugins/responsecache/guest"},
-	{Type: "context_compression", Package: "plugins/contextcompression/guest"},
+	{Type: systemprompt.Type, Package: "plugins/systemprompt/guest", Check: check(systemprompt.ParseConfig), Native: factory(systemprompt.ParseConfig)},
+	{Type: requestparams.Type, Package: "plugins/requestparams/guest", Check: check(requestparams.ParseConfig), Native: factory(requestparams.ParseConfig)},
+	{Type: headermutation.Type, Package: "plugins/headermutation/guest", Check: check(headermutation.ParseConfig), Native: factory(headermutation.ParseConfig)},
+	{Type: fastresponse.Type, Package: "plugins/fastresponse/guest", Check: check(fastresponse.ParseConfig), Native: factory(fastresponse.ParseConfig)},
+	{Type: tools.Type, Package: "plugins/tools/guest", Check: check(tools.ParseConfig)},
+	{Type: rag.Type, Package: "plugins/rag/guest", Check: check(rag.ParseConfig)},
+	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig)},
+	{Type: contextcompression.Type, Package: "plugins/contextcompression/guest", Check: check(contextcompression.ParseConfig)},
+}
+
+func check[C any](parse func([]byte) (C, error)) func([]byte) error {
+	return func(b []byte) error { _, err := parse(b); return err }
+}
+
+// factory adapts a plugin's configuration parser to sdk.Factory without
+// putting a typed nil inside a non-nil interface.
+func factory[P sdk.Plugin](parse func([]byte) (P, error)) sdk.Factory {
+	return func(b []byte) (sdk.Plugin, error) {
+		p, err := parse(b)
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+// Lookup returns the table's entry of typ.
+func Lookup(typ string) (Plugin, bool) {
+	for _, s := range Sources {
+		if s.Type == typ {
+			return s, true
+		}
+	}
+	return Plugin{}, false
+}
+
+// CheckConfig checks a configuration of a built-in type with the plugin's
+// own code; known is false (and err nil) for a type that is not built in.
+func CheckConfig(typ string, config []byte) (known bool, err error) {
+	s, ok := Lookup(typ)
+	if !ok {
+		return false, nil
+	}
+	return true, s.Check(config)
 }
 
 // FileName is the embedded file of a plugin type.
@@ -62,26 +119,17 @@ func FileName(typ string) string { return typ + ".wasm.gz" }
 //go:embed modules
 var files embed.FS
 
-var (
-	manifestOnce sync.Once
-	manifest     Manifest
-	manifestErr  error
-
-	mu      sync.Mutex
-	modules = map[string][]byte{}
-)
-
 // ReadManifest returns the embedded manifest.
 func ReadManifest() (Manifest, error) {
-	manifestOnce.Do(func() {
-		raw, err := files.ReadFile("modules/manifest.json")
-		if err != nil {
-			manifestErr = fmt.Errorf("built-in plugins: no manifest (run make plugins): %w", err)
-			return
-		}
-		manifestErr = json.Unmarshal(raw, &manifest)
-	})
-	return manifest, manifestErr
+	raw, err := files.ReadFile("modules/manifest.json")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("built-in plugins: no manifest (run make plugins): %w", err)
+	}
+	var man Manifest
+	if err := json.Unmarshal(raw, &man); err != nil {
+		return Manifest{}, fmt.Errorf("built-in plugins: the manifest is corrupt (run make plugins): %w", err)
+	}
+	return man, nil
 }
 
 // Types are the built-in plugin types, sorted.
@@ -95,13 +143,9 @@ func Types() []string {
 }
 
 // Module returns the WebAssembly module of a built-in plugin type, checked
-// against the manifest's digest. The bytes are shared: do not modify them.
+// against the manifest's digest. Each call decompresses it afresh (a module
+// is loaded once per process, so keeping the bytes would only hold memory).
 func Module(typ string) ([]byte, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	if m, ok := modules[typ]; ok {
-		return m, nil
-	}
 	man, err := ReadManifest()
 	if err != nil {
 		return nil, err
@@ -127,7 +171,6 @@ func Module(typ string) ([]byte, error) {
 	if hex.EncodeToString(sum[:]) != entry.SHA256 {
 		return nil, fmt.Errorf("built-in plugin %s: the embedded module does not match the manifest's sha256 (run make plugins)", typ)
 	}
-	modules[typ] = wasm
 	return wasm, nil
 }
 

@@ -9,18 +9,22 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/chat"
 	"github.com/junction-router/junction/internal/plugin"
-	"github.com/junction-router/junction/plugins/internal/parity"
 	"github.com/junction-router/junction/recipes"
 )
 
-// TestModulesMatchNative runs internal/plugin's native stand-ins and the
-// compiled modules on the same configurations and requests: the request
-// afterwards, the headers, the status and the detail must be the same, and a
-// configuration the native plugin refuses must be refused by the module.
+// TestModulesMatchNative runs the four plugins that call no host function
+// natively (internal/plugin/native: their guest code compiled for the host)
+// and as the compiled modules on the same configurations and requests: the
+// request afterwards, the headers, the status and the detail must be the
+// same, and a configuration the native run refuses must be refused by the
+// module. It is the same code both ways; this checks the embedded modules are
+// built from it and that the ABI records carry everything.
 func TestModulesMatchNative(t *testing.T) {
 	h := newHost(t)
 	header := http.Header{"X-Tag": {"a", "b"}, "X-B": {"0"}, "X-C": {"0"}, "Accept": {"*/*"}}
@@ -31,10 +35,10 @@ func TestModulesMatchNative(t *testing.T) {
 		}
 	}
 	compared := 0
-	for typ, cfgs := range parity.Configs {
+	for typ, cfgs := range parityConfigs {
 		for _, cfg := range cfgs {
 			b, bindErr := h.Bind(context.Background(), module(t, h, typ), []byte(cfg), hostapi.Limits{})
-			for _, body := range parity.Requests {
+			for _, body := range parityRequests {
 				c, err := chat.Parse([]byte(body))
 				if err != nil {
 					c = &chat.Request{}
@@ -47,7 +51,7 @@ func TestModulesMatchNative(t *testing.T) {
 				if cfg == "" {
 					ref.Configuration = nil
 				}
-				nout, nerr := plugin.NewNative().Request(context.Background(), []recipes.PluginRef{ref}, nreq)
+				nout, nerr := native.Stage().Request(context.Background(), []recipes.PluginRef{ref}, nreq)
 				if bindErr != nil {
 					if nerr == nil {
 						t.Errorf("%s %s: the module refuses the configuration (%v), the native plugin accepts it", typ, cfg, bindErr)

@@ -218,10 +218,6 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 		params[name] = v
 	}
 	last := chatmsg.LastUser(msgs)
-	type turn struct {
-		Role string          `json:"r"`
-		Msg  json.RawMessage `json:"m"`
-	}
 	all := make([]any, 0, len(msgs))
 	ctx := make([]any, 0, len(msgs))
 	for i, m := range msgs {

@@ -203,7 +203,7 @@ func parseNormalizer(raw json.RawMessage) (normalizer, error) {
 	case "Replace":
 		re, err := s.Pattern.compile()
 		if err != nil {
-			return nil, fmt.Errorf("Replace normalizer: %v", err)
+			return nil, fmt.Errorf("normalizer Replace: %v", err)
 		}
 		return replace{re: re, content: s.Content}, nil
 	case "Precompiled":

@@ -60,14 +60,14 @@ func parsePreTokenizer(raw json.RawMessage) (preTokenizer, *byteLevel, error) {
 		if s.Pattern != nil && s.Pattern.Regex != nil && !s.Invert && orDefault(s.Behavior, "Isolated") == "Isolated" {
 			if ws, ok, err := newWhitespaceLookahead(*s.Pattern.Regex); ok {
 				if err != nil {
-					return nil, nil, fmt.Errorf("Split pre-tokenizer: %v", err)
+					return nil, nil, fmt.Errorf("pre-tokenizer Split: %v", err)
 				}
 				return ws, nil, nil
 			}
 		}
 		re, err := s.Pattern.compile()
 		if err != nil {
-			return nil, nil, fmt.Errorf("Split pre-tokenizer: %v", err)
+			return nil, nil, fmt.Errorf("pre-tokenizer Split: %v", err)
 		}
 		return regexSplit{re: re, behavior: orDefault(s.Behavior, "Isolated"), invert: s.Invert}, nil, nil
 	case "Metaspace":

@@ -31,7 +31,7 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 		ByteFallback bool                 `json:"byte_fallback"`
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("Unigram model: %v", err)
+		return nil, fmt.Errorf("model Unigram: %v", err)
 	}
 	u := &unigram{v: map[string]int64{}, score: map[string]float64{}, byteFallback: s.ByteFallback}
 	minScore := math.Inf(1)
@@ -39,10 +39,10 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 		var piece string
 		var sc float64
 		if err := json.Unmarshal(e[0], &piece); err != nil {
-			return nil, fmt.Errorf("Unigram vocab[%d]: %v", i, err)
+			return nil, fmt.Errorf("model Unigram: vocab[%d]: %v", i, err)
 		}
 		if err := json.Unmarshal(e[1], &sc); err != nil {
-			return nil, fmt.Errorf("Unigram vocab[%d] score: %v", i, err)
+			return nil, fmt.Errorf("model Unigram: vocab[%d] score: %v", i, err)
 		}
 		if _, dup := u.v[piece]; !dup {
 			u.v[piece] = int64(i)
@@ -54,7 +54,7 @@ func parseUnigram(raw json.RawMessage) (*unigram, error) {
 		}
 	}
 	if s.UnkID == nil || *s.UnkID < 0 || int(*s.UnkID) >= len(s.Vocab) {
-		return nil, fmt.Errorf("Unigram model needs an unk_id inside its vocabulary")
+		return nil, fmt.Errorf("model Unigram needs an unk_id inside its vocabulary")
 	}
 	u.unkID = *s.UnkID
 	_ = json.Unmarshal(s.Vocab[u.unkID][0], &u.unk)
@@ -155,14 +155,14 @@ type precompiled struct {
 func parsePrecompiled(b64 string) (*precompiled, error) {
 	data, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
-		return nil, fmt.Errorf("Precompiled normalizer: precompiled_charsmap is not base64: %v", err)
+		return nil, fmt.Errorf("normalizer Precompiled: precompiled_charsmap is not base64: %v", err)
 	}
 	if len(data) < 4 {
-		return nil, fmt.Errorf("Precompiled normalizer: charsmap too short")
+		return nil, fmt.Errorf("normalizer Precompiled: charsmap too short")
 	}
 	size := int(binary.LittleEndian.Uint32(data))
 	if size%4 != 0 || 4+size > len(data) {
-		return nil, fmt.Errorf("Precompiled normalizer: trie size %d does not fit the %d-byte charsmap", size, len(data))
+		return nil, fmt.Errorf("normalizer Precompiled: trie size %d does not fit the %d-byte charsmap", size, len(data))
 	}
 	p := &precompiled{trie: make([]uint32, size/4), normalized: data[4+size:]}
 	for i := range p.trie {

@@ -76,7 +76,7 @@ func (s *Server) bundle(ctx context.Context, body []byte, t *timing) (any, *apiE
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			f, raw := s.decisions, tk.Decisions
+			f, raw := s.answerQuestions, tk.Decisions
 			if len(tk.Classify) > 0 {
 				f, raw = s.classify, tk.Classify
 			}

@@ -194,7 +194,7 @@ func TestEndToEndWithONNXRuntime(t *testing.T) {
 
 	// question answering on each kind of model, and a bundle across models.
 	for _, model := range []string{"emb", "cross"} {
-		body := decisionsBody()
+		body := questionsBody()
 		body["model"] = model
 		rep := h.post("/v1/decisions", body)
 		b := rep.json(t)

@@ -15,7 +15,7 @@ import (
 func FuzzRequests(f *testing.F) {
 	seeds := []any{
 		map[string]any{"model": "guard", "input": []any{"a", map[string]any{"text": "b", "text_pair": "c"}}, "options": map[string]any{"overflow": "window", "window": map[string]any{"tokens": 3, "overlap": 1}}},
-		decisionsBody(),
+		questionsBody(),
 		map[string]any{"model": "emb", "query": "q", "documents": []string{"a", "b"}, "top_n": 1},
 		map[string]any{"model": "emb", "input": []string{"a"}, "dimensions": 16},
 		map[string]any{"tasks": []any{map[string]any{"id": "a", "classify": map[string]any{"model": "guard", "input": "x"}}}},

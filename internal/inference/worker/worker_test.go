@@ -198,7 +198,7 @@ func TestEmbeddingsAndRerank(t *testing.T) {
 	}
 }
 
-func decisionsBody() map[string]any {
+func questionsBody() map[string]any {
 	return map[string]any{
 		"state": "The user asks how to bake bread at home. Then they ask about the weather in Paris.",
 		"questions": map[string]any{
@@ -221,7 +221,7 @@ func TestDecisionsWithEmbeddingModel(t *testing.T) {
 	m := newWordModel(worker.TaskEmbedding)
 	h := start(t, map[string]worker.Model{"emb": m}, worker.Options{})
 	calls := m.calls.Load()
-	r := h.post("/v1/decisions", decisionsBody())
+	r := h.post("/v1/decisions", questionsBody())
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -255,7 +255,7 @@ func TestDecisionsWithEmbeddingModel(t *testing.T) {
 		t.Errorf("thresholds/meta: %s", r.body)
 	}
 	// systemone is the same endpoint
-	r2 := h.post("/v1/systemone", decisionsBody())
+	r2 := h.post("/v1/systemone", questionsBody())
 	b2 := r2.json(t)
 	delete(b, "meta")
 	delete(b2, "meta")

@@ -48,5 +48,5 @@ func Runner(t testing.TB, types ...string) plugin.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plugin.NewWithModules(mods)
+	return plugin.New(mods)
 }

@@ -16,7 +16,7 @@ import (
 const Type = "recorder"
 
 // Recorder implements plugin.Modules for the one type "recorder". Use it with
-// plugin.NewWithModules.
+// plugin.New.
 type Recorder struct {
 	mu      sync.Mutex
 	answers []string

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/plugin/native"
+
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
@@ -51,7 +53,7 @@ func fresh(base *chat.Request) *plugin.Request {
 type benchEnv struct {
 	host *hostapi.Host
 	mods *wasm.Modules
-	wasm *plugin.Native
+	wasm *plugin.Stage
 }
 
 // newBenchEnv loads the benchmark twins of system_prompt and header_mutation,
@@ -95,7 +97,7 @@ func newBenchEnvWith(tb testing.TB, trusted bool, lim hostapi.Limits) *benchEnv 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &benchEnv{host: host, mods: mods, wasm: plugin.NewWithModules(mods)}
+	return &benchEnv{host: host, mods: mods, wasm: plugin.New(mods)}
 }
 
 var (
@@ -117,7 +119,7 @@ func BenchmarkPluginCall(b *testing.B) {
 }
 
 func benchPluginCall(b *testing.B, env *benchEnv) {
-	native := plugin.NewNative()
+	native := native.Stage()
 	base, err := chat.Parse([]byte(body4K()))
 	if err != nil {
 		b.Fatal(err)
@@ -228,7 +230,7 @@ func benchChain(b *testing.B, pool int) {
 	for _, r := range []struct {
 		name   string
 		runner plugin.Runner
-	}{{"native", plugin.NewNative()}, {"wasm", env.wasm}} {
+	}{{"native", native.Stage()}, {"wasm", env.wasm}} {
 		b.Run(r.name, func(b *testing.B) {
 			b.SetParallelism(max(1, concurrency/max(1, runtimeProcs())))
 			b.ReportAllocs()

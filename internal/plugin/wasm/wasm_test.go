@@ -102,7 +102,7 @@ func newGatewayEnv(t *testing.T) *gatewayEnv {
 	if err := mods.Warm(ctx, doc, 2); err != nil {
 		t.Fatal(err)
 	}
-	runner := plugin.NewWithModules(mods)
+	runner := plugin.New(mods)
 	gen, err := engine.Compile(doc, "", engine.Options{Plugins: runner})
 	if err != nil {
 		t.Fatal(err)
@@ -201,7 +201,7 @@ func TestValidationUsesModuleSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = engine.Compile(doc, "", engine.Options{Plugins: plugin.NewWithModules(mods)})
+	_, err = engine.Compile(doc, "", engine.Options{Plugins: plugin.New(mods)})
 	var ve *recipes.ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) == 0 {
 		t.Fatalf("err = %v", err)

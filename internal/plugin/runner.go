@@ -12,12 +12,15 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// Native runs the built-in plugins natively. It is safe for concurrent use.
+// Stage runs a decision's plugins: each type its Modules implement (the
+// WebAssembly host, or the built-in plugins compiled natively: package
+// internal/plugin/native), the others reported unavailable. It is safe for
+// concurrent use.
 //
 // Configurations are compiled once: Request keeps the compiled form of each
 // (type, configuration bytes) pair it has seen, so a request decodes no plugin
 // configuration. Prepare compiles a decision's plugins ahead of time instead.
-type Native struct {
+type Stage struct {
 	// mods runs the types that have a module; nil: none.
 	mods  Modules
 	mu    sync.RWMutex
@@ -33,24 +36,25 @@ const maxCached = 1024
 // compiled is a plugin configuration made ready to run.
 type compiled struct {
 	inst instance
-	// unavailable: the type is not built natively (err says why when the type is
-	// not even known).
+	// unavailable: no module implements the type (err says why when the type
+	// is not even known).
 	unavailable bool
 	err         error
 }
 
-// NewNative returns a runner for the native built-in plugins.
-func NewNative() *Native {
-	return &Native{cache: make(map[string]map[string]compiled)}
+// New returns a stage running the types mods implements (none when mods is
+// nil: every type reports unavailable).
+func New(mods Modules) *Stage {
+	return &Stage{mods: mods, cache: make(map[string]map[string]compiled)}
 }
 
-var _ Runner = (*Native)(nil)
+var _ Runner = (*Stage)(nil)
 
 // Validate checks one plugin reference: its type is known, on_error is skip or
-// fail, and the configuration of a native type decodes strictly and makes
-// sense. Errors are *ConfigError. A type that needs the WebAssembly runtime is
-// accepted (its configuration cannot be checked until that runtime exists).
-func (n *Native) Validate(ref recipes.PluginRef) error {
+// fail, and the configuration of a type with a module passes the module's
+// check. Errors are *ConfigError or the module's. A known type without a
+// module is accepted (its configuration cannot be checked here).
+func (n *Stage) Validate(ref recipes.PluginRef) error {
 	if err := checkOnError(ref); err != nil {
 		return err
 	}
@@ -68,9 +72,9 @@ type Prepared struct {
 }
 
 // Prepare compiles refs. Any invalid reference is an error (each error names
-// the plugin's index); a type needing the WebAssembly runtime is not an error,
-// it reports unavailable when run.
-func (n *Native) Prepare(refs []recipes.PluginRef) (Prepared, error) {
+// the plugin's index); a known type without a module is not an error, it
+// reports unavailable when run.
+func (n *Stage) Prepare(refs []recipes.PluginRef) (Prepared, error) {
 	p := Prepared{steps: make([]step, len(refs))}
 	var errs []error
 	for i, ref := range refs {
@@ -86,7 +90,7 @@ func (n *Native) Prepare(refs []recipes.PluginRef) (Prepared, error) {
 	return p, nil
 }
 
-// Request runs the prepared plugins on req (see Native.Request).
+// Request runs the prepared plugins on req (see Stage.Request).
 func (p Prepared) Request(ctx context.Context, req *Request) (Outcome, error) {
 	return run(ctx, len(p.steps), func(i int) step { return p.steps[i] }, req)
 }
@@ -101,11 +105,11 @@ func (p Prepared) Len() int { return len(p.steps) }
 // default) the stage goes on, with on_error fail it stops and returns an error
 // naming the plugin and the decision, along with the reports so far. A failed
 // plugin leaves the request unchanged.
-func (n *Native) Request(ctx context.Context, refs []recipes.PluginRef, req *Request) (Outcome, error) {
+func (n *Stage) Request(ctx context.Context, refs []recipes.PluginRef, req *Request) (Outcome, error) {
 	return run(ctx, len(refs), func(i int) step { return n.step(refs[i]) }, req)
 }
 
-func (n *Native) step(ref recipes.PluginRef) step {
+func (n *Stage) step(ref recipes.PluginRef) step {
 	s := step{typ: ref.Type, onError: ref.OnError}
 	if s.onError == "" {
 		s.onError = recipes.OnErrorSkip
@@ -122,7 +126,7 @@ func (n *Native) step(ref recipes.PluginRef) step {
 	return s
 }
 
-func (n *Native) compiled(ref recipes.PluginRef) compiled {
+func (n *Stage) compiled(ref recipes.PluginRef) compiled {
 	n.mu.RLock()
 	c, ok := n.cache[ref.Type][string(ref.Configuration)]
 	n.mu.RUnlock()
@@ -157,48 +161,21 @@ func checkOnError(ref recipes.PluginRef) error {
 }
 
 // compile prepares one configuration: as a module when a module implements
-// the type, else natively.
-func (n *Native) compile(typ string, raw json.RawMessage) compiled {
-	if n.mods != nil && typ != "" && n.mods.Has(typ) {
+// the type; a known type without one is unavailable, any other an error.
+func (n *Stage) compile(typ string, raw json.RawMessage) compiled {
+	switch {
+	case typ == "":
+		return compiled{err: &ConfigError{Field: "type", Message: "is required; known types: " + strings.Join(Types, ", ")}}
+	case n.mods != nil && n.mods.Has(typ):
 		if err := n.mods.Validate(typ, raw); err != nil {
 			return compiled{err: err}
 		}
 		return compiled{inst: &moduleInstance{mods: n.mods, typ: typ, config: raw}}
+	case slices.Contains(Types, typ):
+		return compiled{unavailable: true}
 	}
-	return compile(typ, raw)
-}
-
-// compile decodes and checks one configuration.
-func compile(typ string, raw json.RawMessage) compiled {
-	var inst instance
-	var err error
-	switch typ {
-	case TypeSystemPrompt:
-		inst, err = compileSystemPrompt(raw)
-	case TypeHeaderMutation:
-		inst, err = compileHeaderMutation(raw)
-	case TypeRequestParams:
-		inst, err = compileRequestParams(raw)
-	case TypeFastResponse:
-		inst, err = compileFastResponse(raw)
-	case "":
-		return compiled{err: &ConfigError{Field: "type", Message: "is required; known types: " + knownTypes()}}
-	default:
-		if slices.Contains(PlannedTypes, typ) {
-			return compiled{unavailable: true}
-		}
-		// An unknown type might one day be a third-party wasm module; for now it
-		// is a configuration error, and at run time it is unavailable.
-		return compiled{unavailable: true, err: &ConfigError{Type: typ, Field: "type",
-			Message: fmt.Sprintf("%q is not a known plugin type; known types: %s", typ, knownTypes())}}
-	}
-	if err != nil {
-		return compiled{err: err}
-	}
-	return compiled{inst: inst}
-}
-
-func knownTypes() string {
-	return strings.Join(NativeTypes, ", ") + " (built in), and " + strings.Join(PlannedTypes, ", ") +
-		" (need the WebAssembly plugin runtime)"
+	// An unknown type might be a third-party module not loaded here; it is a
+	// configuration error, and at run time it is unavailable.
+	return compiled{unavailable: true, err: &ConfigError{Type: typ, Field: "type",
+		Message: fmt.Sprintf("%q is not a known plugin type; known types: %s", typ, strings.Join(Types, ", "))}}
 }

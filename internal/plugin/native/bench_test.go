@@ -1,4 +1,4 @@
-package plugin
+package native_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/native"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -26,7 +28,7 @@ func benchBody(turns int) string {
 // fresh returns a copy of base that a plugin can change without touching base
 // (the maps and slices are copied; the raw values are shared, as the stage
 // never writes into them).
-func fresh(base *chat.Request) *Request {
+func fresh(base *chat.Request) *plugin.Request {
 	c := *base
 	// Built by inserting, the way json.Unmarshal builds chat.Request.Fields.
 	c.Fields = make(map[string]json.RawMessage, len(base.Fields))
@@ -34,10 +36,10 @@ func fresh(base *chat.Request) *Request {
 		c.Fields[k] = v
 	}
 	c.Messages = append([]chat.Message(nil), base.Messages...)
-	return &Request{Chat: &c, Decision: "d", Model: "small"}
+	return &plugin.Request{Chat: &c, Decision: "d", Model: "small"}
 }
 
-var sink *Request
+var sink *plugin.Request
 
 func benchRun(b *testing.B, turns int, refs []recipes.PluginRef) {
 	base, err := chat.Parse([]byte(benchBody(turns)))
@@ -46,7 +48,7 @@ func benchRun(b *testing.B, turns int, refs []recipes.PluginRef) {
 	}
 	ctx := context.Background()
 	b.Run("cached", func(b *testing.B) {
-		n := NewNative()
+		n := native.Stage()
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := n.Request(ctx, refs, fresh(base)); err != nil {
@@ -55,7 +57,7 @@ func benchRun(b *testing.B, turns int, refs []recipes.PluginRef) {
 		}
 	})
 	b.Run("prepared", func(b *testing.B) {
-		p, err := NewNative().Prepare(refs)
+		p, err := native.Stage().Prepare(refs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +72,7 @@ func benchRun(b *testing.B, turns int, refs []recipes.PluginRef) {
 		// What the stage would cost if every request decoded the configuration.
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := NewNative().Request(ctx, refs, fresh(base)); err != nil {
+			if _, err := native.Stage().Request(ctx, refs, fresh(base)); err != nil {
 				b.Fatal(err)
 			}
 		}

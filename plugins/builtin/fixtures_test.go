@@ -1,4 +1,6 @@
-package parity
+//go:build !race
+
+package builtin_test
 
 import (
 	"github.com/junction-router/junction/plugins/fastresponse"
@@ -9,8 +11,8 @@ import (
 
 const user = `{"role":"user","content":"hi"}`
 
-// Requests are bodies every configuration is tried on.
-var Requests = []string{
+// parityRequests are bodies every configuration is tried on.
+var parityRequests = []string{
 	`{"model":"m","messages":[` + user + `]}`,
 	`{"model":"m","temperature":0.5,"messages":[{"role":"system","content":"Old."},` + user + `]}`,
 	`{"model":"m","messages":[{"name":"sys","role":"system","content":"a\u00e9\"b","x":[1,{"y":"}"}]},` + user + `]}`,
@@ -30,9 +32,9 @@ var Requests = []string{
 	`{"model":"m","messages":[],"max_tokens":4096.0,"n":2}`,
 }
 
-// Configs are configurations of the four plugins internal/plugin also
-// implements natively, valid and refused ones.
-var Configs = map[string][]string{
+// parityConfigs are configurations of the four plugins that also run
+// natively (internal/plugin/native), valid and refused ones.
+var parityConfigs = map[string][]string{
 	systemprompt.Type: {
 		`{"system_prompt":"Be careful.","mode":"insert"}`, `{"system_prompt":"P","mode":"replace"}`,
 		`{"system_prompt":"P"}`, `{"system_prompt":"Use <b> & \"quotes\"\n."}`,

@@ -1,4 +1,4 @@
-package frontend_test
+package nativeapi_test
 
 import (
 	"encoding/json"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/inference/nativeapi"
 	"github.com/junction-router/junction/internal/inference/worker/client"
-	"github.com/junction-router/junction/internal/inference/worker/frontend"
 )
 
 // worker answers POST /v1/decisions with what answer returns, after
@@ -52,7 +52,7 @@ func TestForwardRenamesBothWays(t *testing.T) {
 		seen = m
 		return 200, `{"object":"decisions","model":"jailbreak-glove","answers":{}}`
 	})
-	h, err := frontend.New(frontend.Options{Deployments: []frontend.Deployment{{Name: "guard", Pool: pool(t, w.URL, "jailbreak-glove", true)}}})
+	h, err := nativeapi.New(nativeapi.Options{Deployments: []nativeapi.Deployment{{Name: "guard", Pool: pool(t, w.URL, "jailbreak-glove", true)}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestFailures(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := worker(t, func(string) (int, string) { return c.status, c.answer })
-			h, err := frontend.New(frontend.Options{Deployments: []frontend.Deployment{{Name: "guard", Pool: pool(t, w.URL, "m", c.ready)}}})
+			h, err := nativeapi.New(nativeapi.Options{Deployments: []nativeapi.Deployment{{Name: "guard", Pool: pool(t, w.URL, "m", c.ready)}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -95,12 +95,12 @@ func TestFailures(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	p := pool(t, "http://127.0.0.1:1", "m", true)
-	for name, o := range map[string]frontend.Options{
-		"empty key":         {Deployments: []frontend.Deployment{{Name: "a", Pool: p}}, Keys: []frontend.Key{{Name: "k", Models: []string{"a"}}}},
-		"unpublished grant": {Deployments: []frontend.Deployment{{Name: "a", Pool: p}}, Keys: []frontend.Key{{Name: "k", Token: "t", Models: []string{"b"}}}},
-		"twice":             {Deployments: []frontend.Deployment{{Name: "a", Pool: p}, {Name: "a", Pool: p}}},
+	for name, o := range map[string]nativeapi.Options{
+		"empty key":         {Deployments: []nativeapi.Deployment{{Name: "a", Pool: p}}, Keys: []nativeapi.Key{{Name: "k", Models: []string{"a"}}}},
+		"unpublished grant": {Deployments: []nativeapi.Deployment{{Name: "a", Pool: p}}, Keys: []nativeapi.Key{{Name: "k", Token: "t", Models: []string{"b"}}}},
+		"twice":             {Deployments: []nativeapi.Deployment{{Name: "a", Pool: p}, {Name: "a", Pool: p}}},
 	} {
-		if _, err := frontend.New(o); err == nil {
+		if _, err := nativeapi.New(o); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

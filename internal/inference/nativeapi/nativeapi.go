@@ -1,4 +1,4 @@
-// Package frontend is the router's native API (global.services.native_api,
+// Package nativeapi is the router's native API (global.services.native_api,
 // port 8899 by default): it publishes the question answering of model
 // deployments, POST /v1/decisions and POST /v1/systemone (the same
 // endpoint) and GET /v1/systemone/models, under public model names, behind
@@ -12,7 +12,7 @@
 // The workers' classify, embeddings, rerank and bundle endpoints are never
 // published. The package must not start or health-check workers and must
 // not log request text or keys.
-package frontend
+package nativeapi
 
 import (
 	"context"
@@ -92,24 +92,24 @@ func New(o Options) (http.Handler, error) {
 	for i := range o.Deployments {
 		d := &o.Deployments[i]
 		if d.Name == "" || d.Pool == nil {
-			return nil, fmt.Errorf("frontend: deployment %d needs a name and a pool", i)
+			return nil, fmt.Errorf("native API: deployment %d needs a name and a pool", i)
 		}
 		if _, dup := h.deps[d.Name]; dup {
-			return nil, fmt.Errorf("frontend: deployment %q is published twice", d.Name)
+			return nil, fmt.Errorf("native API: deployment %q is published twice", d.Name)
 		}
 		h.deps[d.Name] = d
 		h.order = append(h.order, d.Name)
 	}
 	for _, k := range o.Keys {
 		if k.Token == "" {
-			return nil, fmt.Errorf("frontend: key %q is empty", k.Name)
+			return nil, fmt.Errorf("native API: key %q is empty", k.Name)
 		}
 		kk := key{digest: sha256.Sum256([]byte(k.Token)), grants: map[string]bool{}}
 		for _, m := range k.Models {
 			if m == "*" {
 				kk.all = true
 			} else if _, ok := h.deps[m]; !ok {
-				return nil, fmt.Errorf("frontend: key %q grants %q, which is not published", k.Name, m)
+				return nil, fmt.Errorf("native API: key %q grants %q, which is not published", k.Name, m)
 			}
 			kk.grants[m] = true
 		}
