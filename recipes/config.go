@@ -139,21 +139,6 @@ type Signals struct {
 	Complexity []ComplexitySignal `json:"complexity,omitempty"`
 }
 
-// Signal kinds as rule conditions name them (the `type` of a condition).
-const (
-	KindKeyword    = "keyword"
-	KindDomain     = "domain"
-	KindPII        = "pii"
-	KindJailbreak  = "jailbreak"
-	KindContext    = "context"
-	KindLanguage   = "language"
-	KindEmbedding  = "embedding"
-	KindComplexity = "complexity"
-)
-
-// Kinds lists every signal kind in a fixed order.
-var Kinds = []string{KindKeyword, KindDomain, KindPII, KindJailbreak, KindContext, KindLanguage, KindEmbedding, KindComplexity}
-
 // KeywordSignal matches literal keywords in the request text.
 type KeywordSignal struct {
 	Name string `json:"name"`

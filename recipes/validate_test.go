@@ -408,3 +408,49 @@ func TestAccepted(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateHandBuiltDocument(t *testing.T) {
+	doc := &Document{
+		Version: "v1",
+		Providers: Providers{
+			Defaults: ProviderDefaults{DefaultModel: "m"},
+			Models:   []Model{{Name: "m", BackendRefs: []BackendRef{{BaseURL: "http://127.0.0.1:9/v1", Provider: "openai"}}}},
+		},
+		Recipes: []Recipe{{
+			Name: "r",
+			Decisions: []Decision{
+				{Name: "all", Rules: RuleNode{Operator: OpAND}}, // nil conditions: an empty AND
+			},
+		}},
+	}
+	doc.ApplyDefaults()
+	if err := doc.Validate(); err != nil {
+		t.Fatalf("valid hand-built document: %v", err)
+	}
+	// Round trip: the canonical form parses back to the same document.
+	b, err := Canonical(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b)
+	if err != nil {
+		t.Fatalf("canonical form does not parse: %v\n%s", err, b)
+	}
+	if Hash(back) != Hash(doc) {
+		t.Error("canonical round trip changed the hash")
+	}
+
+	doc.Recipes[0].Decisions[0].ModelRefs = []ModelRef{{Model: "n"}}
+	doc.Recipes[0].Decisions = append(doc.Recipes[0].Decisions, Decision{Name: "x", Rules: RuleNode{Operator: "XOR"}})
+	err = doc.Validate()
+	assertProblem(t, err, "/recipes/0/decisions/1/rules/operator", CodeInvalidValue, "AND, OR, NOT")
+
+	doc.Recipes[0].Decisions = doc.Recipes[0].Decisions[:1]
+	err = doc.Validate()
+	assertProblem(t, err, "/recipes/0/decisions/0/modelRefs/0/model", CodeUnknownRef, `references model "n"`)
+
+	var nilDoc *Document
+	if nilDoc.Validate() == nil {
+		t.Error("nil document validated")
+	}
+}

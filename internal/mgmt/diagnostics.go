@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"sort"
@@ -333,35 +332,10 @@ func (s *Server) allSignals(ctx context.Context, gen *engine.Generation, rc *rec
 // configuredSignals lists a recipe's signals as (kind, name) in kind order.
 func configuredSignals(rc *recipes.Recipe) [][2]string {
 	var out [][2]string
-	sg := rc.Signals
-	add := func(kind string, names ...string) {
-		for _, n := range names {
+	for _, kind := range recipes.Kinds {
+		for _, n := range rc.Signals.Names(kind) {
 			out = append(out, [2]string{kind, n})
 		}
-	}
-	for _, x := range sg.Keywords {
-		add(recipes.KindKeyword, x.Name)
-	}
-	for _, x := range sg.Domains {
-		add(recipes.KindDomain, x.Name)
-	}
-	for _, x := range sg.PII {
-		add(recipes.KindPII, x.Name)
-	}
-	for _, x := range sg.Jailbreak {
-		add(recipes.KindJailbreak, x.Name)
-	}
-	for _, x := range sg.Context {
-		add(recipes.KindContext, x.Name)
-	}
-	for _, x := range sg.Language {
-		add(recipes.KindLanguage, x.Name)
-	}
-	for _, x := range sg.Embeddings {
-		add(recipes.KindEmbedding, x.Name)
-	}
-	for _, x := range sg.Complexity {
-		add(recipes.KindComplexity, x.Name)
 	}
 	return out
 }
@@ -478,5 +452,3 @@ func modelErr(what string, err error) error {
 	}
 	return newErr(http.StatusInternalServerError, CodeClassificationError, "%s failed: %v", what, err)
 }
-
-var _ = fmt.Sprintf

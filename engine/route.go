@@ -1,0 +1,411 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/junction-router/junction/engine/reasoning"
+	"github.com/junction-router/junction/engine/selection"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Route: one request through a generation's recipe, its signals evaluated
+// (staged sets last, within the signal budget), its decision taken and its
+// model chosen.
+
+// Request is what routing reads of a client request.
+type Request struct {
+	// Model is the model the client asked for: MoM, auto, or a configured name.
+	Model string
+	Input signal.Input
+}
+
+// Block is a safety verdict that answers the client 403.
+type Block struct {
+	// Code is pii_detected or jailbreak_detected.
+	Code string `json:"code"`
+	// Signal names the signal that blocked.
+	Signal   string   `json:"signal"`
+	Entities []string `json:"entities_found,omitempty"`
+	Message  string   `json:"message"`
+}
+
+// Result explains one routing decision. The live path and previews return the
+// same structure.
+type Result struct {
+	Recipe         string          `json:"recipe"`
+	RequestedModel string          `json:"requested_model"`
+	Signals        []signal.Result `json:"signals"`
+	// Decision is the matched decision; empty when none matched and the default
+	// model was used.
+	Decision     string   `json:"decision,omitempty"`
+	MatchedRules []string `json:"matched_rules,omitempty"`
+	Confidence   float64  `json:"confidence"`
+	// Model is the selected backend model; empty when Block is set.
+	Model      string              `json:"model,omitempty"`
+	ReasonCode string              `json:"reason_code"`
+	Selection  string              `json:"selection_method,omitempty"`
+	Reasoning  reasoning.Mode      `json:"reasoning"`
+	Plugins    []recipes.PluginRef `json:"plugins,omitempty"`
+	Block      *Block              `json:"block,omitempty"`
+	// PIIDetected and JailbreakDetected summarise the safety signals for the
+	// x-security-checks header.
+	PIIDetected bool     `json:"pii_detected"`
+	PIIEntities []string `json:"pii_entities,omitempty"`
+	// PII is where the personal data is: the spans the evaluated pii signals
+	// counted (PII.Scanned is false when no pii signal was evaluated).
+	// Plugins read it (through the plugin stage); the JSON form leaves it out.
+	PII                PIIScan       `json:"-"`
+	JailbreakDetected  bool          `json:"jailbreak_detected"`
+	ClassificationTime time.Duration `json:"classification_time_ns"`
+}
+
+// PIIScan is what the evaluated pii signals detected, placed in the request.
+type PIIScan struct {
+	// Scanned: at least one pii signal was evaluated (its result may still
+	// be Unscanned: past its deadline or budget).
+	Scanned bool
+	// Spans are the union of the signals' spans, sorted by message and start,
+	// at most signal.MaxPIISpans (those of the newest messages).
+	Spans []signal.PIISpan
+	// Truncated: more spans were detected than Spans holds.
+	Truncated bool
+	// Unscanned: some user text was not scanned (over the scan budget, past
+	// the signal deadline), so personal data may be where no span says.
+	Unscanned bool
+}
+
+// merge adds a pii signal's spans to the scan. Every pii signal of a
+// recipe reads the same scan, so two signals' spans are equal or disjoint.
+func (p *PIIScan) merge(r *signal.Result) {
+	p.Scanned = true
+	p.Unscanned = p.Unscanned || r.Unscanned
+	p.Truncated = p.Truncated || r.SpansTruncated
+	if len(r.Spans) == 0 {
+		return
+	}
+	if len(p.Spans) == 0 {
+		p.Spans = r.Spans
+		return
+	}
+	merged := make([]signal.PIISpan, 0, len(p.Spans)+len(r.Spans))
+	a, b := p.Spans, r.Spans
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || len(a) > 0 && (a[0].Message < b[0].Message || a[0].Message == b[0].Message && a[0].Start < b[0].Start):
+			merged, a = append(merged, a[0]), a[1:]
+		case len(a) == 0 || b[0].Message < a[0].Message || b[0].Message == a[0].Message && b[0].Start < a[0].Start:
+			merged, b = append(merged, b[0]), b[1:]
+		default: // the same span
+			merged, a, b = append(merged, a[0]), a[1:], b[1:]
+		}
+	}
+	if len(merged) > signal.MaxPIISpans {
+		// As each signal does: the newest messages' spans are kept.
+		merged, p.Truncated = merged[len(merged)-signal.MaxPIISpans:], true
+	}
+	p.Spans = merged
+}
+
+// Route classifies req under recipe (empty: the default recipe) and decides
+// where it goes. It calls no backend. Errors are ErrUnknownRecipe and
+// ErrUnknownModel (wrapped with detail).
+func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*Result, error) {
+	if recipe == "" {
+		recipe = g.defaultRecipe
+	}
+	cr, ok := g.recipes[recipe]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownRecipe, recipe)
+	}
+	explicit := !IsRoutingName(req.Model)
+	if explicit {
+		if _, ok := g.models[req.Model]; !ok {
+			return nil, fmt.Errorf("%w %q: use MoM, auto or one of the configured models", ErrUnknownModel, req.Model)
+		}
+	}
+	start := time.Now()
+	res := &Result{Recipe: cr.name, RequestedModel: req.Model}
+	res.Signals = g.evaluate(ctx, cr, &req.Input)
+	applyComposers(cr.composers, res.Signals)
+	res.ClassificationTime = time.Since(start)
+	for i := range res.Signals {
+		s := &res.Signals[i]
+		switch s.Kind {
+		case recipes.KindPII:
+			res.PII.merge(s)
+			if len(s.Entities) > 0 {
+				res.PIIDetected = true
+				res.PIIEntities = mergeSorted(res.PIIEntities, s.Entities)
+			}
+		case recipes.KindJailbreak:
+			if s.Matched {
+				res.JailbreakDetected = true
+			}
+		}
+	}
+	for _, b := range cr.blockers {
+		s := &res.Signals[b.slot]
+		if !s.Matched {
+			continue
+		}
+		blk := &Block{Code: b.code, Signal: s.Name}
+		switch {
+		case s.Unscanned:
+			blk.Message = fmt.Sprintf("the request could not be fully checked by safety signal %q (%s) and its policy blocks unscanned input", s.Name, s.Error)
+		case b.code == "pii_detected":
+			blk.Entities = s.Entities
+			blk.Message = "the request contains personal data that this route does not accept: " + strings.Join(s.Entities, ", ")
+		default:
+			blk.Message = "the request was classified as a jailbreak or prompt-injection attempt"
+		}
+		res.Block = blk
+		res.ReasonCode = ReasonSecurityBlocked
+		return res, nil
+	}
+
+	var candidates []recipes.ModelRef
+	if m, ok := cr.decisions.Evaluate(res.Signals); ok {
+		d := m.Decision.Config
+		res.Decision, res.MatchedRules, res.Confidence = d.Name, m.Matched, m.Confidence
+		res.Plugins = d.Plugins
+		candidates = d.ModelRefs
+		res.ReasonCode = ReasonAutoRouting
+		res.Selection = cr.selectors[d.Name].Name()
+	} else {
+		res.ReasonCode = ReasonDefaultModel
+	}
+	if len(candidates) == 0 {
+		candidates = []recipes.ModelRef{{Model: g.doc.Providers.Defaults.DefaultModel}}
+		if res.Selection == "" {
+			res.Selection = "default_model"
+		}
+	}
+	if explicit {
+		// The client's model stands; the decision's plugins still apply.
+		res.Model = req.Model
+		res.ReasonCode = ReasonModelSpecified
+		res.Selection = "model_specified"
+		m := g.models[req.Model]
+		res.Reasoning = reasoning.Mode{Family: m.ReasoningFamily}
+		return res, nil
+	}
+	if res.PIIDetected {
+		allowed := candidates[:0:0]
+		for _, c := range candidates {
+			if g.modelAccepts(c.Model, res.PIIEntities) {
+				allowed = append(allowed, c)
+			}
+		}
+		switch {
+		case len(allowed) == 0:
+			res.Block = &Block{Code: "pii_detected", Entities: res.PIIEntities,
+				Message: "the request contains personal data (" + strings.Join(res.PIIEntities, ", ") + ") that no candidate model's pii_policy accepts"}
+			res.ReasonCode = ReasonSecurityBlocked
+			return res, nil
+		case allowed[0].Model != candidates[0].Model:
+			res.ReasonCode = ReasonPIIAlternative
+		}
+		candidates = allowed
+	}
+	var sel selection.Selector = selection.FirstHealthy{}
+	if res.Decision != "" {
+		sel = cr.selectors[res.Decision]
+	}
+	ref, _ := sel.Select(ctx, candidates, g.health)
+	res.Model = ref.Model
+	m := g.models[ref.Model]
+	var fam *recipes.ReasoningFamily
+	if f, ok := g.doc.Providers.ReasoningFamilies[m.ReasoningFamily]; ok {
+		fam = &f
+	}
+	res.Reasoning = reasoning.Resolve(ref, g.doc.Providers.Defaults, m.ReasoningFamily, fam)
+	return res, nil
+}
+
+// applyComposers withdraws the grade of a complexity signal whose composer
+// conditions do not all hold.
+func applyComposers(composers []composer, results []signal.Result) {
+	for _, c := range composers {
+		for i, leaf := range c.leaves {
+			if !results[leaf].Matched {
+				r := &results[c.slot]
+				r.Matched = false
+				r.Value = "composer condition " + c.labels[i] + " does not hold"
+				break
+			}
+		}
+	}
+}
+
+func (g *Generation) modelAccepts(model string, entities []string) bool {
+	m, ok := g.models[model]
+	if !ok {
+		return false
+	}
+	for _, e := range entities {
+		if !m.PIIPolicy.Allows(e) {
+			return false
+		}
+	}
+	return true
+}
+
+func mergeSorted(a, b []string) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, len(a)+len(b))
+	for _, s := range append(append([]string{}, a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sortStrings(out)
+	return out
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// SignalBudget is the time signals may take for a request with ctx's deadline:
+// the configured signal_timeout_ms, else the deadline less a tenth of the time
+// left (at least one second), else 45 seconds.
+func (g *Generation) SignalBudget(ctx context.Context) time.Duration {
+	if g.signalTimeout > 0 {
+		return g.signalTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		margin := left / 10
+		if margin < time.Second {
+			margin = time.Second
+		}
+		if left-margin > 0 {
+			return left - margin
+		}
+		return 0
+	}
+	return defaultServedSignalBudget
+}
+
+// evaluate runs every compiled Set: cheap ones inline, the rest concurrently,
+// all under the signal budget. A Set that has not finished by then contributes
+// its Missing results (the on_unscanned policy for safety signals).
+//
+// A Set that is cheap for this input (signal.InlineSet: a short text for a
+// CPU-only scan) runs inline too. When every Set runs inline nothing waits,
+// so no budget timer is armed unless the budget is already spent: inline
+// evaluation is bounded by being cheap, and the request's own context still
+// cancels it.
+func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signal.Input) []signal.Result {
+	results := make([]signal.Result, cr.nSlots)
+	if cr.nSlots == 0 {
+		return results
+	}
+	var inlineBuf [8]bool
+	inline := inlineBuf[:0]
+	npending := 0
+	for _, cs := range cr.sets {
+		ok := cs.set.Cheap()
+		if !ok {
+			if is, can := cs.set.(signal.InlineSet); can {
+				ok = is.CheapFor(in)
+			}
+		}
+		inline = append(inline, ok)
+		if !ok {
+			npending++
+		}
+	}
+	budget := g.SignalBudget(ctx)
+	sctx := ctx
+	if npending > 0 || budget <= 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, budget)
+		defer cancel()
+	}
+	if npending == 0 {
+		for _, cs := range cr.sets {
+			copy(results[cs.base:cs.base+cs.n], cs.set.Evaluate(sctx, in))
+		}
+		return results
+	}
+
+	pending := make([]compiledSet, 0, npending)
+	for i, cs := range cr.sets {
+		if !inline[i] {
+			pending = append(pending, cs)
+		}
+	}
+	type done struct {
+		cs  compiledSet
+		res []signal.Result
+	}
+	ch := make(chan done, len(pending))
+	// The sets whose model asks a deployment questions gather them in one
+	// stage per request (signal.Stage: one decisions call per deployment).
+	// Every participant joins before any starts, so that none asks alone.
+	var parts []stagePart
+	if cr.staged {
+		stage := signal.NewStage()
+		for i, cs := range pending {
+			if cs.staged {
+				ctx, p := stage.Join(sctx)
+				parts = append(parts, stagePart{i, ctx, p})
+			}
+		}
+	}
+	for i, cs := range pending {
+		if len(parts) > 0 && parts[0].index == i {
+			sp := parts[0]
+			parts = parts[1:]
+			go func(cs compiledSet) {
+				res := cs.set.Evaluate(sp.ctx, in)
+				sp.p.Finish()
+				ch <- done{cs, res}
+			}(cs)
+			continue
+		}
+		go func(cs compiledSet) { ch <- done{cs, cs.set.Evaluate(sctx, in)} }(cs)
+	}
+	for i, cs := range cr.sets {
+		if inline[i] {
+			copy(results[cs.base:cs.base+cs.n], cs.set.Evaluate(sctx, in))
+		}
+	}
+	finished := make([]bool, len(pending))
+	for n := 0; n < len(pending); n++ {
+		select {
+		case d := <-ch:
+			copy(results[d.cs.base:d.cs.base+d.cs.n], d.res)
+			for i := range pending {
+				if pending[i].base == d.cs.base {
+					finished[i] = true
+				}
+			}
+		case <-sctx.Done():
+			for i, cs := range pending {
+				if !finished[i] {
+					copy(results[cs.base:cs.base+cs.n], cs.set.Missing("deadline"))
+				}
+			}
+			return results
+		}
+	}
+	return results
+}
+
+// stagePart is a pending set's place in the request's signal.Stage.
+type stagePart struct {
+	index int
+	ctx   context.Context
+	p     *signal.Participant
+}
