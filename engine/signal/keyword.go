@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -320,17 +320,6 @@ func (a *automaton) boundaryOK(text string, p int32, start, end int) bool {
 	return true
 }
 
-// isWordRune reports whether r continues a word for boundary purposes:
-// letters, digits, combining marks and '_' — except in scripts written
-// without spaces between words (Han, kana, Thai, Lao, Khmer, Myanmar), where
-// every character boundary may be a word boundary and a keyword must match
-// inside a run of text.
-func isWordRune(r rune) bool {
-	if r < utf8.RuneSelf {
-		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_'
-	}
-	if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.IsMark(r) {
-		return false
-	}
-	return !unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao, unicode.Khmer, unicode.Myanmar)
-}
+// isWordRune is the word-boundary rule the pii detector also uses (one
+// rule, kept in internal/pii).
+func isWordRune(r rune) bool { return pii.IsWordRune(r) }

@@ -80,3 +80,6 @@ func TestScanPII(t *testing.T) {
 		t.Fatal("an unknown type was accepted")
 	}
 }
+
+// confValidated is internal/pii's confidence for a validated pattern.
+const confValidated = 0.95
