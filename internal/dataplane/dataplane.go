@@ -96,15 +96,6 @@ func New(cfg Config) *Plane {
 	return p
 }
 
-// WithPlugins is a copy of p that runs plugins with r (nil: none, each
-// reported not_run), for a front end whose runner can change between
-// requests.
-func (p *Plane) WithPlugins(r plugin.Runner) Plane {
-	c := *p
-	c.plugins = r
-	return c
-}
-
 type nopLogger struct{}
 
 func (nopLogger) Error(string, ...any) {}

@@ -234,7 +234,7 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 		x.plane.metrics.TPOT(m.Name, time.Since(x.sent), a.Usage.CompletionTokens)
 	}
 	x.usageDone = true
-	if a.Object && x.plane.WantsResponse(&x.Out) {
+	if a.Object && x.plane.wantsResponse(&x.Out) {
 		x.respBody = bytes.Clone(body) // the caller may splice into body
 	}
 	return a
@@ -254,13 +254,13 @@ func (x *Exchange) Answered(ctx context.Context, status int) {
 		status = http.StatusOK
 	}
 	out, plane := x.Out, x.plane
-	go plane.ResponsePhase(context.WithoutCancel(ctx), &out, status, body)
+	go plane.runResponsePhase(context.WithoutCancel(ctx), &out, status, body)
 }
 
 // StartStream prepares for an event-stream answer: the collector for the
 // response phase and the translators the client's protocol needs.
 func (x *Exchange) StartStream() {
-	x.stream = x.plane.NewStreamAnswer(&x.Out)
+	x.stream = x.plane.newStreamAnswer(&x.Out)
 	now := time.Now().Unix()
 	if x.anthropic {
 		x.aStream = translate.NewAnthropicStream(now)
@@ -418,8 +418,8 @@ func (x *Exchange) StreamEnded(ctx context.Context, status int, delivered bool) 
 		status = http.StatusOK
 	}
 	if !delivered || !x.upstreamDone {
-		plane.StreamEnded(ctx, &out, status, sa, false)
+		plane.streamEnded(ctx, &out, status, sa, false)
 		return
 	}
-	go plane.StreamEnded(context.WithoutCancel(ctx), &out, status, sa, true)
+	go plane.streamEnded(context.WithoutCancel(ctx), &out, status, sa, true)
 }

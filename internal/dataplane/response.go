@@ -16,20 +16,20 @@ type responsePhase interface {
 	HasResponsePhase(refs []recipes.PluginRef) bool
 }
 
-// WantsResponse reports whether a forwarded request's decision has plugins
-// with a response phase, so the front end hands them the answer.
-func (p *Plane) WantsResponse(out *Outcome) bool {
+// wantsResponse reports whether a forwarded request's decision has plugins
+// with a response phase, so the exchange keeps the answer for them.
+func (p *Plane) wantsResponse(out *Outcome) bool {
 	return out != nil && out.pluginChat != nil // kept by Run for exactly those decisions
 }
 
-// ResponsePhase runs the response phase of the decision's plugins on a
+// runResponsePhase runs the response phase of the decision's plugins on a
 // successful (2xx) upstream answer: body is a non-streamed answer as the
 // upstream sent it, or a streamed one merged into a chat.completion
-// (StreamEnded). It returns the plugins' reports; a failure is in its report
+// (streamEnded). It returns the plugins' reports; a failure is in its report
 // (the answer has been sent; nothing else can change).
-func (p *Plane) ResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
+func (p *Plane) runResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
 	rp, ok := p.plugins.(responsePhase)
-	if !ok || !p.WantsResponse(out) || out.Result == nil || status < 200 || status > 299 {
+	if !ok || !p.wantsResponse(out) || out.Result == nil || status < 200 || status > 299 {
 		return nil
 	}
 	res := out.Result

@@ -50,10 +50,10 @@ type StreamAnswer struct {
 	over  bool // past limit: buf was dropped
 }
 
-// NewStreamAnswer returns the collector for a forwarded streamed request
+// newStreamAnswer returns the collector for a forwarded streamed request
 // whose decision has response-phase plugins, or nil when none would read it.
-func (p *Plane) NewStreamAnswer(out *Outcome) *StreamAnswer {
-	if !p.WantsResponse(out) {
+func (p *Plane) newStreamAnswer(out *Outcome) *StreamAnswer {
+	if !p.wantsResponse(out) {
 		return nil
 	}
 	return &StreamAnswer{limit: MaxResponsePhaseBody, buf: getStreamBuffer()}
@@ -112,15 +112,15 @@ func (s *StreamAnswer) TooLarge() {
 	}
 }
 
-// StreamEnded ends a collected stream: when complete (the front end
+// streamEnded ends a collected stream: when complete (the front end
 // delivered the whole stream, [DONE] included, to a client still there) the
 // assembled chat.completion is given to the decision's response-phase
-// plugins, as ResponsePhase does for a non-streamed answer; otherwise, or
+// plugins, as runResponsePhase does for a non-streamed answer; otherwise, or
 // when the answer was too large or unreadable, the response phase is skipped,
 // counted by reason and logged (never with request or answer text). Call it
 // after the last byte went to the client, beside the request (it may take a
 // plugin's time), once per stream.
-func (p *Plane) StreamEnded(ctx context.Context, out *Outcome, status int, s *StreamAnswer, complete bool) []plugin.Report {
+func (p *Plane) streamEnded(ctx context.Context, out *Outcome, status int, s *StreamAnswer, complete bool) []plugin.Report {
 	if s == nil {
 		return nil
 	}
@@ -146,7 +146,7 @@ func (p *Plane) StreamEnded(ctx context.Context, out *Outcome, status int, s *St
 		}
 		return nil
 	}
-	return p.ResponsePhase(ctx, out, status, body)
+	return p.runResponsePhase(ctx, out, status, body)
 }
 
 // warn logs at warning level when the logger can (slog can), else as an

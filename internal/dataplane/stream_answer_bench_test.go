@@ -50,7 +50,7 @@ func BenchmarkStreamAnswer(b *testing.B) {
 	b.Run("collect", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			s := &StreamAnswer{limit: MaxResponsePhaseBody, buf: getStreamBuffer()} // as NewStreamAnswer
+			s := &StreamAnswer{limit: MaxResponsePhaseBody, buf: getStreamBuffer()} // as newStreamAnswer
 			for _, d := range data {
 				s.Chunk(d)
 			}
