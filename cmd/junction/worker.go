@@ -1,21 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/worker"
@@ -153,7 +147,7 @@ func parseWorkerArgs(args []string, stderr io.Writer) (workerConfig, error) {
 	case *modelsFile != "" && len(positional) > 0:
 		return fail("give models either as arguments or with --models FILE, not both")
 	case *modelsFile != "":
-		specs, err := readModelsFile(*modelsFile)
+		specs, err := worker.ReadModelsFile(*modelsFile)
 		if err != nil {
 			return workerConfig{}, err
 		}
@@ -211,35 +205,6 @@ func isCommit(s string) bool {
 	return true
 }
 
-// readModelsFile reads the worker models file: a list `models` of entries.
-func readModelsFile(path string) ([]worker.Spec, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("--models: %w", err)
-	}
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("--models %s: not YAML or JSON: %w", path, err)
-	}
-	var doc struct {
-		Models []worker.Spec `json:"models"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(js))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("--models %s: %w (entries take model, revision, name, device, profile, engine, family, memory_budget_gib, options)", path, err)
-	}
-	if len(doc.Models) == 0 {
-		return nil, fmt.Errorf("--models %s: /models lists no model", path)
-	}
-	for i, m := range doc.Models {
-		if m.Model == "" {
-			return nil, fmt.Errorf("--models %s: /models/%d/model is required", path, i)
-		}
-	}
-	return doc.Models, nil
-}
-
 // modelsDir is where built-in model names are looked up.
 func modelsDir(flagValue string) string {
 	if flagValue != "" {
@@ -249,20 +214,6 @@ func modelsDir(flagValue string) string {
 		return d
 	}
 	return "models"
-}
-
-// resolveModel turns a model argument into a local directory: a directory
-// path as given, or a built-in name under the models directory. Hub
-// repositories cannot be downloaded by this build.
-func resolveModel(spec worker.Spec, dir string) (string, error) {
-	if st, err := os.Stat(spec.Model); err == nil && st.IsDir() {
-		return spec.Model, nil
-	}
-	cand := filepath.Join(dir, spec.Model)
-	if st, err := os.Stat(cand); err == nil && st.IsDir() {
-		return cand, nil
-	}
-	return "", worker.Permanent(fmt.Errorf("model %q is neither a model directory nor a built-in model in %s; this build does not download models — give a local directory with model.onnx, config.json and tokenizer.json", spec.Model, dir))
 }
 
 func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -278,7 +229,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.level}))
 	dir := modelsDir(cfg.cacheDir)
 	if cfg.defaults {
-		cfg.specs, err = defaultModels(dir)
+		cfg.specs, err = worker.DefaultSpecs(dir, builtinDefaults)
 		if err != nil && cfg.cacheDir == "" && os.Getenv("JUNCTION_MODELS_DIR") == "" {
 			// Nothing prepared by hand: serve the committed default models,
 			// written out as model directories on first use.
@@ -287,7 +238,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return errors.Join(err, cerr)
 			}
 			dir = cdir
-			cfg.specs, err = defaultModels(dir)
+			cfg.specs, err = worker.DefaultSpecs(dir, builtinDefaults)
 		}
 		if err != nil {
 			return err
@@ -303,7 +254,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ln, where, err := listenWorker(cfg)
+	ln, where, err := worker.Listen(cfg.uds, cfg.host, cfg.port)
 	if err != nil {
 		_ = srv.Close()
 		return err
@@ -332,49 +283,6 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return err
 }
 
-// listenWorker opens the TCP or Unix socket listener. A stale socket file
-// left by a worker that died is replaced; a live one is not.
-func listenWorker(cfg workerConfig) (net.Listener, string, error) {
-	if cfg.uds == "" {
-		addr := net.JoinHostPort(cfg.host, fmt.Sprint(cfg.port))
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, "", fmt.Errorf("worker: listen on %s: %w (another worker running? use --port)", addr, err)
-		}
-		return ln, "http://" + ln.Addr().String(), nil
-	}
-	if c, err := net.Dial("unix", cfg.uds); err == nil {
-		c.Close()
-		return nil, "", fmt.Errorf("worker: %s is in use by a running process", cfg.uds)
-	}
-	_ = os.Remove(cfg.uds)
-	ln, err := net.Listen("unix", cfg.uds)
-	if err != nil {
-		return nil, "", fmt.Errorf("worker: listen on unix socket %s: %w", cfg.uds, err)
-	}
-	_ = os.Chmod(cfg.uds, 0o600)
-	return ln, "unix:" + cfg.uds, nil
-}
-
 // builtinDefaults are the models `junction worker` serves when no model is
 // named: built by `make models` into the models directory.
 var builtinDefaults = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
-
-// defaultModels returns the built-in default models, or says clearly that
-// they are not installed: the worker never serves a stand-in.
-func defaultModels(dir string) ([]worker.Spec, error) {
-	var specs []worker.Spec
-	var missing []string
-	for _, name := range builtinDefaults {
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(filepath.Join(p, "model.onnx")); err != nil || st.IsDir() {
-			missing = append(missing, p)
-			continue
-		}
-		specs = append(specs, worker.Spec{Model: p, Name: name})
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("the built-in default models are not available (no model.onnx in %s); build them with `make models`, point --cache-dir or $JUNCTION_MODELS_DIR at them, or name a model directory: junction worker ./path/to/model", strings.Join(missing, ", "))
-	}
-	return specs, nil
-}

@@ -22,7 +22,7 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 	}
 	log.Info("onnx runtime", "version", rt.Version(), "library", rt.LibraryPath(), "device", cfg.device)
 	load := func(ctx context.Context, spec worker.Spec) (worker.Model, error) {
-		path, err := resolveModel(spec, dir)
+		path, err := worker.ResolveModel(spec, dir)
 		if err != nil {
 			return nil, err
 		}

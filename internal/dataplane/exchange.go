@@ -304,6 +304,23 @@ func (x *Exchange) ChatEvent(dst, raw, data []byte) []byte {
 	return x.chatEvent(dst, raw, data, true, true)
 }
 
+// ErrorEvent appends to dst the event that tells the client a stream broke
+// off after its status line went out: e as a data: event (OpenAI clients
+// raise an error for one), or the Responses API's error event. It is not
+// the backend's: nothing is metered or collected.
+func (x *Exchange) ErrorEvent(dst []byte, e *Error) []byte {
+	if x.rStream != nil {
+		events, err := x.rStream.Chunk(e.JSON())
+		if err != nil {
+			return dst
+		}
+		return translate.AppendEvents(dst, events)
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, e.JSON()...)
+	return append(dst, '\n', '\n')
+}
+
 var doneData = []byte("[DONE]")
 
 func (x *Exchange) chatEvent(dst, raw, data []byte, rewrite, upstream bool) []byte {

@@ -8,8 +8,9 @@
 // the domain and jailbreak signals ask with the decisions contract), watches
 // every replica's /health, and reports them to /ready and /startup-status
 // and to the router_model_runtime_* metrics. It also builds the native API
-// over the running deployments. Without deployments nothing here runs and
-// the signals use the in-process models.
+// over the running deployments, and loads the in-process signal models
+// (LocalModels) for the kinds no deployment serves. Without deployments
+// only LocalModels runs, and every signal uses the in-process models.
 //
 // What must not happen here: no routing and no configuration lifecycle (the
 // caller compiles and activates documents); deployments start once, so a
@@ -146,11 +147,6 @@ func catalogKey(mc *recipes.ModelCatalog) []byte {
 // committed default models.
 var builtinArtifacts = []string{defaultmodels.EmbedderName, defaultmodels.DomainName, defaultmodels.JailbreakName}
 
-// Start starts (or attaches to) every deployment of doc's
-// global.model_catalog and builds the clients of its bindings. It returns at
-// once; Wait reports readiness. Workers' own output goes to stderr. With
-// global.router.enabled false it starts nothing (validation has refused
-// bindings then, so every signal runs in-process).
 // Options are what Start needs besides the document.
 type Options struct {
 	// Registerer receives the router_model_runtime_* metrics.
@@ -161,6 +157,11 @@ type Options struct {
 	Stderr io.Writer
 }
 
+// Start starts (or attaches to) every deployment of doc's
+// global.model_catalog and builds the clients of its bindings. It returns at
+// once (a nil Set when doc has no deployments); Wait reports readiness. Workers' own output goes to o.Stderr. With
+// global.router.enabled false it starts nothing (validation has refused
+// bindings then, so every signal runs in-process).
 func Start(doc *recipes.Document, o Options) (s *Set, err error) {
 	reg, log, stderr := o.Registerer, o.Logger, o.Stderr
 	if log == nil {

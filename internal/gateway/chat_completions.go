@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
 
-	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/recipes"
@@ -43,59 +41,32 @@ func (x *exchange) chat(body []byte) {
 	if len(x.listener.APIKeys) == 0 {
 		clientAuth = x.r.Header.Get("Authorization")
 	}
-	plane := x.s.plane.WithPlugins(x.s.opts.Plugins) // the runner in force for this request
-	out := plane.Run(x.r.Context(), &dataplane.Request{
+	x.dp.UsePlugins(x.s.opts.Plugins) // the runner in force for this request
+	out := x.dp.Run(x.r.Context(), &dataplane.Request{
 		Gen: x.gen, Recipe: x.listener.Entrypoint, ID: x.id, Start: x.start, Body: body, ClientAuthorization: clientAuth,
 		ClientHeader: x.r.Header,
 	})
-	if out.Result != nil {
-		x.routed(out.Result)
-	}
 	switch {
 	case out.Cancelled:
 		x.cancelled = true // counted by the request phase
 		return
 	case out.Answer != nil:
-		x.answer(out.Answer)
+		x.answer(out.Answer) // in the client's protocol already
 		return
 	}
-	if plane.WantsResponse(&out) {
-		// The answer has been sent: the response phase runs beside the
-		// handler's end so that the client is not kept waiting, under the
-		// plugins' own deadlines rather than the client's connection.
-		ctx := context.WithoutCancel(x.r.Context())
-		x.onAnswer = func(status int, body []byte) { go plane.ResponsePhase(ctx, &out, status, body) }
-		if out.Stream {
-			// A streamed answer is collected while it is relayed and given
-			// to the plugins, assembled, after its last event went out.
-			sa := plane.NewStreamAnswer(&out)
-			x.streamAnswer = sa
-			x.onStreamEnd = func(status int, complete bool) { go plane.StreamEnded(ctx, &out, status, sa, complete) }
-		}
-	}
-	rt := &out.Routing
 	target := x.s.ups.target(out.Backend, out.Model.APIFormat) // parsed once per backend; Run checked it
 	call := &upstreamCall{
-		model:     out.Model,
-		ref:       out.Backend,
-		key:       backendKey(out.Backend),
-		target:    target.url,
-		reqURL:    target.req,
-		header:    out.Header,
-		body:      out.Body,
-		stream:    out.Stream,
-		dropUsage: out.DropUsage,
-		anthropic: dataplane.IsAnthropic(out.Model.APIFormat),
-		timeout:   upstreamTimeout(out.Backend, x.listener),
+		model:   out.Model,
+		ref:     out.Backend,
+		key:     backendKey(out.Backend),
+		target:  target.url,
+		reqURL:  target.req,
+		header:  out.Header,
+		body:    out.Body,
+		stream:  out.Stream,
+		timeout: upstreamTimeout(out.Backend, x.listener),
 	}
-	x.forward(rt, call)
-}
-
-// routed labels the exchange with its routing decision.
-func (x *exchange) routed(res *engine.Result) {
-	x.res = res
-	x.category = metrics.Category(res)
-	x.model = metrics.ModelLabel(res)
+	x.forward(&out.Routing, call)
 }
 
 // answer writes an answer the request phase gave instead of forwarding: its
@@ -159,6 +130,12 @@ func (x *exchange) readBody() ([]byte, bool) {
 // fail answers e after routing, with the routing headers, counting reason.
 func (x *exchange) fail(rt *dataplane.Routing, reason string, e *dataplane.Error) {
 	x.error(reason)
+	x.failCounted(rt, e)
+}
+
+// failCounted answers e after routing, with the routing headers; the data
+// plane counted it.
+func (x *exchange) failCounted(rt *dataplane.Routing, e *dataplane.Error) {
 	rt.Processing = time.Since(x.start)
 	rt.SetClientHeaders(x.w.Header())
 	writeError(x.w, e)

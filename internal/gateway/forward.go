@@ -13,7 +13,6 @@ import (
 
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/translate"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -28,23 +27,18 @@ var errUpstreamTimeout = errors.New("upstream timeout")
 
 // upstreamCall is one request to a backend.
 type upstreamCall struct {
-	model     *recipes.Model
-	ref       *recipes.BackendRef
-	key       string
-	target    *url.URL
-	reqURL    *url.URL // target as requests carry it; see Upstreams.target
-	header    http.Header
-	body      []byte
-	stream    bool
-	dropUsage bool
-	// anthropic: the backend speaks the Messages API; its answers are
-	// translated back to chat completions.
-	anthropic bool
-	timeout   time.Duration
+	model   *recipes.Model
+	ref     *recipes.BackendRef
+	key     string
+	target  *url.URL
+	reqURL  *url.URL // target as requests carry it; see Upstreams.target
+	header  http.Header
+	body    []byte
+	stream  bool
+	timeout time.Duration
 
 	ctx   context.Context
 	timer *time.Timer
-	sent  time.Time
 }
 
 // forward sends the request upstream and relays the answer. The upstream
@@ -61,8 +55,7 @@ func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
 	defer c.timer.Stop()
 
 	req := newUpstreamRequest(ctx, c.reqURL, c.header, c.body)
-	x.s.metrics.ModelRequest(c.model.Name)
-	c.sent = time.Now()
+	x.dp.Forwarded()
 	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
 	if err != nil {
 		x.upstreamFailed(rt, c, err)
@@ -141,22 +134,20 @@ func unwrapURLError(err error) error {
 // relayError passes an upstream 4xx/5xx answer to the client as it came, with
 // the routing headers.
 func (x *exchange) relayError(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
-	reason := metrics.ReasonUpstream4xx
 	if resp.StatusCode >= 500 {
-		reason = metrics.ReasonUpstream5xx
 		x.s.ups.health.Failure(c.key)
 	} else {
 		x.s.ups.health.Success(c.key)
 	}
-	x.error(reason)
-	if c.anthropic {
+	x.dp.UpstreamStatus(resp.StatusCode)
+	if x.dp.Anthropic() {
 		// The client speaks chat completions: give it an OpenAI-style error.
 		body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpstreamBody))
 		if err != nil && x.r.Context().Err() != nil {
 			x.cancelled = true
 			return
 		}
-		body = translate.AnthropicErrorToChat(body)
+		body = x.dp.ErrorBody(body)
 		x.writeHead(rt, resp)
 		if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
 			x.cancelled = true
@@ -179,8 +170,8 @@ func (x *exchange) writeHead(rt *dataplane.Routing, resp *http.Response) {
 	x.w.WriteHeader(resp.StatusCode)
 }
 
-// relayJSON relays a non-streamed answer, adding routing_metadata and
-// recording usage, cost and latency.
+// relayJSON relays a non-streamed answer as the data plane gives it back
+// (translated, metered, with routing_metadata).
 func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	buf := getAnswerBuffer()
 	defer putAnswerBuffer(buf)
@@ -196,39 +187,23 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 			fmt.Sprintf("upstream for model %q at %s answered more than %d bytes", c.model.Name, dataplane.DisplayURL(c.target), maxUpstreamBody)))
 		return
 	}
-	total := time.Since(x.start)
-	if c.anthropic {
-		translated, err := translate.AnthropicToChat(body, time.Now().Unix())
-		if err != nil {
-			x.s.ups.health.Failure(c.key)
-			x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
-				fmt.Sprintf("upstream for model %q at %s answered something that is not a Messages API answer: %v", c.model.Name, dataplane.DisplayURL(c.target), err)))
-			return
+	out, _, e := x.dp.JSONAnswer(body, true) // body is ours: spliced in place
+	if e != nil {
+		if x.dp.Anthropic() {
+			x.s.ups.health.Failure(c.key) // it did not speak the Messages API
 		}
-		body = translated
-	}
-	ans := dataplane.ParseAnswer(body)
-	var upstreamBody []byte
-	if x.onAnswer != nil {
-		upstreamBody = bytes.Clone(body) // the splice below may reuse body's bytes
-	}
-	if ans.Object {
-		var md [256]byte
-		body = dataplane.SpliceRoutingMetadata(body, ans, rt.AppendMetadata(md[:0]))
-	}
-	// A non-streamed answer has no observable first token: TTFT is the whole
-	// answer, TPOT the upstream latency per completion token.
-	x.s.metrics.TTFT(c.model.Name, total)
-	if ans.Usage != nil {
-		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *ans.Usage)
-		x.s.metrics.TPOT(c.model.Name, time.Since(c.sent), ans.Usage.CompletionTokens)
+		x.failCounted(rt, e)
+		return
 	}
 	x.writeHead(rt, resp)
-	if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
+	if x.dp.Translating() {
+		x.w.Header().Set("Content-Type", "application/json")
+	}
+	if _, err := x.w.Write(out); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
 	}
-	if x.onAnswer != nil && !x.cancelled {
-		x.onAnswer(resp.StatusCode, upstreamBody)
+	if !x.cancelled {
+		x.dp.Answered(x.r.Context(), resp.StatusCode)
 	}
 }
 

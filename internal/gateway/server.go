@@ -1,14 +1,21 @@
-// Package gateway is Junction's standalone data plane: an OpenAI-compatible HTTP
-// listener (port 8801 by default) that routes each chat-completion request with
-// the engine, applies the decision's reasoning mode and plugins, and forwards it
-// to the selected model's backend, relaying the answer (SSE included) with the
-// routing headers and metrics the spec defines.
+// Package gateway is Junction's standalone front end: an OpenAI-compatible
+// HTTP listener (port 8801 by default) that hands each chat-completion (or
+// Responses API) request to the data plane, forwards what it decides to the
+// selected model's backend, and relays the answer (SSE included) with the
+// routing headers the spec defines.
 //
-// It never decides a route itself, nor shapes the request phase's answers:
-// internal/dataplane does (parse, route, plugins, rewrite, the answers given
-// instead of forwarding), exactly as for ext_proc. What lives here is HTTP:
-// body limits, client keys, the gateway's own error shapes, upstream
-// connection pools, passive backend health, streaming and timeouts.
+// It is a wire adapter over internal/dataplane, exactly as ext_proc is: one
+// dataplane.Exchange per request parses, routes, runs the plugins, rewrites,
+// gives the answers made instead of forwarding, translates protocols both
+// ways, reads usage and records every metric of the request. What lives here
+// is HTTP: body limits, client keys, routes and methods, upstream connection
+// pools, passive backend health, the SSE reader, writing and flushing, and
+// timeouts. Files: server.go (the handler, the exchange, accounting),
+// chat_completions.go and responses.go (the two request routes),
+// forward.go (the upstream call and non-streamed answers), stream.go
+// (event streams), upstream.go and health.go (pools and health),
+// models.go (the model list), headers.go (what is relayed of the
+// backend's headers), errors.go (writing the shared error envelope).
 //
 // Request text, tokens and keys are never logged.
 package gateway
@@ -83,7 +90,8 @@ func New(opts Options) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	x := &exchange{s: s, r: r, start: time.Now(), endpoint: endpointOther, category: metrics.CategoryDefault}
+	start := time.Now()
+	x := &exchange{s: s, r: r, start: start, endpoint: endpointOther, dp: s.plane.NewExchange(start)}
 	x.w = &responseWriter{ResponseWriter: rw}
 	x.id = dataplane.RequestID(r.Header.Get(dataplane.HeaderRequestID))
 	x.w.Header()[dataplane.HeaderRequestID] = []string{x.id}
@@ -154,20 +162,12 @@ type exchange struct {
 	listener recipes.Listener
 
 	endpoint string
-	category string
-	// model labels error metrics once known.
-	model string
-	res   *engine.Result
+	// dp is the request in the data plane: the request phase's outcome,
+	// translation, usage, metrics and the response phase. What stays here is
+	// HTTP: reading the request, the upstream call, writing the answer.
+	dp dataplane.Exchange
 	// cancelled: the client went away; status 499 in metrics.
 	cancelled bool
-	// onAnswer, when set, gets a successful non-streamed answer's status and
-	// upstream body after it was sent (the plugins' response phase).
-	onAnswer func(status int, body []byte)
-	// streamAnswer, when set, collects a streamed answer's chunks for the
-	// response phase; onStreamEnd gets it once the relay ended (complete:
-	// every event, [DONE] included, reached the client).
-	streamAnswer *dataplane.StreamAnswer
-	onStreamEnd  func(status int, complete bool)
 }
 
 // allow answers 405 unless the method is one of methods.
@@ -229,9 +229,8 @@ func (x *exchange) recover() {
 	if p == http.ErrAbortHandler {
 		panic(p)
 	}
-	if rp, ok := p.(*dataplane.RoutedPanic); ok && x.res == nil {
-		x.routed(rp.Result) // it panicked after routing: label it as routed
-	}
+	// A panic after routing (dataplane.RoutedPanic) is labelled with the
+	// decision: dp took it before the panic.
 	x.s.log.Error("panic serving request", "request_id", x.id, "endpoint", x.endpoint,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	x.error(metrics.ReasonUnknown)
@@ -242,13 +241,7 @@ func (x *exchange) recover() {
 }
 
 // error counts one llm_request_errors_total for this request's model.
-func (x *exchange) error(reason string) {
-	model := x.model
-	if model == "" {
-		model = metrics.UnknownModel
-	}
-	x.s.metrics.Error(model, reason)
-}
+func (x *exchange) error(reason string) { x.dp.Error(reason) }
 
 // finish records the request metrics and the log line.
 func (x *exchange) finish() {
@@ -259,13 +252,13 @@ func (x *exchange) finish() {
 		status = http.StatusOK
 	}
 	d := time.Since(x.start)
-	x.s.metrics.Request(x.endpoint, x.category, status, d)
+	x.dp.Record(x.endpoint, status, d)
 	if !x.s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return // spare building the line's attributes
 	}
 	attrs := []any{"request_id", x.id, "endpoint", x.endpoint, "status", status, "duration_ms", d.Milliseconds()}
-	if x.res != nil {
-		attrs = append(attrs, "decision", x.category, "model", x.res.Model, "reason_code", x.res.ReasonCode)
+	if res := x.dp.Out.Result; res != nil {
+		attrs = append(attrs, "decision", x.dp.Category(), "model", res.Model, "reason_code", res.ReasonCode)
 	}
 	x.s.log.Info("request", attrs...)
 }

@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
-	"github.com/junction-router/junction/engine/cost"
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/translate"
 )
 
 // maxEventBytes bounds one SSE event; chat chunks are a few hundred bytes.
@@ -21,14 +18,12 @@ const maxEventBytes = 8 << 20
 
 var errEventTooLarge = fmt.Errorf("an SSE event exceeds %d bytes", maxEventBytes)
 
-var doneEvent = []byte("data: [DONE]\n\n")
-
 // relayStream relays an SSE answer event by event, flushing after each so the
-// client sees tokens as the backend produces them. It observes TTFT at the
-// first event, takes usage from the usage chunk (dropping that chunk when only
-// the gateway asked for it), ends the stream with data: [DONE] even when the
-// backend closed without it, and reports a stream that breaks mid-way as an
-// error event (the status line is already out).
+// client sees tokens as the backend produces them. Each event goes through the
+// data plane (dataplane.Exchange.Event: TTFT, usage, the usage chunk dropped
+// when only Junction asked for it, translation), which also ends the stream
+// with data: [DONE] when the backend closed without it; a stream that breaks
+// mid-way is reported as an error event (the status line is already out).
 func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
@@ -39,68 +34,29 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 	x.w.WriteHeader(resp.StatusCode)
 	x.w.Flush()
 
-	var (
-		usage    *cost.Usage
-		first    time.Time
-		recorded bool
-	)
-	// record meters the stream once: before the final [DONE] goes out (so the
-	// metrics are complete when the client sees the end), or on the way out
-	// of a broken stream.
-	record := func() {
-		if recorded || usage == nil {
-			return
-		}
-		recorded = true
-		x.s.metrics.Usage(c.model.Name, c.model.Pricing, *usage)
-		if !first.IsZero() {
-			x.s.metrics.TPOT(c.model.Name, time.Since(first), usage.CompletionTokens)
-		}
-	}
-	defer record()
-	// complete: every event, the final [DONE] included, was written to the
+	x.dp.StartStream()
+	// delivered: every event, the final [DONE] included, was written to the
 	// client. Only then is the answer given to the response phase, after
 	// its last byte went out.
-	complete := false
-	if x.onStreamEnd != nil {
-		defer func() { x.onStreamEnd(resp.StatusCode, complete && x.r.Context().Err() == nil) }()
-	}
+	delivered := false
+	defer func() { x.dp.StreamEnded(x.r.Context(), resp.StatusCode, delivered && x.r.Context().Err() == nil) }()
+	// A broken stream is metered on the way out, after its usage chunk.
+	defer x.dp.RecordUsage()
 
-	// relay writes one event to the client; end is true when the stream is
-	// over (its [DONE] was written, or the client went away).
-	relay := func(raw, data []byte) (end bool) {
-		done := false
-		if data != nil {
-			x.streamAnswer.Chunk(data)
-			if string(data) == "[DONE]" {
-				done = true
-				record()
-			} else {
-				if first.IsZero() {
-					first = time.Now()
-					x.s.metrics.TTFT(c.model.Name, first.Sub(x.start))
-				}
-				if u, usageOnly := dataplane.ChunkUsage(data); u != nil {
-					usage = u
-					if usageOnly && c.dropUsage {
-						return false
-					}
-				}
-			}
+	// write relays what the exchange gave for one event; false: the client
+	// went away.
+	write := func(out []byte) bool {
+		if len(out) == 0 {
+			return true // a dropped usage chunk, a translation with nothing to say yet
 		}
-		if _, err := x.w.Write(raw); err != nil {
+		if _, err := x.w.Write(out); err != nil {
 			x.clientGone()
-			return true
+			return false
 		}
 		x.w.Flush()
-		complete = done
-		return done
+		return true
 	}
-	var tr *translate.AnthropicStream
-	if c.anthropic {
-		tr = translate.NewAnthropicStream(time.Now().Unix())
-	}
-	var event []byte
+	var out []byte
 	rd := newSSEReader(resp.Body)
 	for {
 		raw, data, err := rd.next()
@@ -112,37 +68,27 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 			return
 		}
 		c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
-		if tr == nil {
-			if relay(raw, data) {
-				return
-			}
-			continue
-		}
-		if data == nil {
-			continue // a comment or an event: line alone; the data says the type
-		}
-		chunks, err := tr.Event(data)
+		out, err = x.dp.Event(out[:0], raw, data, true)
 		if err != nil {
 			x.streamBroke(c, err)
 			return
 		}
-		for _, chunk := range chunks {
-			event = append(append(append(event[:0], "data: "...), chunk...), '\n', '\n')
-			if relay(event, chunk) {
-				return
-			}
+		if !write(out) {
+			return
 		}
-		if tr.Finished() {
+		if x.dp.Done() {
+			delivered = true
+			return
+		}
+		if x.dp.StreamFinished() {
 			break // an error event ended the stream
 		}
 	}
-	record()
-	if _, err := x.w.Write(doneEvent); err != nil {
-		x.clientGone()
-		return
+	// The stream ended without the upstream's [DONE]: one is added, and
+	// StreamEnded does not count it as delivered whole.
+	if write(x.dp.EndStream(out[:0], true)) {
+		delivered = true
 	}
-	x.w.Flush()
-	complete = true // the stream ended without the upstream's [DONE]: StreamEnded tells
 }
 
 // streamBroke ends a stream whose upstream failed after the answer began.
@@ -162,9 +108,8 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 			fmt.Sprintf("stream from upstream for model %q at %s sent nothing for %s", c.model.Name, where, c.timeout))
 	}
 	x.error(reason)
-	b := e.JSON()
 	// openai clients turn a data event with an "error" member into an error.
-	_, _ = fmt.Fprintf(x.w, "data: %s\n\n", b)
+	_, _ = x.w.Write(x.dp.ErrorEvent(nil, e))
 	x.w.Flush()
 }
 

@@ -19,12 +19,6 @@ type stateAsk struct {
 	order   []string
 }
 
-// hyp is where an option's value comes from in the batched results.
-type hyp struct {
-	unit  int // embedding of the hypothesis, or the (state, hypothesis) pair, or -1
-	label int // classifier label index, or -1
-}
-
 // plan collects every unit one request needs from its model, without
 // duplicates, so all questions share one batched call.
 type plan struct {
