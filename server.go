@@ -28,15 +28,15 @@ type Server struct {
 	reg  *prometheus.Registry
 
 	quit     chan struct{} // closed by Shutdown
-	quitOnce sync.Once
 	done     chan struct{} // closed when Run returns
 	ready    chan struct{} // closed when serving, or when Run returns
-	running  sync.Once     // Run runs once
 	readyOne sync.Once
 
-	mu    sync.Mutex
-	addrs map[string]string // listener → bound address
-	mgmt  http.Handler
+	mu      sync.Mutex
+	started bool              // Run was called
+	shut    bool              // Shutdown was called
+	addrs   map[string]string // listener → bound address
+	mgmt    http.Handler
 }
 
 // New checks o and returns a Server that Run starts. Nothing is opened yet.
@@ -61,31 +61,50 @@ func New(o Options) (*Server, error) {
 
 // Run starts every part and serves until ctx ends or Shutdown is called,
 // then finishes the requests in flight (up to 10 s) and closes everything.
-// It returns nil after such a stop, and the error when a part fails to
-// start or a listener fails. A Server runs once.
+// It returns nil after such a stop (at once when Shutdown came first), and
+// the error when a part fails to start or a listener fails. A Server runs
+// once.
 func (s *Server) Run(ctx context.Context) error {
-	err := errors.New("junction: this Server has already run; make another with New")
-	s.running.Do(func() {
-		defer close(s.done)
-		defer s.markReady()
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			select {
-			case <-s.quit:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err = s.run(ctx)
-	})
-	return err
+	s.mu.Lock()
+	switch {
+	case s.shut && !s.started:
+		s.mu.Unlock()
+		return nil
+	case s.started:
+		s.mu.Unlock()
+		return errors.New("junction: this Server has already run; make another with New")
+	}
+	s.started = true
+	s.mu.Unlock()
+	defer close(s.done)
+	defer s.markReady()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return s.run(ctx)
 }
 
 // Shutdown stops a running Server as the end of Run's context does, and
-// waits until Run has returned or ctx ends.
+// waits until Run has returned or ctx ends. Before Run it only makes Run
+// return at once.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.quitOnce.Do(func() { close(s.quit) })
+	s.mu.Lock()
+	if !s.shut {
+		s.shut = true
+		close(s.quit)
+	}
+	started := s.started
+	s.mu.Unlock()
+	if !started {
+		s.markReady()
+		return nil
+	}
 	select {
 	case <-s.done:
 		return nil
