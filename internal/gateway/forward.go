@@ -148,23 +148,27 @@ func (x *exchange) relayError(rt *dataplane.Routing, c *upstreamCall, resp *http
 			return
 		}
 		body = x.dp.ErrorBody(body)
-		x.writeHead(rt, resp)
+		x.writeHead(rt, resp, false)
 		if _, err := x.w.Write(body); err != nil && x.r.Context().Err() != nil {
 			x.cancelled = true
 		}
 		return
 	}
-	x.writeHead(rt, resp)
+	x.writeHead(rt, resp, false)
 	if _, err := io.Copy(x.w, resp.Body); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
 	}
 }
 
 // writeHead writes the upstream answer's status and headers plus the routing
-// headers.
-func (x *exchange) writeHead(rt *dataplane.Routing, resp *http.Response) {
+// headers; translated: the body is JSON the data plane wrote, whatever the
+// backend's Content-Type said.
+func (x *exchange) writeHead(rt *dataplane.Routing, resp *http.Response, translated bool) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
+	if translated {
+		h.Set("Content-Type", "application/json")
+	}
 	rt.SetClientHeaders(h)
 	h[dataplane.HeaderRequestID] = []string{x.id} // the client's id, not the backend's
 	x.w.WriteHeader(resp.StatusCode)
@@ -195,10 +199,7 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		x.failCounted(rt, e)
 		return
 	}
-	x.writeHead(rt, resp)
-	if x.dp.Translating() {
-		x.w.Header().Set("Content-Type", "application/json")
-	}
+	x.writeHead(rt, resp, x.dp.Translating())
 	if _, err := x.w.Write(out); err != nil && x.r.Context().Err() != nil {
 		x.cancelled = true
 	}
