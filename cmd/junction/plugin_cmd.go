@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/modbuild"
 )
 
@@ -135,16 +136,16 @@ func pluginInspectCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	info, err := readWasmInfo(wasm)
+	info, err := plugintest.ReadWasmInfo(wasm)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}
-	h, err := newPluginHarness(ctx, nil)
+	h, err := plugintest.NewHarness(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer h.close()
-	mod, err := h.load(wasm)
+	defer h.Close()
+	mod, err := h.Load(wasm)
 	if err != nil {
 		return fmt.Errorf("%s: %w", pos[0], err)
 	}

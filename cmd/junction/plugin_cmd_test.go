@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/junction-router/junction/hostapi/plugintest"
 )
 
 // TestPluginCommands walks an author's path: scaffold a project, build it,
@@ -84,12 +86,12 @@ func TestPluginCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("preview: %d %s", code, errOut)
 	}
-	var run pluginRun
+	var run plugintest.Result
 	if err := json.Unmarshal([]byte(out), &run); err != nil {
 		t.Fatal(err)
 	}
 	if run.Mode != "preview" || run.Persisted || run.BackendCalls != 0 || len(run.Mutations) != 2 ||
-		run.Mutations[0].Op != "message_insert" || !strings.Contains(canonicalJSON(run.Request), `"content":"Hi"`) ||
+		run.Mutations[0].Op != "message_insert" || !strings.Contains(plugintest.CanonicalJSON(run.Request), `"content":"Hi"`) ||
 		run.Headers.Get("X-Greeter") != "preview" {
 		t.Errorf("preview: %s", out)
 	}
@@ -118,12 +120,12 @@ func TestPluginPreviewBuiltin(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("%d %s", code, errOut)
 	}
-	var run pluginRun
+	var run plugintest.Result
 	if err := json.Unmarshal([]byte(out), &run); err != nil {
 		t.Fatal(err)
 	}
 	if run.BackendCalls != 0 || !strings.Contains(run.Detail, "semantic selection needs mode probe") ||
-		strings.Contains(canonicalJSON(run.Request), `"rm"`) || !strings.Contains(canonicalJSON(run.Request), `"ls"`) {
+		strings.Contains(plugintest.CanonicalJSON(run.Request), `"rm"`) || !strings.Contains(plugintest.CanonicalJSON(run.Request), `"ls"`) {
 		t.Errorf("tools preview: %s", out)
 	}
 	if code, _, errOut = runCLI(t, "plugin", "preview", "--type", "tools", "--mode", "live", "--config", `{}`, "--request", `{}`); code != 1 || !strings.Contains(errOut, "never live") {
@@ -138,4 +140,19 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestPluginUsage(t *testing.T) {
+	if code, _, errOut := runCLI(t, "plugin"); code != 2 || !strings.Contains(errOut, "junction plugin new") {
+		t.Errorf("%d %s", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "plugin", "frobnicate"); code != 2 {
+		t.Errorf("unknown subcommand: %d", code)
+	}
+	if code, _, _ := runCLI(t, "plugin", "inspect"); code != 2 {
+		t.Errorf("inspect without a file: %d", code)
+	}
+	if code, _, errOut := runCLI(t, "plugin", "build", t.TempDir()); code != 1 || !strings.Contains(errOut, "no go.mod") {
+		t.Errorf("build outside a project: %d %s", code, errOut)
+	}
 }

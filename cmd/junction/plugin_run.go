@@ -9,10 +9,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 
+	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/plugins/builtin"
 )
 
@@ -69,7 +69,7 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	c := pluginCase{Mode: *mode, Decision: *decision, Model: *model, Headers: map[string]string{}, Signals: signals}
+	c := plugintest.Case{Mode: *mode, Decision: *decision, Model: *model, Headers: map[string]string{}, Signals: signals}
 	if c.PII, err = parsePIIFlag(*pii); err != nil {
 		return err
 	}
@@ -86,12 +86,12 @@ func pluginPreviewCmd(ctx context.Context, args []string, stdout, stderr io.Writ
 		}
 		c.Headers[k] = v
 	}
-	h, err := newPluginHarness(ctx, stores)
+	h, err := plugintest.NewHarness(ctx, stores)
 	if err != nil {
 		return err
 	}
-	defer h.close()
-	run, err := h.run(ctx, wasmBytes, c)
+	defer h.Close()
+	run, err := h.Run(ctx, wasmBytes, c)
 	if err != nil {
 		return err
 	}
@@ -105,31 +105,6 @@ func moduleBytes(file, typ string) ([]byte, error) {
 		return builtin.Module(typ)
 	}
 	return os.ReadFile(file)
-}
-
-// fixture is one request a plugin project's testdata holds, with what the
-// plugin must do to it.
-type fixture struct {
-	Name     string            `json:"name"`
-	Mode     string            `json:"mode"`
-	Config   json.RawMessage   `json:"config"`
-	Decision string            `json:"decision"`
-	Model    string            `json:"model"`
-	Headers  map[string]string `json:"headers"`
-	Signals  []string          `json:"signals"`
-	PII      *piiFixture       `json:"pii"`
-	Request  json.RawMessage   `json:"request"`
-	Expect   struct {
-		Status            string              `json:"status"`
-		DetailContains    string              `json:"detail_contains"`
-		Request           json.RawMessage     `json:"request"`
-		RequestContains   []string            `json:"request_contains"`
-		RequestLacks      []string            `json:"request_lacks"`
-		Headers           map[string][]string `json:"headers"`
-		ImmediateContains string              `json:"immediate_contains"`
-		BackendCalls      *int                `json:"backend_calls"`
-		Values            map[string]string   `json:"values"`
-	} `json:"expect"`
 }
 
 func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -179,18 +154,18 @@ func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("no fixtures (*.json) in %s", *fixtures)
 	}
 	sort.Strings(files)
-	h, err := newPluginHarness(ctx, stores)
+	h, err := plugintest.NewHarness(ctx, stores)
 	if err != nil {
 		return err
 	}
-	defer h.close()
+	defer h.Close()
 	failed := 0
 	for _, file := range files {
 		raw, err := os.ReadFile(file)
 		if err != nil {
 			return err
 		}
-		var f fixture
+		var f plugintest.FixtureFile
 		dec := json.NewDecoder(strings.NewReader(string(raw)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
@@ -199,7 +174,7 @@ func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if f.Name == "" {
 			f.Name = strings.TrimSuffix(filepath.Base(file), ".json")
 		}
-		problems := checkFixture(ctx, h, wasmBytes, &f)
+		problems := plugintest.CheckFixture(ctx, h, wasmBytes, &f)
 		if len(problems) == 0 {
 			fmt.Fprintf(stdout, "ok    %s\n", f.Name)
 			continue
@@ -215,62 +190,4 @@ func pluginTestCmd(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fmt.Fprintf(stdout, "PASS  %d fixtures\n", len(files))
 	return nil
-}
-
-func checkFixture(ctx context.Context, h *pluginHarness, wasmBytes []byte, f *fixture) []string {
-	run, err := h.run(ctx, wasmBytes, pluginCase{Config: f.Config, Body: f.Request, Mode: f.Mode, Decision: f.Decision, Model: f.Model, Headers: f.Headers, Signals: f.Signals, PII: f.PII})
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var p []string
-	e := f.Expect
-	want := e.Status
-	if want == "" {
-		want = "applied"
-	}
-	if run.Status != want {
-		p = append(p, fmt.Sprintf("status %s, want %s (%s%s)", run.Status, want, run.Detail, run.Error))
-	}
-	if e.DetailContains != "" && !strings.Contains(run.Detail, e.DetailContains) {
-		p = append(p, fmt.Sprintf("detail %q lacks %q", run.Detail, e.DetailContains))
-	}
-	if e.Request != nil && canonicalJSON(run.Request) != canonicalJSON(e.Request) {
-		p = append(p, fmt.Sprintf("request after the plugin:\n        %s\n      want\n        %s", canonicalJSON(run.Request), canonicalJSON(e.Request)))
-	}
-	for _, s := range e.RequestContains {
-		if !strings.Contains(string(run.Request), s) {
-			p = append(p, fmt.Sprintf("request after the plugin lacks %q: %s", s, run.Request))
-		}
-	}
-	for _, s := range e.RequestLacks {
-		if strings.Contains(string(run.Request), s) {
-			p = append(p, fmt.Sprintf("request after the plugin still holds %q", s))
-		}
-	}
-	for k, v := range e.Headers {
-		if got := run.Headers.Values(k); !reflect.DeepEqual(got, v) && !(len(got) == 0 && len(v) == 0) {
-			p = append(p, fmt.Sprintf("header %s = %q, want %q", k, got, v))
-		}
-	}
-	if e.ImmediateContains != "" && (run.Immediate == nil || !strings.Contains(run.Immediate.Content, e.ImmediateContains)) {
-		p = append(p, fmt.Sprintf("no immediate answer containing %q (%+v)", e.ImmediateContains, run.Immediate))
-	}
-	if e.BackendCalls != nil && run.BackendCalls != *e.BackendCalls {
-		p = append(p, fmt.Sprintf("backend_calls %d, want %d", run.BackendCalls, *e.BackendCalls))
-	}
-	for k, v := range e.Values {
-		if run.Values[k] != v {
-			p = append(p, fmt.Sprintf("value %s = %q, want %q", k, run.Values[k], v))
-		}
-	}
-	return p
-}
-
-func canonicalJSON(raw []byte) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return string(raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -3,7 +3,10 @@
 // Build compiles a plugin package to WebAssembly (once per test binary), New
 // loads it into a hostapi.Host with recording backends, and a Binding runs
 // request fixtures in any mode and returns the plugin's result, what the host
-// counted, and the host calls it made.
+// counted, and the host calls it made. Harness, CheckFixture and
+// ReadWasmInfo are the same host and stage for the author commands
+// (`junction plugin test|preview|inspect`): a module run on a request, and
+// a project's JSON fixtures checked.
 //
 // It is a test helper: it shells out to the go command and must not be
 // imported by anything that serves traffic.

@@ -3,6 +3,8 @@ package plugintest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -43,4 +45,48 @@ func (pii *PII) locate(c *chat.Request) (*abi.PIISpans, error) {
 		spans[i] = signal.PIISpan(s)
 	}
 	return dataplane.StandInPII(context.Background(), c, spans, pii.Detect, pii.Unscanned, pii.Truncated)
+}
+
+// PIIFixture is the personal data routing detected in a plugin case's
+// request (the "pii" member of a fixture, or --pii): spans given as routing
+// finds them (message index, byte offsets into the message's text with text
+// parts joined by newlines), or "detect": true to run the router's detector
+// over the user messages (every type, threshold 0.5).
+type PIIFixture struct {
+	Detect    bool          `json:"detect"`
+	Spans     []PIISpanJSON `json:"spans"`
+	Unscanned bool          `json:"unscanned"`
+	Truncated bool          `json:"truncated"`
+}
+
+// PIISpanJSON is one span of a PIIFixture.
+type PIISpanJSON struct {
+	Message int     `json:"message"`
+	Start   int     `json:"start"`
+	End     int     `json:"end"`
+	Type    string  `json:"type"`
+	Score   float64 `json:"score"`
+}
+
+// Locate places the fixture's spans in c the way the router does.
+func (f *PIIFixture) Locate(ctx context.Context, c *chat.Request) (*abi.PIISpans, error) {
+	if f == nil {
+		return nil, nil
+	}
+	if f.Detect && len(f.Spans) > 0 {
+		return nil, errors.New(`pii: give "spans" or "detect", not both`)
+	}
+	spans := make([]signal.PIISpan, len(f.Spans))
+	for i, s := range f.Spans {
+		t, err := signal.NormalizePIIType(s.Type)
+		if err != nil || t == "ALL" {
+			return nil, fmt.Errorf("pii: spans[%d].type %q: want one of %s", i, s.Type, strings.Join(signal.PIITypes(), ", "))
+		}
+		spans[i] = signal.PIISpan{Message: s.Message, Start: s.Start, End: s.End, Type: t, Score: s.Score}
+	}
+	pii, err := dataplane.StandInPII(ctx, c, spans, f.Detect, f.Unscanned, f.Truncated)
+	if err != nil {
+		return nil, fmt.Errorf("pii: %w", err)
+	}
+	return pii, nil
 }

@@ -4,8 +4,8 @@
 // removes it. A header may appear in only one of the three lists (several add
 // entries for one name append several values). Hop-by-hop headers, Host,
 // Content-Length and Authorization cannot be changed. The report names the
-// headers changed, never their values. This is the behaviour of internal/plugin's
-// native stand-in, which the tests compare with.
+// headers changed, never their values. internal/plugin/native runs this same
+// code natively.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

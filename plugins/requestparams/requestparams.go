@@ -3,8 +3,8 @@
 // max_tokens and max_completion_tokens above max_tokens_limit are lowered to
 // it, and n above max_n to max_n (absent values are not added); strip_unknown
 // removes every top-level field that is not an OpenAI chat-completions
-// parameter. model and messages are never removed. This is the behaviour of
-// internal/plugin's native stand-in, which the tests compare with.
+// parameter. model and messages are never removed. internal/plugin/native
+// runs this same code natively.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

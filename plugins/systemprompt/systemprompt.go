@@ -11,8 +11,8 @@
 //   - mode replace: the existing system message's content becomes the prompt.
 //
 // With no system message first, both modes put a new system message before the
-// others. enabled: false turns the plugin off (reported skipped). This is the
-// behaviour of internal/plugin's native stand-in, which the tests compare with.
+// others. enabled: false turns the plugin off (reported skipped).
+// internal/plugin/native runs this same code natively.
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
 // a wasm module. It must not do I/O.

@@ -1,4 +1,4 @@
-package main
+package plugintest
 
 import (
 	"bufio"
@@ -20,38 +20,40 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// pluginHarness runs one module through the real plugin stage, the way serve
-// does, with the engine's default backends: the hashed n-gram embedder, an
+// Harness runs one module through the real plugin stage, the way serve
+// does, for `junction plugin test|preview|inspect`, with the engine's default backends: the hashed n-gram embedder, an
 // in-memory response cache and in-memory vector stores (which --store fills).
-type pluginHarness struct {
+type Harness struct {
 	host     *hostapi.Host
 	backends hostapi.Backends
 	vectors  *memstore.Vectors
 }
 
-func newPluginHarness(ctx context.Context, stores []string) (*pluginHarness, error) {
+// NewHarness starts a host with the engine's default backends and fills a
+// vector store for each NAME=FILE of stores.
+func NewHarness(ctx context.Context, stores []string) (*Harness, error) {
 	backends, _, vecs, err := wasm.EngineBackends(signal.Models{})
 	if err != nil {
 		return nil, err
 	}
-	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends, CacheDir: pluginCacheDir()})
+	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends, CacheDir: harnessCacheDir()})
 	if err != nil {
 		return nil, err
 	}
-	h := &pluginHarness{host: host, backends: backends, vectors: vecs}
+	h := &Harness{host: host, backends: backends, vectors: vecs}
 	for _, s := range stores {
 		if err := h.fillStore(ctx, s); err != nil {
-			h.close()
+			h.Close()
 			return nil, err
 		}
 	}
 	return h, nil
 }
 
-// pluginCacheDir keeps modules the plugin commands compiled under the user's
+// harnessCacheDir keeps modules the plugin commands compiled under the user's
 // cache directory, so a second run of a module skips wazero's compilation;
 // "" (in memory) when there is none.
-func pluginCacheDir() string {
+func harnessCacheDir() string {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return ""
@@ -63,15 +65,17 @@ func pluginCacheDir() string {
 	return dir
 }
 
-func (h *pluginHarness) close() { _ = h.host.Close(context.Background()) }
+// Close frees the host.
+func (h *Harness) Close() { _ = h.host.Close(context.Background()) }
 
-func (h *pluginHarness) load(wasmBytes []byte) (*hostapi.Module, error) {
+// Load loads a module (compiled once per harness and bytes).
+func (h *Harness) Load(wasmBytes []byte) (*hostapi.Module, error) {
 	return h.host.Load(context.Background(), wasmBytes)
 }
 
 // fillStore reads NAME=FILE: one passage per line, as text or as a JSON
 // object {"id","text"}; each is embedded with the host's embedder.
-func (h *pluginHarness) fillStore(ctx context.Context, spec string) error {
+func (h *Harness) fillStore(ctx context.Context, spec string) error {
 	name, file, ok := strings.Cut(spec, "=")
 	if !ok || name == "" || file == "" {
 		return fmt.Errorf("--store %q: want NAME=FILE", spec)
@@ -112,23 +116,23 @@ func (h *pluginHarness) fillStore(ctx context.Context, spec string) error {
 	return sc.Err()
 }
 
-// recorder is the stage's module runner, keeping the last result so the
+// lastResult is the stage's module runner, keeping the last result so the
 // mutations can be shown as the module returned them.
-type recorder struct {
+type lastResult struct {
 	*wasm.Modules
 	last *plugin.ModuleResult
 }
 
-func (r *recorder) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+func (r *lastResult) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
 	res, err := r.Modules.Call(ctx, typ, config, req)
 	r.last = &res
 	return res, err
 }
 
-// pluginRun is one request through a plugin: what `plugin preview` prints
+// Result is one request through a plugin: what `plugin preview` prints
 // and `plugin test` checks. Mode, Persisted and BackendCalls are the host's
 // accounting.
-type pluginRun struct {
+type Result struct {
 	Type         string            `json:"type"`
 	Mode         string            `json:"mode"`
 	Persisted    bool              `json:"persisted"`
@@ -138,21 +142,22 @@ type pluginRun struct {
 	Error        string            `json:"error,omitempty"`
 	CacheStatus  string            `json:"cache_status,omitempty"`
 	Values       map[string]string `json:"values,omitempty"`
-	Mutations    []shownMutation   `json:"mutations"`
+	Mutations    []ShownMutation   `json:"mutations"`
 	Immediate    *plugin.Immediate `json:"immediate,omitempty"`
 	Request      json.RawMessage   `json:"request"`
 	Headers      http.Header       `json:"headers,omitempty"`
 }
 
-type shownMutation struct {
+// ShownMutation is one mutation as the module returned it.
+type ShownMutation struct {
 	Op    string          `json:"op"`
 	Index *uint32         `json:"index,omitempty"`
 	Name  string          `json:"name,omitempty"`
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// pluginCase is one request to run.
-type pluginCase struct {
+// Case is one request to run.
+type Case struct {
 	Config   json.RawMessage
 	Body     json.RawMessage
 	Mode     string
@@ -162,13 +167,13 @@ type pluginCase struct {
 	// Signals are the matched signals the plugin sees, as kind:name.
 	Signals []string
 	// PII is the personal data routing detected (nil: no pii scan).
-	PII *piiFixture
+	PII *PIIFixture
 }
 
-// run loads wasmBytes (once per harness and bytes: the host caches the
+// Run loads wasmBytes (once per harness and bytes: the host caches the
 // compilation) and runs c through the plugin stage.
-func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase) (*pluginRun, error) {
-	mod, err := h.load(wasmBytes)
+func (h *Harness) Run(ctx context.Context, wasmBytes []byte, c Case) (*Result, error) {
+	mod, err := h.Load(wasmBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +187,7 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		return nil, err
 	}
 	defer mods.Close(context.Background())
-	rec := &recorder{Modules: mods}
+	rec := &lastResult{Modules: mods}
 	if c.Mode == "" {
 		c.Mode = plugin.ModePreview
 	}
@@ -201,7 +206,7 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		header.Add(k, v)
 	}
 	req := &plugin.Request{Chat: parsed, Header: header, Decision: c.Decision, Model: c.Model, Mode: c.Mode}
-	if req.PII, err = c.PII.locate(ctx, parsed); err != nil {
+	if req.PII, err = c.PII.Locate(ctx, parsed); err != nil {
 		return nil, err
 	}
 	for _, s := range c.Signals {
@@ -219,7 +224,7 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 	if err != nil {
 		return nil, err
 	}
-	run := &pluginRun{Type: typ, Mode: c.Mode, Mutations: []shownMutation{}, Immediate: out.Immediate, Headers: req.Header}
+	run := &Result{Type: typ, Mode: c.Mode, Mutations: []ShownMutation{}, Immediate: out.Immediate, Headers: req.Header}
 	if len(out.Reports) == 1 {
 		rep := out.Reports[0]
 		run.Status, run.Detail = rep.Status, rep.Detail
@@ -231,7 +236,7 @@ func (h *pluginHarness) run(ctx context.Context, wasmBytes []byte, c pluginCase)
 		run.BackendCalls, run.Persisted = r.BackendCalls, r.Persisted
 		run.CacheStatus, run.Error = r.CacheStatus, r.Error
 		for _, m := range r.Mutations {
-			sm := shownMutation{Op: abi.OpName(m.Op), Name: m.Name}
+			sm := ShownMutation{Op: abi.OpName(m.Op), Name: m.Name}
 			switch m.Op {
 			case abi.OpMessageInsert, abi.OpMessageReplace, abi.OpMessageRemove:
 				i := m.Index

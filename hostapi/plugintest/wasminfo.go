@@ -1,21 +1,21 @@
-package main
+package plugintest
 
 import (
 	"errors"
 	"fmt"
 )
 
-// wasmInfo is what `plugin inspect` reads from a module's binary without
+// WasmInfo is what `junction plugin inspect` reads from a module's binary without
 // running it: its imports ("module.name") and exports.
-type wasmInfo struct {
+type WasmInfo struct {
 	Imports, Exports []string
 }
 
 var errWasm = errors.New("not a WebAssembly module")
 
-// readWasmInfo reads the import and export sections of a wasm binary.
-func readWasmInfo(b []byte) (wasmInfo, error) {
-	var info wasmInfo
+// ReadWasmInfo reads the import and export sections of a wasm binary.
+func ReadWasmInfo(b []byte) (WasmInfo, error) {
+	var info WasmInfo
 	if len(b) < 8 || string(b[:4]) != "\x00asm" {
 		return info, errWasm
 	}
