@@ -71,7 +71,7 @@ fuzz:
 
 ## bench: routing-decision micro-benchmarks, the gateway and the ext_proc load runs, ONNX inference (see docs/benchmarks.md)
 bench: build
-	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/...
+	$(GO) test -run=^$$ -bench=. -benchmem -count=1 ./engine/ ./engine/decision/ ./engine/signal/... ./internal/lexical/
 	$(GO) test -run=^$$ -bench=BenchmarkSignals -benchtime=2000x -count=3 ./internal/inference/defaultmodels/
 	$(GO) test -run=^$$ -bench=BenchmarkSignalLatency -benchtime=2000x -count=5 ./cmd/junction/
 	$(GO) test -run=^$$ -bench=BenchmarkStageSignals -benchtime=2000x -count=5 ./cmd/junction/

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/junction-router/junction/engine/signal/lexical"
+	"github.com/junction-router/junction/internal/lexical"
 )
 
 // domainLabels fixes the category order of the stored model.
@@ -38,7 +38,7 @@ var jailbreakLabels = []string{"benign", "jailbreak", examLabel}
 
 func main() {
 	data := flag.String("data", "../shared/data", "folder with domain/train.jsonl and jailbreak/train.jsonl")
-	out := flag.String("out", "engine/signal/lexical/models", "folder the model files are written to")
+	out := flag.String("out", "internal/lexical/models", "folder the model files are written to")
 	folds := flag.Int("folds", 5, "cross-validation folds")
 	seed := flag.Uint64("seed", 1, "fold assignment seed")
 	top := flag.Int("top", 8, "configurations listed per task")

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junction-router/junction/engine/signal/lexical"
+	"github.com/junction-router/junction/internal/lexical"
 	"github.com/junction-router/junction/recipes"
 )
 

@@ -3,7 +3,7 @@ package signal
 import (
 	"context"
 
-	"github.com/junction-router/junction/engine/signal/lexical"
+	"github.com/junction-router/junction/internal/lexical"
 )
 
 // Methods of the lexical fallbacks, as Result.Method reports them.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/engine/signal/lexical"
+	"github.com/junction-router/junction/internal/lexical"
 	"github.com/junction-router/junction/recipes"
 )
 

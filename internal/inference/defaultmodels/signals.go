@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/junction-router/junction/engine/signal"
-	"github.com/junction-router/junction/engine/signal/lexical"
 	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/lexical"
 )
 
 // Methods the signals report for the default models.

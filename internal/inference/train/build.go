@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/junction-router/junction/engine/signal/lexical"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/lexical"
 )
 
 // BuildConfig is what `make models` fixes.

@@ -1,12 +1,15 @@
-// Package lexical holds the model-free fallbacks of the signal package: a
+// Package lexical holds the model-free fallbacks of the signal package (engine/signal): a
 // multinomial naive Bayes text classifier (domain and jailbreak, trained from
 // the shared data and embedded as small files) and a hashed character-n-gram
 // embedder. They exist so that every signal kind works before a model runtime
 // is configured; they are honest baselines, not substitutes for the ONNX models
 // that replace them, and their Method names say so.
 //
-// The package imports nothing of Junction's, so the trainer binary and the
-// inference packages can use it without pulling in the signal package.
+// The package imports nothing of Junction's, so the trainer binary, the
+// inference packages and the plugin host's default backends
+// (internal/plugin/wasm, which the author harness builds on) can use it
+// without pulling in the signal package. It must not do I/O beyond decoding
+// its embedded models.
 package lexical
 
 import (
