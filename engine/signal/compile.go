@@ -7,12 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
 // DefaultScanBytes bounds the text one safety scan (pii, jailbreak) reads per
 // request. Input beyond it is left unscanned and on_unscanned decides.
-const DefaultScanBytes = 256 << 10
+const DefaultScanBytes = pii.DefaultScanBytes
 
 // Options tune compilation beyond what the recipe says.
 type Options struct {
@@ -171,15 +172,7 @@ func stamp(rs []Result, start time.Time) []Result {
 }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
+func truncateUTF8(s string, n int) string { return pii.TruncateUTF8(s, n) }
 
 func inputOrEmpty(in *Input) *Input {
 	if in == nil {

@@ -3,11 +3,10 @@ package signal
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -18,29 +17,10 @@ const (
 	MethodPIIHeuristic = "pattern+heuristic"
 )
 
-// piiAliases maps other tools' entity names onto ours; ALL (seen in the
-// spec's combined request) means every type.
-var piiAliases = map[string]string{
-	"EMAIL_ADDRESS": PIIEmail, "PHONE_NUMBER": PIIPhone, "US_SSN": PIISSN, "IP": PIIIPAddress,
-	"IBAN_CODE": PIIIBAN, "CREDIT_CARD_NUMBER": PIICreditCard, "NAME": PIIPerson, "ADDRESS": PIILocation,
-}
-
 // NormalizePIIType returns the canonical name of an entity type (EMAIL for
 // "email" or "EMAIL_ADDRESS"), "ALL", or an error for a type the detector does
-// not know.
-func NormalizePIIType(t string) (string, error) {
-	u := strings.ToUpper(strings.TrimSpace(t))
-	if u == "ALL" {
-		return u, nil
-	}
-	if a, ok := piiAliases[u]; ok {
-		return a, nil
-	}
-	if slices.Contains(PIITypes(), u) {
-		return u, nil
-	}
-	return "", fmt.Errorf("unknown personal-data type %q (known: %s)", t, strings.Join(PIITypes(), ", "))
-}
+// not know (see pii.Normalize).
+func NormalizePIIType(t string) (string, error) { return pii.Normalize(t) }
 
 type piiSet struct {
 	signals   []piiSignal
@@ -114,123 +94,41 @@ func (s *piiSet) Missing(code string) []Result {
 // MaxPIISpans is the most spans one pii signal result keeps (Result.Spans).
 // Past it the spans of the newest messages are kept and SpansTruncated is set:
 // a plugin that must mask everything learns that it cannot.
-const MaxPIISpans = 256
+const MaxPIISpans = pii.MaxSpans
 
 // PIISpan is one piece of personal data a pii signal counted, placed in the
 // request: Message is the index in the request's messages (see
 // Input.UserMessages), Start and End (exclusive) byte offsets into that
 // message's text content as flattened for routing (text parts joined by
 // newlines).
-type PIISpan struct {
-	Message    int
-	Start, End int
-	Type       string
-	Score      float64
-}
+type PIISpan = pii.Span
 
 // scanTexts returns the texts a safety scan reads, newest first, cut to the
-// byte budget, and whether anything was left out. Newest first because the
-// last message is the one being sent now; older ones were most likely scanned
-// when they were new. When from is not nil, the UserTexts index of each text
-// returned is appended to it (-1 for Text, read because there are no user
-// texts) and the result returned as at.
+// byte budget, and whether anything was left out (see pii.Texts.Budget).
 func scanTexts(in *Input, budget int, from []int) (texts []string, at []int, over bool) {
-	all := in.UserTexts
-	fallback := false
-	if len(all) == 0 && in.Text != "" {
-		all, fallback = []string{in.Text}, true
-	}
-	out := make([]string, 0, len(all))
-	left := budget
-	for i := len(all) - 1; i >= 0; i-- {
-		t := all[i]
-		if strings.TrimSpace(t) == "" {
-			continue // nothing to scan; a model need not see it
-		}
-		if len(t) > left {
-			if left <= 0 {
-				return out, from, true
-			}
-			t, over = truncateUTF8(t, left), true
-		}
-		left -= len(t)
-		out = append(out, t)
-		if from != nil {
-			k := i
-			if fallback {
-				k = -1
-			}
-			from = append(from, k)
-		}
-		if over {
-			return out, from, true
-		}
-	}
-	return out, from, false
+	t := in.scanned()
+	return t.Budget(budget, from)
 }
 
-// messageOf is the request message index of UserTexts[k] (k -1: Text).
-func messageOf(in *Input, k int) int {
-	switch {
-	case k < 0:
-		return max(len(in.AllTexts)-1, 0)
-	case k < len(in.UserMessages):
-		return in.UserMessages[k]
-	}
-	return k
+// scanned is what a safety scan reads of in.
+func (in *Input) scanned() pii.Texts {
+	return pii.Texts{User: in.UserTexts, Last: in.Text, UserMessages: in.UserMessages, Messages: len(in.AllTexts)}
 }
 
 func (s *piiSet) Evaluate(ctx context.Context, in *Input) []Result {
 	start := time.Now()
 	in = inputOrEmpty(in)
-	var fromBuf [4]int
-	texts, from, over := scanTexts(in, s.scanBytes, fromBuf[:0])
-	var found []Entity
-	// textOf[k] is the index in texts of found[k]'s text, for its message.
-	var textOfBuf [8]int
-	textOf := textOfBuf[:0]
-	for i, t := range texts {
-		if ctx.Err() != nil {
-			return stamp(s.Missing(CodeDeadline), start)
-		}
-		found = append(found, detectPII(t, s.heuristics)...)
-		for len(textOf) < len(found) {
-			textOf = append(textOf, i)
-		}
+	texts := in.scanned()
+	found, over, err := pii.Scan(ctx, &texts, s.scanBytes, s.heuristics)
+	if err != nil {
+		return stamp(s.Missing(CodeDeadline), start)
 	}
 	out := make([]Result, len(s.signals))
 	for i, ps := range s.signals {
-		r := Result{Kind: recipes.KindPII, Name: ps.name, Method: ps.method}
-		count := 0
-		var types []string
-		for k, e := range found {
-			if (ps.types != nil && !ps.types[e.Type]) || e.Confidence < ps.threshold {
-				continue
-			}
-			count++
-			r.Score = max(r.Score, e.Confidence)
-			if !slices.Contains(types, e.Type) {
-				types = append(types, e.Type)
-			}
-			// found holds the newest message's entities first: past the
-			// bound, those are the ones kept.
-			if len(r.Spans) == MaxPIISpans {
-				r.SpansTruncated = true
-				continue
-			}
-			if r.Spans == nil {
-				r.Spans = make([]PIISpan, 0, min(len(found)-k, MaxPIISpans))
-			}
-			r.Spans = append(r.Spans, PIISpan{Message: messageOf(in, from[textOf[k]]), Start: e.Start, End: e.End, Type: e.Type, Score: e.Confidence})
-		}
-		slices.SortFunc(r.Spans, func(a, b PIISpan) int {
-			if a.Message != b.Message {
-				return a.Message - b.Message
-			}
-			return a.Start - b.Start
-		})
-		slices.Sort(types)
-		r.Entities = types
+		m := pii.Select(found, ps.types, ps.threshold)
+		count := m.Count
+		r := Result{Kind: recipes.KindPII, Name: ps.name, Method: ps.method,
+			Score: m.Score, Entities: m.Types, Spans: m.Spans, SpansTruncated: m.Truncated}
 		r.Value = strconv.Itoa(count)
 		r.Matched = count > 0
 		if over {

@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/chat"
-	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/internal/plugin"
 )
 
@@ -40,11 +39,8 @@ func (pii *PII) locate(c *chat.Request) (*abi.PIISpans, error) {
 	if pii.Detect && len(pii.Spans) > 0 {
 		return nil, errors.New("fixture PII: give Spans or Detect, not both")
 	}
-	spans := make([]signal.PIISpan, len(pii.Spans))
-	for i, s := range pii.Spans {
-		spans[i] = signal.PIISpan(s)
-	}
-	return dataplane.StandInPII(context.Background(), c, spans, pii.Detect, pii.Unscanned, pii.Truncated)
+	spans := append([]plugin.TextSpan(nil), pii.Spans...)
+	return plugin.StandInPII(context.Background(), c, spans, pii.Detect, pii.Unscanned, pii.Truncated)
 }
 
 // PIIFixture is the personal data routing detected in a plugin case's
@@ -76,17 +72,17 @@ func (f *PIIFixture) Locate(ctx context.Context, c *chat.Request) (*abi.PIISpans
 	if f.Detect && len(f.Spans) > 0 {
 		return nil, errors.New(`pii: give "spans" or "detect", not both`)
 	}
-	spans := make([]signal.PIISpan, len(f.Spans))
+	spans := make([]plugin.TextSpan, len(f.Spans))
 	for i, s := range f.Spans {
-		t, err := signal.NormalizePIIType(s.Type)
+		t, err := pii.Normalize(s.Type)
 		if err != nil || t == "ALL" {
-			return nil, fmt.Errorf("pii: spans[%d].type %q: want one of %s", i, s.Type, strings.Join(signal.PIITypes(), ", "))
+			return nil, fmt.Errorf("pii: spans[%d].type %q: want one of %s", i, s.Type, strings.Join(pii.Types(), ", "))
 		}
-		spans[i] = signal.PIISpan{Message: s.Message, Start: s.Start, End: s.End, Type: t, Score: s.Score}
+		spans[i] = plugin.TextSpan{Message: s.Message, Start: s.Start, End: s.End, Type: t, Score: s.Score}
 	}
-	pii, err := dataplane.StandInPII(ctx, c, spans, f.Detect, f.Unscanned, f.Truncated)
+	located, err := plugin.StandInPII(ctx, c, spans, f.Detect, f.Unscanned, f.Truncated)
 	if err != nil {
 		return nil, fmt.Errorf("pii: %w", err)
 	}
-	return pii, nil
+	return located, nil
 }

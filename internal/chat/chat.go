@@ -355,6 +355,30 @@ func (r *Request) LastUserText() string {
 	return ""
 }
 
+// UserTexts returns the content of every user message, oldest first, and
+// each one's index in Messages; the indexes are nil while every user message
+// is at its own index (a request of user messages only), which is the common
+// case and needs no slice. Safety scans read these (see pii.Texts).
+func (r *Request) UserTexts() (texts []string, at []int) {
+	for i, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		texts = append(texts, m.Content)
+		if i != len(texts)-1 || at != nil {
+			// Only needed once a user message is not at its own index.
+			if at == nil {
+				at = make([]int, len(texts)-1, len(r.Messages))
+				for k := range at {
+					at[k] = k
+				}
+			}
+			at = append(at, i)
+		}
+	}
+	return texts, at
+}
+
 // Set replaces a top-level field with v encoded as JSON.
 func (r *Request) Set(key string, v any) error {
 	if s, ok := v.(string); ok && plainKey(s) {

@@ -457,44 +457,13 @@ func LocatePII(req *chat.Request, scan *engine.PIIScan) (*abi.PIISpans, error) {
 	return plugin.LocatePII(req, spans, scan.Truncated, scan.Unscanned)
 }
 
-// StandInPII is what the plugin harnesses (`junction plugin test|preview`,
-// hostapi/plugintest) give a plugin in place of a request's pii signals:
-// the spans given, or with detect the router's own detector over the user
-// messages (every type, threshold 0.5), placed in req as routing places them.
-func StandInPII(ctx context.Context, req *chat.Request, spans []signal.PIISpan, detect, unscanned, truncated bool) (*abi.PIISpans, error) {
-	scan := &engine.PIIScan{Scanned: true, Unscanned: unscanned, Truncated: truncated, Spans: spans}
-	if detect {
-		in := Input(req)
-		r, err := signal.ScanPII(ctx, recipes.PIISignal{Name: "stand-in", Threshold: 0.5}, &in)
-		if err != nil {
-			return nil, err
-		}
-		scan.Spans = append(scan.Spans, r.Spans...)
-		scan.Truncated = scan.Truncated || r.SpansTruncated
-		scan.Unscanned = scan.Unscanned || r.Unscanned
-	}
-	return LocatePII(req, scan)
-}
-
 // Input builds what signals read from a parsed request.
 func Input(req *chat.Request) signal.Input {
 	in := signal.Input{Text: req.LastUserText(), AllTexts: make([]string, 0, len(req.Messages))}
-	for i, m := range req.Messages {
+	for _, m := range req.Messages {
 		in.AllTexts = append(in.AllTexts, m.Content)
-		if m.Role == "user" {
-			in.UserTexts = append(in.UserTexts, m.Content)
-			if i != len(in.UserTexts)-1 || in.UserMessages != nil {
-				// Only needed once a user message is not at its own index.
-				if in.UserMessages == nil {
-					in.UserMessages = make([]int, len(in.UserTexts)-1, len(req.Messages))
-					for k := range in.UserMessages {
-						in.UserMessages[k] = k
-					}
-				}
-				in.UserMessages = append(in.UserMessages, i)
-			}
-		}
 	}
+	in.UserTexts, in.UserMessages = req.UserTexts()
 	return in
 }
 

@@ -4,12 +4,18 @@
 // signals (engine/signal) and the plugin harness's stand-in for them
 // (hostapi/plugintest), so both find the same spans.
 //
-// It is pure: no I/O, no state between calls, no knowledge of requests,
-// signals or plugins.
+// Scan and Select are the scan a pii signal runs over a request's user
+// texts (Texts: newest first, within a byte budget, spans placed by message),
+// shared the same way; jailbreak signals read the same budgeted texts.
+//
+// It is pure: no I/O, no state between calls, no knowledge of request bodies,
+// signal configuration or plugins.
 package pii
 
 import (
+	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -613,3 +619,27 @@ func containsFoldASCII(s, sub string) bool {
 }
 
 // ---- PERSON and LOCATION heuristics ----
+
+// aliases maps other tools' entity names onto ours; ALL (seen in the spec's
+// combined request) means every type.
+var aliases = map[string]string{
+	"EMAIL_ADDRESS": Email, "PHONE_NUMBER": Phone, "US_SSN": SSN, "IP": IPAddress,
+	"IBAN_CODE": IBAN, "CREDIT_CARD_NUMBER": CreditCard, "NAME": Person, "ADDRESS": Location,
+}
+
+// Normalize returns the canonical name of an entity type (EMAIL for "email"
+// or "EMAIL_ADDRESS"), "ALL", or an error for a type the detector does not
+// know.
+func Normalize(t string) (string, error) {
+	u := strings.ToUpper(strings.TrimSpace(t))
+	if u == "ALL" {
+		return u, nil
+	}
+	if a, ok := aliases[u]; ok {
+		return a, nil
+	}
+	if slices.Contains(Types(), u) {
+		return u, nil
+	}
+	return "", fmt.Errorf("unknown personal-data type %q (known: %s)", t, strings.Join(Types(), ", "))
+}

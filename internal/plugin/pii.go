@@ -9,8 +9,8 @@ import (
 	"github.com/junction-router/junction/internal/chat"
 )
 
-// TextSpan is a span of personal data as routing detects it (engine/signal's
-// PIISpan has the same fields): Message indexes the request's messages, Start
+// TextSpan is a span of personal data as routing detects it (pii.Span, which
+// engine/signal calls PIISpan, has the same fields): Message indexes the request's messages, Start
 // and End are byte offsets into that message's flattened text
 // (chat.Message.Content).
 type TextSpan struct {
