@@ -9,7 +9,12 @@
 // a project's JSON fixtures checked.
 //
 // It is a test helper: it shells out to the go command and must not be
-// imported by anything that serves traffic.
+// imported by anything that serves traffic. It lives with the plugin side and
+// must not import the serving engine (engine/..., the front ends, mgmt,
+// inference, internal/pluginsys): it runs the plugin stage
+// (internal/plugin), its wasm runner and the model-free backends
+// (wasm.Backends) and the router's pii scan (internal/pii) directly, and
+// TestDoesNotImportTheServingEngine holds it to that.
 package plugintest
 
 import (

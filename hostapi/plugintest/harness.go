@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/chat"
@@ -21,18 +20,19 @@ import (
 )
 
 // Harness runs one module through the real plugin stage, the way serve
-// does, for `junction plugin test|preview|inspect`, with the engine's default backends: the hashed n-gram embedder, an
-// in-memory response cache and in-memory vector stores (which --store fills).
+// does, for `junction plugin test|preview|inspect`, with the router's default backends (wasm.Backends): the hashed
+// n-gram embedder, the naive Bayes classifiers, an in-memory response cache and in-memory vector stores (which
+// --store fills).
 type Harness struct {
 	host     *hostapi.Host
 	backends hostapi.Backends
 	vectors  *memstore.Vectors
 }
 
-// NewHarness starts a host with the engine's default backends and fills a
+// NewHarness starts a host with the router's default backends and fills a
 // vector store for each NAME=FILE of stores.
 func NewHarness(ctx context.Context, stores []string) (*Harness, error) {
-	backends, _, vecs, err := wasm.EngineBackends(signal.Models{})
+	backends, _, vecs, err := wasm.Backends(nil, nil)
 	if err != nil {
 		return nil, err
 	}

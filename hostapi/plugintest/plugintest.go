@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/chat"
@@ -21,7 +20,7 @@ import (
 type Options struct {
 	// Limits of the plugin's bindings (zero fields: the host's defaults).
 	Limits hostapi.Limits
-	// Backends replace the engine's defaults field by field (the hashed
+	// Backends replace the router's defaults field by field (the hashed
 	// n-gram embedder, the lexical domain and jailbreak classifiers, an
 	// in-memory cache and in-memory vector stores).
 	Backends hostapi.Backends
@@ -49,7 +48,7 @@ func New(tb testing.TB, wasmBytes []byte, opts ...Options) *Plugin {
 		o = opts[0]
 	}
 	ctx := context.Background()
-	b, cache, vecs, err := wasm.EngineBackends(signal.Models{})
+	b, cache, vecs, err := wasm.Backends(nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	backends, _, _, err := wasm.EngineBackends(models)
+	backends, _, _, err := EngineBackends(models)
 	if err != nil {
 		return nil, fmt.Errorf("plugin host backends: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/plugin"
@@ -25,7 +24,7 @@ import (
 func Runner(t testing.TB, types ...string) plugin.Runner {
 	t.Helper()
 	ctx := context.Background()
-	backends, _, _, err := wasm.EngineBackends(signal.Models{})
+	backends, _, _, err := wasm.Backends(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

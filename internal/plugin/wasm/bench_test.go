@@ -13,7 +13,6 @@ import (
 
 	"github.com/junction-router/junction/internal/plugin/native"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/chat"
@@ -65,7 +64,7 @@ func newBenchEnv(tb testing.TB, trusted bool) *benchEnv {
 func newBenchEnvWith(tb testing.TB, trusted bool, lim hostapi.Limits) *benchEnv {
 	tb.Helper()
 	ctx := context.Background()
-	backends, _, _, err := wasm.EngineBackends(signal.Models{})
+	backends, _, _, err := wasm.Backends(nil, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

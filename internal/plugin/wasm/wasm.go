@@ -3,11 +3,15 @@
 // recipe configurations against the modules' schemas, keeps one binding (a
 // pool of configured instances) per plugin type and configuration, and runs
 // handler calls for the stage. It also supplies the host functions' backends
-// from the engine: the signal models' embedder and classifiers, an in-memory
+// (Backends): an embedder and classifiers given as small interfaces (the
+// model-free ones of internal/lexical where none is given), an in-memory
 // response cache and in-memory vector stores.
 //
-// What it must not do: apply mutations (the stage does), decide routes, or
-// make instances on the request path once Warm has run for a document.
+// What it must not do: apply mutations (the stage does), decide routes,
+// make instances on the request path once Warm has run for a document, or
+// import the serving engine (engine/...): the plugin author harness
+// (hostapi/plugintest) builds on it, and the serve side (internal/pluginsys)
+// adapts the engine's models to it.
 package wasm
 
 import (
@@ -21,10 +25,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
-	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
@@ -198,56 +200,6 @@ func (m *Modules) Close(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// EngineBackends are the host functions' backends drawn from the engine:
-// the models' embedder (else the hashed n-gram embedder), the "domain" and
-// "jailbreak" classifiers (else the lexical ones), an in-memory response
-// cache and in-memory vector stores, the router's token estimate and the
-// wall clock.
-func EngineBackends(models signal.Models) (hostapi.Backends, *memstore.Cache, *memstore.Vectors, error) {
-	emb := models.Embedder
-	if emb == nil {
-		emb = signal.HashedEmbedder()
-	}
-	cls := classifiers{}
-	var err error
-	if cls["domain"] = models.Domain; cls["domain"] == nil {
-		if cls["domain"], err = signal.LexicalDomain(); err != nil {
-			return hostapi.Backends{}, nil, nil, err
-		}
-	}
-	if cls["jailbreak"] = models.Jailbreak; cls["jailbreak"] == nil {
-		if cls["jailbreak"], err = signal.LexicalJailbreak(); err != nil {
-			return hostapi.Backends{}, nil, nil, err
-		}
-	}
-	cache, vecs := memstore.NewCache(), memstore.NewVectors()
-	return hostapi.Backends{
-		Embedder: emb, Classifier: cls, Cache: cache, Vectors: vecs, Clock: time.Now,
-	}, cache, vecs, nil
-}
-
-type classifiers map[string]signal.Classifier
-
-func (c classifiers) Classify(ctx context.Context, binding, text string) ([]abi.Class, error) {
-	cl := c[binding]
-	if cl == nil {
-		return nil, fmt.Errorf("%w: %s (the host has domain and jailbreak)", hostapi.ErrNoSuchBinding, binding)
-	}
-	out, err := cl.Classify(ctx, []string{text})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) != 1 {
-		return nil, errors.New("the classifier returned no result")
-	}
-	res := make([]abi.Class, len(out[0]))
-	for i, ls := range out[0] {
-		res[i] = abi.Class{Label: ls.Label, Score: float32(ls.Score)}
-	}
-	slices.SortStableFunc(res, func(a, b abi.Class) int { return cmp.Compare(b.Score, a.Score) })
-	return res, nil
 }
 
 // Binding returns (making it if needed) the binding of typ with config.

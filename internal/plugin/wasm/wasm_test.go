@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/gateway"
@@ -76,7 +75,7 @@ type gatewayEnv struct {
 func newGatewayEnv(t *testing.T) *gatewayEnv {
 	t.Helper()
 	ctx := context.Background()
-	backends, cache, _, err := wasm.EngineBackends(signal.Models{})
+	backends, cache, _, err := wasm.Backends(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
