@@ -114,7 +114,9 @@ func Scan(ctx context.Context, in *Texts, budget int, heuristics bool) (found []
 			return nil, over, err
 		}
 		msg := in.MessageOf(from[i])
-		for _, e := range Detect(t, heuristics) {
+		es := Detect(t, heuristics)
+		found = slices.Grow(found, len(es))
+		for _, e := range es {
 			found = append(found, Found{Entity: e, Message: msg})
 		}
 	}
