@@ -33,9 +33,9 @@ run-example: build
 	trap "kill $$p1 $$p2 $$p3 2>/dev/null" EXIT INT TERM; \
 	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
 
-## test: vet, formatting, go.mod tidiness, then every package twice: without the race detector and
+## test: vet, staticcheck, formatting, go.mod tidiness, then every package twice: without the race detector and
 ##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore
-test: fmt-check tidy-check vet
+test: fmt-check tidy-check vet lint
 	@# Tests that cannot run under -race select themselves: their files say //go:build !race (wazero compiles a
 	@# module about twenty times slower under it). The plain run also compiles the test plugin modules into the
 	@# shared wazero cache (see docs/plugins.md), which the race run then reuses.

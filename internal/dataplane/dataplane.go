@@ -347,7 +347,6 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	rt.Processing = time.Since(in.Start)
 	out.Model, out.Backend, out.Target = model, ref, target
 	out.Header, out.Body, out.Stream = header, body, req.Stream
-	return
 }
 
 // idHeader is the headers of an answer given before routing: x-request-id.

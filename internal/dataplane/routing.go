@@ -220,22 +220,9 @@ func pluginsHeader(reports []plugin.Report) string {
 	return b.String()
 }
 
-// metadata is the earlier-revision routing_metadata object.
-type metadata struct {
-	SelectedModel    string       `json:"selected_model"`
-	Confidence       float64      `json:"confidence"`
-	ProcessingTimeMS int64        `json:"processing_time_ms"`
-	CacheHit         bool         `json:"cache_hit"`
-	SecurityChecks   securityMeta `json:"security_checks"`
-}
-
-type securityMeta struct {
-	PIIDetected       bool `json:"pii_detected"`
-	JailbreakDetected bool `json:"jailbreak_detected"`
-}
-
-// Metadata encodes the routing_metadata object, byte for byte as
-// json.Marshal writes it; nil when it cannot be encoded (a confidence that is
+// Metadata encodes the routing_metadata object (the earlier revision's),
+// byte for byte as json.Marshal writes it (answer_test.go holds the struct it
+// is compared with); nil when it cannot be encoded (a confidence that is
 // not a finite number).
 func (rt *Routing) Metadata() json.RawMessage {
 	return rt.AppendMetadata(make([]byte, 0, 192))

@@ -124,8 +124,7 @@ func TestAnthropicUpstreamBehindEnvoy(t *testing.T) {
 
 			// A Messages API error reaches the client in the OpenAI shape.
 			s = e.open(cfg)
-			out, err = s.SendRequest(chat(`{"model":"claude","messages":[{"role":"user","content":"hello"}]}`))
-			if err != nil {
+			if _, err = s.SendRequest(chat(`{"model":"claude","messages":[{"role":"user","content":"hello"}]}`)); err != nil {
 				t.Fatal(err)
 			}
 			body := []byte(`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)

@@ -265,7 +265,6 @@ func (d *piiScan) ibans() {
 			}
 			break
 		}
-		country := string(chars[:2])
 		try := func(l int) bool {
 			if l > n || l < 15 || wordAt(s, ends[l-1]) {
 				return false
@@ -277,7 +276,7 @@ func (d *piiScan) ibans() {
 			i = ends[l-1] - 1
 			return true
 		}
-		if l, ok := ibanLengths[country]; ok {
+		if l, ok := ibanLengths[string(chars[:2])]; ok {
 			try(l)
 			continue
 		}

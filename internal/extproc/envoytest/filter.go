@@ -101,16 +101,20 @@ func (s *Stream) applyHeaders(h Headers, m *extprocv3.HeaderMutation) Headers {
 			s.Rejected = append(s.Rejected, "set "+k)
 			continue
 		}
+		// Envoy still honours the deprecated append field over append_action
+		// when a filter sets it, so this stand-in reads it too.
+		//lint:ignore SA1019 see above
+		legacy := o.GetAppend()
 		appendValue := o.GetAppendAction() == corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
-		if a := o.GetAppend(); a != nil {
-			appendValue = a.GetValue()
+		if legacy != nil {
+			appendValue = legacy.GetValue()
 		}
 		switch {
-		case o.GetAppendAction() == corev3.HeaderValueOption_ADD_IF_ABSENT && o.GetAppend() == nil:
+		case o.GetAppendAction() == corev3.HeaderValueOption_ADD_IF_ABSENT && legacy == nil:
 			if !h.Has(k) {
 				h = append(h, Header{k, v})
 			}
-		case o.GetAppendAction() == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS && o.GetAppend() == nil:
+		case o.GetAppendAction() == corev3.HeaderValueOption_OVERWRITE_IF_EXISTS && legacy == nil:
 			if h.Has(k) {
 				h = h.set(k, v)
 			}
