@@ -32,7 +32,3 @@ func PIITypes() []string { return pii.Types() }
 
 // DetectPII finds personal data in text (see pii.Detect).
 func DetectPII(text string) []Entity { return pii.Detect(text, true) }
-
-// detectPII is DetectPII, without the PERSON/LOCATION heuristics when
-// heuristics is false.
-func detectPII(text string, heuristics bool) []Entity { return pii.Detect(text, heuristics) }
