@@ -36,9 +36,9 @@ run-example: build
 ## test: vet, staticcheck, formatting, go.mod tidiness, then every package twice: without the race detector and
 ##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore
 test: fmt-check tidy-check vet lint
-	@# Tests that cannot run under -race select themselves: their files say //go:build !race (wazero compiles a
-	@# module about twenty times slower under it). The plain run also compiles the test plugin modules into the
-	@# shared wazero cache (see docs/plugins.md), which the race run then reuses.
+	@# Tests that cannot run under -race select themselves: their *_norace_test.go files say //go:build !race
+	@# (wazero compiles a module about twenty times slower under it). The plain run also compiles the test plugin
+	@# modules into the shared wazero cache (see docs/plugins.md), which the race run then reuses.
 	@set -e; before=$$(git status --porcelain 2>/dev/null || true); \
 	echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
 	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; \
@@ -63,6 +63,9 @@ tidy-check:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	@# a test file left out of race builds says so in its name, so the convention stays visible
+	@for f in $$(grep -l '^//go:build !race$$' $$(git ls-files '*_test.go')); do \
+		case $$f in *_norace_test.go) ;; *) echo "$$f is //go:build !race: name it *_norace_test.go"; exit 1;; esac; done
 
 ## fuzz: run every fuzz target (found by .ci/fuzz, not listed) for FUZZTIME (default 30s)
 FUZZTIME ?= 30s

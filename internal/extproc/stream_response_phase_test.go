@@ -87,7 +87,7 @@ func withBody(resp envoytest.Response, body []byte) envoytest.Response {
 
 // A stream that ends without the upstream's [DONE] and one Envoy abandons
 // mid-way (the client or the upstream went away) never reach the response
-// phase; each is counted (a stream past the bound: stream_huge_test.go).
+// phase; each is counted (a stream past the bound: stream_huge_norace_test.go).
 func TestIncompleteStreamsSkipResponsePhaseBehindEnvoy(t *testing.T) {
 	rec := &recorder.Recorder{}
 	e := newEnv(t, withRecorded(rec))

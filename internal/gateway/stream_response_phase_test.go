@@ -103,7 +103,7 @@ func TestStreamedAnswerReachesResponsePhase(t *testing.T) {
 
 // A stream that breaks off, one whose client goes away, and one with an error
 // event never reach the response phase; each is counted (a stream past the
-// bound: stream_huge_test.go).
+// bound: stream_huge_norace_test.go).
 func TestIncompleteStreamsSkipResponsePhase(t *testing.T) {
 	rec := &recorder.Recorder{}
 	e := newEnv(t, withRunner(plugin.New(rec)), withRecordedDecision())
