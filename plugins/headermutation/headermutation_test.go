@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// The full behaviour is checked against internal/plugin's native stand-in in
-// plugins/internal/parity and, compiled, in plugins/builtin.
+// The full behaviour is checked in plugins/builtin, where the same fixtures
+// run this code natively and compiled as the module (TestModulesMatchNative).
 
 func TestOps(t *testing.T) {
 	c, err := ParseConfig([]byte(`{"add":[{"name":"x-route-family","value":"code"},{"name":"X-ROUTE-family","value":"b"}],"update":[{"name":"x-team","value":"s3cret"}],"delete":["x-debug"]}`))

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The full behaviour is checked against internal/plugin's native stand-in in
-// plugins/internal/parity and, compiled, in plugins/builtin.
+// The full behaviour is checked in plugins/builtin, where the same fixtures
+// run this code natively and compiled as the module (TestModulesMatchNative).
 
 func TestRun(t *testing.T) {
 	c, err := ParseConfig([]byte(`{"blocked_params":["logit_bias"],"max_tokens_limit":100,"max_n":1,"strip_unknown":true}`))

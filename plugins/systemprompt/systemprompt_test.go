@@ -8,8 +8,8 @@ import (
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 )
 
-// The full behaviour is checked against internal/plugin's native stand-in in
-// plugins/internal/parity and, compiled, in plugins/builtin.
+// The full behaviour is checked in plugins/builtin, where the same fixtures
+// run this code natively and compiled as the module (TestModulesMatchNative).
 
 func run(t *testing.T, config, messages string) (string, *Result) {
 	t.Helper()
