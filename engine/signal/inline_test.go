@@ -8,6 +8,7 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -106,7 +107,7 @@ func TestInlineMatchesConcurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !res.PIIDetected || len(res.PIIEntities) != 1 || res.PIIEntities[0] != signal.PIIEmail {
+		if !res.PIIDetected || len(res.PIIEntities) != 1 || res.PIIEntities[0] != pii.Email {
 			t.Fatalf("%d bytes: pii %v %v", len(text), res.PIIDetected, res.PIIEntities)
 		}
 		for _, s := range res.Signals {

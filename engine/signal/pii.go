@@ -17,11 +17,6 @@ const (
 	MethodPIIHeuristic = "pattern+heuristic"
 )
 
-// NormalizePIIType returns the canonical name of an entity type (EMAIL for
-// "email" or "EMAIL_ADDRESS"), "ALL", or an error for a type the detector does
-// not know (see pii.Normalize).
-func NormalizePIIType(t string) (string, error) { return pii.Normalize(t) }
-
 type piiSet struct {
 	signals   []piiSignal
 	scanBytes int
@@ -50,7 +45,7 @@ func newPIISet(cfg []recipes.PIISignal, scanBytes int) (Set, error) {
 			return nil, err
 		}
 		for _, t := range c.Types {
-			n, err := NormalizePIIType(t)
+			n, err := pii.Normalize(t)
 			if err != nil {
 				return nil, fmt.Errorf("signals: pii signal %q: %w", c.Name, err)
 			}
@@ -63,7 +58,7 @@ func newPIISet(cfg []recipes.PIISignal, scanBytes int) (Set, error) {
 			}
 			ps.types[n] = true
 		}
-		if ps.types == nil || ps.types[PIIPerson] || ps.types[PIILocation] {
+		if ps.types == nil || ps.types[pii.Person] || ps.types[pii.Location] {
 			ps.method = MethodPIIHeuristic
 			set.heuristics = true
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -21,9 +22,9 @@ func TestPIISpans(t *testing.T) {
 	in := &Input{UserTexts: []string{first, "   ", second}, UserMessages: []int{1, 3, 4}}
 	got := byName(s.Evaluate(t.Context(), in))
 	want := []PIISpan{
-		{Message: 1, Start: 9, End: 24, Type: PIIEmail, Score: confValidated},
-		{Message: 4, Start: strings.Index(second, "("), End: strings.Index(second, " or"), Type: PIIPhone, Score: got["contact"].Spans[1].Score},
-		{Message: 4, Start: strings.Index(second, "bob"), End: len(second), Type: PIIEmail, Score: confValidated},
+		{Message: 1, Start: 9, End: 24, Type: pii.Email, Score: confValidated},
+		{Message: 4, Start: strings.Index(second, "("), End: strings.Index(second, " or"), Type: pii.Phone, Score: got["contact"].Spans[1].Score},
+		{Message: 4, Start: strings.Index(second, "bob"), End: len(second), Type: pii.Email, Score: confValidated},
 	}
 	if fmt.Sprint(got["contact"].Spans) != fmt.Sprint(want) || got["contact"].SpansTruncated {
 		t.Fatalf("contact spans %+v, want %+v", got["contact"].Spans, want)

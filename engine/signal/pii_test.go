@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -28,11 +29,11 @@ func TestPIISignal(t *testing.T) {
 			t.Errorf("%s = %+v", name, r)
 		}
 	}
-	check("any", true, "3", []string{PIIEmail, PIIPerson, PIIPhone}, MethodPIIHeuristic)
-	check("contact", true, "2", []string{PIIEmail, PIIPhone}, MethodPIIPattern)
-	check("strict", true, "2", []string{PIIEmail, PIIPhone}, MethodPIIHeuristic)
+	check("any", true, "3", []string{pii.Email, pii.Person, pii.Phone}, MethodPIIHeuristic)
+	check("contact", true, "2", []string{pii.Email, pii.Phone}, MethodPIIPattern)
+	check("strict", true, "2", []string{pii.Email, pii.Phone}, MethodPIIHeuristic)
 	check("cards", false, "0", nil, MethodPIIPattern)
-	check("all", true, "3", []string{PIIEmail, PIIPerson, PIIPhone}, MethodPIIHeuristic)
+	check("all", true, "3", []string{pii.Email, pii.Person, pii.Phone}, MethodPIIHeuristic)
 	if got["any"].Score != confValidated || got["cards"].Score != 0 {
 		t.Errorf("scores: any %v cards %v", got["any"].Score, got["cards"].Score)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/lexical"
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -189,7 +190,7 @@ func piiDetect(text string, opts PIIOptions) (*PIIResponse, error) {
 	start := time.Now()
 	want := map[string]bool{}
 	for _, t := range opts.EntityTypes {
-		n, err := signal.NormalizePIIType(t)
+		n, err := pii.Normalize(t)
 		if err != nil {
 			return nil, newErr(http.StatusBadRequest, CodeInvalidInput, "options.entity_types: %v", err)
 		}
@@ -199,7 +200,7 @@ func piiDetect(text string, opts PIIOptions) (*PIIResponse, error) {
 	res := &PIIResponse{Entities: []PIIEntity{}}
 	var masked strings.Builder
 	last := 0
-	for _, e := range signal.DetectPII(text) {
+	for _, e := range pii.Detect(text, true) {
 		if !all && !want[e.Type] {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/pii"
 )
 
 // The information endpoints of document 001 (GET /info/models, /info/classifier):
@@ -59,7 +60,7 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 			Metadata: map[string]string{"model_type": models.Domain.Method(), "use_cpu": "true"}},
 		{Name: "jailbreak_guard", Type: "security_detection", Loaded: true, ModelPath: "builtin:" + models.Jailbreak.Method(), Categories: []string{"benign", "jailbreak"},
 			Metadata: map[string]string{"model_type": models.Jailbreak.Method(), "use_cpu": "true"}},
-		{Name: "pii_detector", Type: "pii_detection", Loaded: true, ModelPath: "builtin:pattern", Categories: signal.PIITypes(),
+		{Name: "pii_detector", Type: "pii_detection", Loaded: true, ModelPath: "builtin:pattern", Categories: pii.Types(),
 			Metadata: map[string]string{"model_type": "pattern+heuristic", "use_cpu": "true"}},
 		{Name: "embedding", Type: "embedding", Loaded: true, ModelPath: "builtin:" + models.Embedder.Method(), Categories: []string{},
 			Metadata: map[string]string{"model_type": models.Embedder.Method(), "use_cpu": "true"}},
@@ -129,7 +130,7 @@ func (s *Server) infoClassifier(w http.ResponseWriter, r *http.Request) {
 	}
 	out := ClassifierInfo{Status: "active", Recipe: rc.Name,
 		Capabilities: []string{"intent_classification", "pii_detection", "security_detection", "similarity_matching"},
-		Categories:   []CategoryInfo{}, Decisions: []DecisionInfo{}, PIITypes: signal.PIITypes(),
+		Categories:   []CategoryInfo{}, Decisions: []DecisionInfo{}, PIITypes: pii.Types(),
 		Security:      SecurityInfo{JailbreakDetection: len(rc.Signals.Jailbreak) > 0, DetectionTypes: []string{"jailbreak", "prompt_injection"}, Enabled: len(rc.Signals.Jailbreak) > 0},
 		Configuration: ClassifierSetting{UseCPU: true}, Backends: map[string][]string{}}
 	for _, d := range rc.Signals.Domains {

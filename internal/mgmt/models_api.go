@@ -12,6 +12,7 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/pii"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -88,7 +89,7 @@ func (s *Server) bindingsOf(gen *engine.Generation, rc *recipes.Recipe) ([]resol
 	}
 	if len(sg.PII) > 0 {
 		b := mk("pii", "token_classifier", "pattern+heuristic", []string{"tokens"}, names(len(sg.PII), func(i int) string { return sg.PII[i].Name }))
-		b.Precision, b.ArtifactRevision, b.Labels = "n/a", "builtin:pattern", signal.PIITypes()
+		b.Precision, b.ArtifactRevision, b.Labels = "n/a", "builtin:pattern", pii.Types()
 		out = append(out, resolvedBinding{Binding: b})
 	}
 	return out, nil
@@ -241,7 +242,7 @@ func (s *Server) runModelCall(r *http.Request, gen *engine.Generation, task stri
 			return nil, err
 		}
 		out.Tokens = []TokenSpan{}
-		for _, e := range signal.DetectPII(req.Text) {
+		for _, e := range pii.Detect(req.Text, true) {
 			out.Tokens = append(out.Tokens, TokenSpan{Label: e.Type, Start: e.Start, End: e.End, Text: req.Text[e.Start:e.End], Confidence: e.Confidence})
 		}
 	case "embeddings":
