@@ -320,6 +320,7 @@ type Global struct {
 	Extproc      Endpoint      `json:"extproc,omitempty"`
 	ModelCatalog *ModelCatalog `json:"model_catalog,omitempty"`
 	Router       *Router       `json:"router,omitempty"`
+	Storage      *Storage      `json:"storage,omitempty"`
 }
 
 // Router holds router-wide switches (global.router).

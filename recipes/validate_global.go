@@ -1,6 +1,7 @@
 package recipes
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -203,6 +204,7 @@ func (c *checker) global() {
 		c.add("/global/services/management_api/auth/mode", CodeInvalidValue, "must be none or bearer (got %q)", s.ManagementAPI.Auth.Mode)
 	}
 	c.managementAuth(&s.ManagementAPI.Auth)
+	c.storage()
 	if n := s.API.BatchClassification.MaxBatchSize; n < 1 {
 		c.add("/global/services/api/batch_classification/max_batch_size", CodeInvalidValue, "must be at least 1 (got %d)", n)
 	}
@@ -377,4 +379,52 @@ func isEnvName(s string) bool {
 		return false
 	}
 	return s != ""
+}
+
+func (c *checker) storage() {
+	st := c.doc.Global.Storage
+	if st == nil {
+		return
+	}
+	if e := st.Embedding; e != nil {
+		p := "/global/storage/embedding"
+		switch {
+		case e.Deployment != "" && e.Endpoint != "":
+			c.add(p, CodeInvalidValue, "name either a deployment or an endpoint, not both")
+		case e.Deployment != "":
+			found := false
+			if mc := c.doc.Global.ModelCatalog; mc != nil {
+				for _, d := range mc.Deployments {
+					found = found || d.Name == e.Deployment
+				}
+			}
+			if !found {
+				c.add(p+"/deployment", CodeUnknownRef, "deployment %q is not in global.model_catalog.deployments", e.Deployment)
+			}
+		case e.Endpoint != "":
+			if u, err := url.Parse(e.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				c.add(p+"/endpoint", CodeInvalidValue, "must be an http(s) URL of an OpenAI-compatible embeddings endpoint (got %q)", e.Endpoint)
+			}
+			if e.Model == "" {
+				c.add(p+"/model", CodeMissingField, "an embeddings endpoint needs the model to ask for")
+			}
+		default:
+			c.add(p, CodeMissingField, "name a deployment or an endpoint (leave embedding out to use the router's own embedding model)")
+		}
+	}
+	seen := map[string]int{}
+	for i, kb := range st.KnowledgeBases {
+		p := fmt.Sprintf("/global/storage/knowledge_bases/%d", i)
+		if j, dup := seen[kb.Name]; dup {
+			c.add(p+"/name", CodeDuplicate, "knowledge base name %q is already used by /global/storage/knowledge_bases/%d", kb.Name, j)
+		} else {
+			seen[kb.Name] = i
+		}
+		if len(kb.Filters) > 0 {
+			var f map[string]any
+			if json.Unmarshal(kb.Filters, &f) != nil || f["type"] == nil {
+				c.add(p+"/filters", CodeInvalidValue, "must be a filter object with a type (eq, ne, gt, gte, lt, lte, in, nin, and, or)")
+			}
+		}
+	}
 }
