@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/junction-router/junction/internal/lexical"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/internal/lexical"
 	"github.com/junction-router/junction/internal/memstore"
 )
 
