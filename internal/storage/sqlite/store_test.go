@@ -72,6 +72,16 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+func TestOneProcessPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	if _, err := Open(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("a second Open of a directory in use: %v", err)
+	}
+	s.Close()
+	openAt(t, dir).Close()
+}
+
 func openAt(t *testing.T, dir string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), dir, Options{})
