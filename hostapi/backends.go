@@ -17,6 +17,11 @@ type Backends struct {
 	Cache      Cache
 	Classifier Classifier
 	Tokens     TokenCounter
+	// Retriever serves retrieve: text search over stored vector stores and
+	// knowledge bases.
+	Retriever Retriever
+	// Memory serves memory_recall and memory_remember.
+	Memory Memory
 	// Clock gives the time for junction.now; nil gives none (modules have no
 	// clock of their own).
 	Clock func() time.Time
@@ -32,6 +37,44 @@ type VectorStores interface {
 	// Search returns the k items of store most similar to query, best first.
 	// An unknown store is ErrNoSuchStore.
 	Search(ctx context.Context, store string, query []float32, k int) ([]abi.VectorHit, error)
+}
+
+// Retriever searches stored vector stores and knowledge bases by text: it
+// embeds the query with the model the stores were built with.
+type Retriever interface {
+	// Retrieve returns up to q.K chunks of q.Source most similar to q.Text,
+	// best first. Each hit's Payload is JSON {"text", "source" (the file's
+	// name), "file_id", "vector_store_id", "chunk_index", "attributes"}. An
+	// unknown source wraps ErrNoSuchStore.
+	Retrieve(ctx context.Context, q RetrieveQuery) ([]abi.VectorHit, error)
+}
+
+// RetrieveQuery is one retrieve call.
+type RetrieveQuery struct {
+	// Source is a vector store's id or name, or a knowledge base's name.
+	Source string
+	// Text is the query text.
+	Text string
+	// K is the most hits wanted (0: the source's default).
+	K int
+	// MinScore drops hits scoring below it when HasMinScore is set; unset,
+	// a knowledge base's own min_score applies.
+	MinScore    float32
+	HasMinScore bool
+	// Filter is an OpenAI-style attribute filter as JSON (nil: none).
+	Filter []byte
+	// Fresh bypasses any result cache (probe calls set it).
+	Fresh bool
+}
+
+// Memory keeps and recalls short texts per scope (a user, a tenant).
+type Memory interface {
+	// Recall returns up to k memories of scope most similar to text, scoring
+	// at least minScore, best first. Each hit's Payload is JSON {"id",
+	// "text", "created_at"}.
+	Recall(ctx context.Context, scope, text string, k int, minScore float32) ([]abi.VectorHit, error)
+	// Remember keeps text under scope.
+	Remember(ctx context.Context, scope, text string) error
 }
 
 // Cache is the response cache behind cache_lookup and cache_store.

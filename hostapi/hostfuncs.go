@@ -2,6 +2,7 @@ package hostapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -42,17 +43,20 @@ var i32x5 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32
 
 func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 	fns := map[string]hostFunc{
-		abi.ImportLog:          h.hostLog,
-		abi.ImportConfig:       hostConfig,
-		abi.ImportEmbed:        h.hostEmbed,
-		abi.ImportVectorSearch: h.hostVectorSearch,
-		abi.ImportCacheLookup:  h.hostCacheLookup,
-		abi.ImportCacheStore:   h.hostCacheStore,
-		abi.ImportClassify:     h.hostClassify,
-		abi.ImportTokenCount:   h.hostTokenCount,
-		abi.ImportNow:          h.hostNow,
-		abi.ImportResult:       hostResult,
-		abi.ImportPIISpans:     hostPIISpans,
+		abi.ImportLog:            h.hostLog,
+		abi.ImportConfig:         hostConfig,
+		abi.ImportEmbed:          h.hostEmbed,
+		abi.ImportVectorSearch:   h.hostVectorSearch,
+		abi.ImportCacheLookup:    h.hostCacheLookup,
+		abi.ImportCacheStore:     h.hostCacheStore,
+		abi.ImportClassify:       h.hostClassify,
+		abi.ImportTokenCount:     h.hostTokenCount,
+		abi.ImportNow:            h.hostNow,
+		abi.ImportResult:         hostResult,
+		abi.ImportPIISpans:       hostPIISpans,
+		abi.ImportRetrieve:       h.hostRetrieve,
+		abi.ImportMemoryRecall:   h.hostMemoryRecall,
+		abi.ImportMemoryRemember: h.hostMemoryRemember,
 	}
 	b := rt.NewHostModuleBuilder(abi.ImportModule)
 	for _, name := range abi.Imports {
@@ -211,11 +215,85 @@ func (h *Host) hostVectorSearch(ctx context.Context, st *callState, in []byte) (
 		return nil, abi.StatusUnavailable
 	}
 	st.backendCalls++ // the mode allowed it (checked above)
-	hits, err := v.Search(ctx, a.Store, a.Query, int(min(a.K, 1000)))
+	hits, err := v.Search(ctx, a.Store, a.Query, int(min(a.K, maxHits)))
 	if err != nil {
 		return nil, backendStatus(err)
 	}
 	return abi.VectorHits(hits).Append(nil), abi.StatusOK
+}
+
+// maxHits bounds k of the search host functions.
+const maxHits = 1000
+
+// hostRetrieve searches stored data by text. A probe sets Fresh: it reads no
+// result cache.
+func (h *Host) hostRetrieve(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeRetrieveArgs(in)
+	if err != nil || a.Source == "" || (a.HasMinScore && a.MinScore != a.MinScore) || (a.Filter != "" && !json.Valid([]byte(a.Filter))) {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode == abi.ModePreview {
+		return nil, abi.StatusDenied
+	}
+	r := h.cfg.Backends.Retriever
+	if r == nil {
+		return nil, abi.StatusUnavailable
+	}
+	st.backendCalls++ // the mode allowed it (checked above)
+	q := RetrieveQuery{
+		Source: a.Source, Text: a.Query, K: int(min(a.K, maxHits)),
+		MinScore: a.MinScore, HasMinScore: a.HasMinScore,
+		Fresh: st.mode != abi.ModeLive,
+	}
+	if a.Filter != "" {
+		q.Filter = []byte(a.Filter)
+	}
+	hits, err := r.Retrieve(ctx, q)
+	if err != nil {
+		return nil, backendStatus(err)
+	}
+	return abi.VectorHits(hits).Append(nil), abi.StatusOK
+}
+
+func (h *Host) hostMemoryRecall(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeMemoryRecallArgs(in)
+	if err != nil || a.K == 0 || a.Scope == "" || a.MinScore != a.MinScore {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode == abi.ModePreview {
+		return nil, abi.StatusDenied
+	}
+	m := h.cfg.Backends.Memory
+	if m == nil {
+		return nil, abi.StatusUnavailable
+	}
+	st.backendCalls++ // the mode allowed it (checked above)
+	hits, err := m.Recall(ctx, a.Scope, a.Query, int(min(a.K, maxHits)), a.MinScore)
+	if err != nil {
+		return nil, backendStatus(err)
+	}
+	return abi.VectorHits(hits).Append(nil), abi.StatusOK
+}
+
+// hostMemoryRemember persists, so it is live only.
+func (h *Host) hostMemoryRemember(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
+	a, err := abi.DecodeMemoryRememberArgs(in)
+	if err != nil || a.Scope == "" || a.Text == "" {
+		return nil, abi.StatusInvalidArgument
+	}
+	if st.mode != abi.ModeLive {
+		return nil, abi.StatusDenied
+	}
+	m := h.cfg.Backends.Memory
+	if m == nil {
+		return nil, abi.StatusUnavailable
+	}
+	st.backendCalls++ // the mode allowed it (checked above)
+	if err := m.Remember(ctx, a.Scope, a.Text); err != nil {
+		return nil, backendStatus(err)
+	}
+	st.persisted = true
+	return nil, abi.StatusOK
 }
 
 // The response cache is used in live mode only: a probe uses no result cache

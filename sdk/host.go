@@ -127,14 +127,7 @@ func VectorSearch(store string, query []float32, k int) ([]VectorHit, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := abi.DecodeVectorHits(b)
-	if err != nil {
-		return nil, err
-	}
-	for i := range h {
-		h[i].Payload = append([]byte(nil), h[i].Payload...)
-	}
-	return h, nil
+	return ownHits(b)
 }
 
 // CacheEntry is a cache hit: the stored value and its similarity to the
@@ -197,4 +190,55 @@ func Now() (int64, error) {
 	d := abi.Decoder{B: b}
 	n := d.U64()
 	return int64(n), d.Err()
+}
+
+// RetrieveArgs is a retrieve call: the source (a vector store's id or name,
+// or a knowledge base's name), the query text, k (0: the source's default),
+// min_score when HasMinScore is set (unset: a knowledge base's own applies)
+// and an OpenAI-style attribute filter as JSON ("" for none).
+type RetrieveArgs = abi.RetrieveArgs
+
+// Retrieve returns the chunks of stored data most similar to a.Query, best
+// first; the host embeds the query with the model the store was built with.
+// Each hit's Payload is JSON {"text", "source" (the file's name), "file_id",
+// "vector_store_id", "chunk_index", "attributes"}. A backend call: denied in
+// preview; a probe reads no result cache. ErrUnavailable for an unknown
+// source or a host without stored data.
+func Retrieve(a RetrieveArgs) ([]VectorHit, error) {
+	b, err := call("retrieve", hostRetrieve, a.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	return ownHits(b)
+}
+
+// Recall returns up to k memories of scope most similar to query, scoring at
+// least minScore, best first. Each hit's Payload is JSON {"id", "text",
+// "created_at"}. A backend call: denied in preview.
+func Recall(scope, query string, k int, minScore float32) ([]VectorHit, error) {
+	a := abi.MemoryRecallArgs{Scope: scope, Query: query, K: uint32(k), MinScore: minScore}
+	b, err := call("memory_recall", hostMemoryRecall, a.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	return ownHits(b)
+}
+
+// Remember keeps text as a memory of scope. Live only: it persists.
+func Remember(scope, text string) error {
+	a := abi.MemoryRememberArgs{Scope: scope, Text: text}
+	_, err := call("memory_remember", hostMemoryRemember, a.Append(nil))
+	return err
+}
+
+// ownHits decodes hits and copies their payloads out of the scratch buffer.
+func ownHits(b []byte) ([]VectorHit, error) {
+	h, err := abi.DecodeVectorHits(b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range h {
+		h[i].Payload = append([]byte(nil), h[i].Payload...)
+	}
+	return h, nil
 }

@@ -13,15 +13,18 @@ func noHost(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32 {
 }
 
 var (
-	hostLog          hostFunc = noHost
-	hostConfig       hostFunc = noHost
-	hostEmbed        hostFunc = noHost
-	hostVectorSearch hostFunc = noHost
-	hostCacheLookup  hostFunc = noHost
-	hostCacheStore   hostFunc = noHost
-	hostClassify     hostFunc = noHost
-	hostTokenCount   hostFunc = noHost
-	hostNow          hostFunc = noHost
-	hostResult       hostFunc = noHost
-	hostPIISpans     hostFunc = noHost
+	hostLog            hostFunc = noHost
+	hostConfig         hostFunc = noHost
+	hostEmbed          hostFunc = noHost
+	hostVectorSearch   hostFunc = noHost
+	hostCacheLookup    hostFunc = noHost
+	hostCacheStore     hostFunc = noHost
+	hostClassify       hostFunc = noHost
+	hostTokenCount     hostFunc = noHost
+	hostNow            hostFunc = noHost
+	hostResult         hostFunc = noHost
+	hostPIISpans       hostFunc = noHost
+	hostRetrieve       hostFunc = noHost
+	hostMemoryRecall   hostFunc = noHost
+	hostMemoryRemember hostFunc = noHost
 )

@@ -37,3 +37,12 @@ func hostResult(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
 
 //go:wasmimport junction pii_spans
 func hostPIISpans(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
+
+//go:wasmimport junction retrieve
+func hostRetrieve(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
+
+//go:wasmimport junction memory_recall
+func hostMemoryRecall(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32
+
+//go:wasmimport junction memory_remember
+func hostMemoryRemember(inPtr, inLen, outPtr, outCap, outLenPtr uint32) int32

@@ -31,7 +31,8 @@ const Version = 1
 //
 //	0  the first release of version 1
 //	1  pii_spans: the personal-data spans the router detected
-const Revision = 1
+//	2  retrieve, memory_recall, memory_remember: stored data
+const Revision = 2
 
 // ImportModule is the module name under which the host exports its functions
 // to guests.
@@ -107,13 +108,25 @@ const (
 	// configured or referenced, or this is the response phase). Every mode:
 	// it reads what routing already computed. Revision 1.
 	ImportPIISpans = "pii_spans"
+	// ImportRetrieve: in = RetrieveArgs; out = VectorHits, the chunks of a
+	// stored vector store or knowledge base most similar to a text (the host
+	// embeds it with the model the store was built with). A backend call
+	// (live, probe); a probe bypasses the host's result cache. Revision 2.
+	ImportRetrieve = "retrieve"
+	// ImportMemoryRecall: in = MemoryRecallArgs; out = VectorHits, the
+	// memories of a scope most similar to a text. A backend call (live,
+	// probe). Revision 2.
+	ImportMemoryRecall = "memory_recall"
+	// ImportMemoryRemember: in = MemoryRememberArgs; out = nothing. Live
+	// only: it persists. Revision 2.
+	ImportMemoryRemember = "memory_remember"
 )
 
 // Imports lists every host function a module may import from ImportModule.
 var Imports = []string{
 	ImportLog, ImportConfig, ImportEmbed, ImportVectorSearch, ImportCacheLookup,
 	ImportCacheStore, ImportClassify, ImportTokenCount, ImportNow, ImportResult,
-	ImportPIISpans,
+	ImportPIISpans, ImportRetrieve, ImportMemoryRecall, ImportMemoryRemember,
 }
 
 // Status is a host function's result code.

@@ -135,3 +135,34 @@ func TestRequestSize(t *testing.T) {
 		t.Fatalf("Size = %d, record is %d bytes", got, want)
 	}
 }
+
+func TestStoredDataRecords(t *testing.T) {
+	r := abi.RetrieveArgs{Source: "kb", Query: "q", K: 4, MinScore: 0.25, HasMinScore: true, Filter: `{"type":"eq","key":"a","value":1}`}
+	b := r.Append(nil)
+	gr, err := abi.DecodeRetrieveArgs(b)
+	if err != nil || !reflect.DeepEqual(r, gr) {
+		t.Fatalf("%+v %v", gr, err)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := abi.DecodeRetrieveArgs(b[:n]); err == nil {
+			t.Fatalf("retrieve args cut at %d of %d bytes decoded", n, len(b))
+		}
+	}
+	r2 := abi.RetrieveArgs{Source: "vs_1", Query: "q"}
+	if g, err := abi.DecodeRetrieveArgs(r2.Append(nil)); err != nil || g.HasMinScore || g.Filter != "" {
+		t.Fatalf("%+v %v", g, err)
+	}
+	m := abi.MemoryRecallArgs{Scope: "u1", Query: "name?", K: 3, MinScore: 0.3}
+	gm, err := abi.DecodeMemoryRecallArgs(m.Append(nil))
+	if err != nil || !reflect.DeepEqual(m, gm) {
+		t.Fatalf("%+v %v", gm, err)
+	}
+	w := abi.MemoryRememberArgs{Scope: "u1", Text: "My name is Ada."}
+	gw, err := abi.DecodeMemoryRememberArgs(w.Append(nil))
+	if err != nil || !reflect.DeepEqual(w, gw) {
+		t.Fatalf("%+v %v", gw, err)
+	}
+	if _, err := abi.DecodeMemoryRememberArgs(w.Append(nil)[:5]); err == nil {
+		t.Fatal("a cut remember record decoded")
+	}
+}

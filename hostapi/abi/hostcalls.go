@@ -249,3 +249,91 @@ func DecodeClasses(b []byte) (Classes, error) {
 	}
 	return c, d.Err()
 }
+
+// RetrieveArgs (revision 2): str source (a vector store's id or name, or a
+// knowledge base's name), str query, u32 k (0: the source's default), f32
+// min_score, u8 has_min_score (0: the source's own min_score applies), str
+// filter (an OpenAI-style attribute filter as JSON; "" for none). The answer
+// is VectorHits whose payloads are JSON {"text", "source", "file_id",
+// "vector_store_id", "chunk_index", "attributes"}.
+type RetrieveArgs struct {
+	Source      string
+	Query       string
+	K           uint32
+	MinScore    float32
+	HasMinScore bool
+	Filter      string
+}
+
+// Append encodes a onto b.
+func (a *RetrieveArgs) Append(b []byte) []byte {
+	e := Encoder{B: b}
+	e.Str(a.Source)
+	e.Str(a.Query)
+	e.U32(a.K)
+	e.F32(a.MinScore)
+	var has uint8
+	if a.HasMinScore {
+		has = 1
+	}
+	e.U8(has)
+	e.Str(a.Filter)
+	return e.B
+}
+
+// DecodeRetrieveArgs reads a RetrieveArgs record.
+func DecodeRetrieveArgs(b []byte) (RetrieveArgs, error) {
+	d := Decoder{B: b}
+	a := RetrieveArgs{Source: d.Str(), Query: d.Str(), K: d.U32(), MinScore: d.F32()}
+	a.HasMinScore = d.U8() != 0
+	a.Filter = d.Str()
+	return a, d.Err()
+}
+
+// MemoryRecallArgs (revision 2): str scope, str query, u32 k, f32
+// min_score. The answer is VectorHits whose payloads are JSON {"id", "text",
+// "created_at"}.
+type MemoryRecallArgs struct {
+	Scope    string
+	Query    string
+	K        uint32
+	MinScore float32
+}
+
+// Append encodes a onto b.
+func (a *MemoryRecallArgs) Append(b []byte) []byte {
+	e := Encoder{B: b}
+	e.Str(a.Scope)
+	e.Str(a.Query)
+	e.U32(a.K)
+	e.F32(a.MinScore)
+	return e.B
+}
+
+// DecodeMemoryRecallArgs reads a MemoryRecallArgs record.
+func DecodeMemoryRecallArgs(b []byte) (MemoryRecallArgs, error) {
+	d := Decoder{B: b}
+	a := MemoryRecallArgs{Scope: d.Str(), Query: d.Str(), K: d.U32(), MinScore: d.F32()}
+	return a, d.Err()
+}
+
+// MemoryRememberArgs (revision 2): str scope, str text.
+type MemoryRememberArgs struct {
+	Scope string
+	Text  string
+}
+
+// Append encodes a onto b.
+func (a *MemoryRememberArgs) Append(b []byte) []byte {
+	e := Encoder{B: b}
+	e.Str(a.Scope)
+	e.Str(a.Text)
+	return e.B
+}
+
+// DecodeMemoryRememberArgs reads a MemoryRememberArgs record.
+func DecodeMemoryRememberArgs(b []byte) (MemoryRememberArgs, error) {
+	d := Decoder{B: b}
+	a := MemoryRememberArgs{Scope: d.Str(), Text: d.Str()}
+	return a, d.Err()
+}

@@ -22,11 +22,11 @@ import (
 // Harness runs one module through the real plugin stage, the way serve
 // does, for `junction plugin test|preview|inspect`, with the router's default backends (wasm.Backends): the hashed
 // n-gram embedder, the naive Bayes classifiers, an in-memory response cache and in-memory vector stores (which
-// --store fills).
+// --store fills), searched by text for retrieve; memory_recall and memory_remember use an in-memory memory.
 type Harness struct {
-	host     *hostapi.Host
-	backends hostapi.Backends
-	vectors  *memstore.Vectors
+	host      *hostapi.Host
+	backends  hostapi.Backends
+	retriever *memstore.Retriever
 }
 
 // NewHarness starts a host with the router's default backends and fills a
@@ -36,11 +36,13 @@ func NewHarness(ctx context.Context, stores []string) (*Harness, error) {
 	if err != nil {
 		return nil, err
 	}
+	retriever := &memstore.Retriever{Vectors: vecs, Embedder: backends.Embedder}
+	backends.Retriever, backends.Memory = retriever, memstore.NewMemory(backends.Embedder)
 	host, err := hostapi.New(ctx, hostapi.Config{Backends: backends, CacheDir: harnessCacheDir()})
 	if err != nil {
 		return nil, err
 	}
-	h := &Harness{host: host, backends: backends, vectors: vecs}
+	h := &Harness{host: host, backends: backends, retriever: retriever}
 	for _, s := range stores {
 		if err := h.fillStore(ctx, s); err != nil {
 			h.Close()
@@ -74,7 +76,10 @@ func (h *Harness) Load(wasmBytes []byte) (*hostapi.Module, error) {
 }
 
 // fillStore reads NAME=FILE: one passage per line, as text or as a JSON
-// object {"id","text"}; each is embedded with the host's embedder.
+// object {"id","text","attributes"}; each is embedded with the host's
+// embedder and stored with the payload retrieve gives (source: the file's
+// name, chunk_index: the line number), so vector_search and retrieve both
+// find it.
 func (h *Harness) fillStore(ctx context.Context, spec string) error {
 	name, file, ok := strings.Cut(spec, "=")
 	if !ok || name == "" || file == "" {
@@ -85,7 +90,7 @@ func (h *Harness) fillStore(ctx context.Context, spec string) error {
 		return fmt.Errorf("--store %s: %w", name, err)
 	}
 	defer f.Close()
-	h.vectors.Create(name)
+	h.retriever.Vectors.Create(name)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -93,24 +98,22 @@ func (h *Harness) fillStore(ctx context.Context, spec string) error {
 		if line == "" {
 			continue
 		}
-		id, text := fmt.Sprintf("%s:%d", file, n), line
-		var doc struct{ ID, Text string }
+		c := memstore.Chunk{ID: fmt.Sprintf("%s:%d", file, n), Text: line, Source: filepath.Base(file), FileID: file, ChunkIndex: n}
 		if line[0] == '{' {
+			var doc struct {
+				ID, Text   string
+				Attributes map[string]any
+			}
 			if err := json.Unmarshal([]byte(line), &doc); err != nil || doc.Text == "" {
-				return fmt.Errorf("--store %s: %s:%d: want text or {\"id\",\"text\"}", name, file, n)
+				return fmt.Errorf("--store %s: %s:%d: want text or {\"id\",\"text\",\"attributes\"}", name, file, n)
 			}
-			text = doc.Text
+			c.Text, c.Attributes = doc.Text, doc.Attributes
 			if doc.ID != "" {
-				id = doc.ID
+				c.ID = doc.ID
 			}
 		}
-		vec, err := h.backends.Embedder.Embed(ctx, []string{text})
-		if err != nil {
-			return fmt.Errorf("--store %s: embedding line %d: %w", name, n, err)
-		}
-		payload, _ := json.Marshal(map[string]string{"text": text, "source": id})
-		if err := h.vectors.Upsert(name, id, vec[0], payload); err != nil {
-			return fmt.Errorf("--store %s: %w", name, err)
+		if err := h.retriever.Add(ctx, name, c); err != nil {
+			return fmt.Errorf("--store %s: line %d: %w", name, n, err)
 		}
 	}
 	return sc.Err()

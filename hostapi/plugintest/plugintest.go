@@ -22,7 +22,8 @@ type Options struct {
 	Limits hostapi.Limits
 	// Backends replace the router's defaults field by field (the hashed
 	// n-gram embedder, the lexical domain and jailbreak classifiers, an
-	// in-memory cache and in-memory vector stores).
+	// in-memory cache, in-memory vector stores, a retriever searching them by
+	// text and an in-memory memory, both embedding with the embedder).
 	Backends hostapi.Backends
 }
 
@@ -33,6 +34,12 @@ type Plugin struct {
 	Module  *hostapi.Module
 	Cache   *memstore.Cache
 	Vectors *memstore.Vectors
+	// Retriever serves retrieve over Vectors (nil when Options replaced it);
+	// its Add puts a passage into a store.
+	Retriever *memstore.Retriever
+	// Memory serves memory_recall and memory_remember (nil when Options
+	// replaced it).
+	Memory *memstore.Memory
 
 	mods   *wasm.Modules
 	runner *plugin.Stage
@@ -64,6 +71,19 @@ func New(tb testing.TB, wasmBytes []byte, opts ...Options) *Plugin {
 	if o.Backends.Vectors != nil {
 		b.Vectors, vecs = o.Backends.Vectors, nil
 	}
+	var retriever *memstore.Retriever
+	switch {
+	case o.Backends.Retriever != nil:
+		b.Retriever = o.Backends.Retriever
+	case vecs != nil:
+		retriever = &memstore.Retriever{Vectors: vecs, Embedder: b.Embedder}
+		b.Retriever = retriever
+	}
+	memory := memstore.NewMemory(b.Embedder)
+	b.Memory = memory
+	if o.Backends.Memory != nil {
+		b.Memory, memory = o.Backends.Memory, nil
+	}
 	if o.Backends.Tokens != nil {
 		b.Tokens = o.Backends.Tokens
 	}
@@ -89,7 +109,7 @@ func New(tb testing.TB, wasmBytes []byte, opts ...Options) *Plugin {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Plugin{Host: host, Module: mod, Cache: cache, Vectors: vecs, mods: mods, runner: plugin.New(mods), calls: rec}
+	return &Plugin{Host: host, Module: mod, Cache: cache, Vectors: vecs, Retriever: retriever, Memory: memory, mods: mods, runner: plugin.New(mods), calls: rec}
 }
 
 // Fixture is one request for the plugin.
@@ -129,8 +149,11 @@ type Outcome struct {
 	Err error
 	// HostCalls counts the backend host functions the plugin called during
 	// this run, by name (embed, vector_search, cache_lookup, cache_store,
-	// classify).
+	// classify, retrieve, memory_recall, memory_remember).
 	HostCalls map[string]int
+	// FreshRetrieves counts the retrieve calls that asked the backend to
+	// bypass its result cache (a probe's).
+	FreshRetrieves int
 }
 
 // Ref is the plugin reference a fixture stands for.
@@ -175,7 +198,7 @@ func (p *Plugin) Run(tb testing.TB, fx Fixture) Outcome {
 	req := p.request(tb, fx)
 	p.calls.reset()
 	o, err := p.runner.Request(context.Background(), []recipes.PluginRef{p.Ref(fx)}, req)
-	out := Outcome{Header: req.Header, Immediate: o.Immediate, CacheStatus: o.CacheStatus, Err: err, HostCalls: p.calls.snapshot()}
+	out := Outcome{Header: req.Header, Immediate: o.Immediate, CacheStatus: o.CacheStatus, Err: err, HostCalls: p.calls.snapshot(), FreshRetrieves: p.calls.freshCount()}
 	if len(o.Reports) == 1 {
 		out.Report = o.Reports[0]
 	}
@@ -212,6 +235,7 @@ func (p *Plugin) Call(tb testing.TB, config string, req *abi.Request) (hostapi.C
 type recorder struct {
 	mu     sync.Mutex
 	counts map[string]int
+	fresh  int
 }
 
 func (r *recorder) add(name string) {
@@ -223,7 +247,14 @@ func (r *recorder) add(name string) {
 func (r *recorder) reset() {
 	r.mu.Lock()
 	clear(r.counts)
+	r.fresh = 0
 	r.mu.Unlock()
+}
+
+func (r *recorder) freshCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fresh
 }
 
 func (r *recorder) snapshot() map[string]int {

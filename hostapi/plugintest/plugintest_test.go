@@ -1,11 +1,13 @@
 package plugintest_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/plugin"
 )
 
@@ -62,18 +64,34 @@ func TestModesAreEnforced(t *testing.T) {
 	if err := p.Vectors.Upsert("docs", "a", []float32{1, 0}, []byte("alpha")); err != nil {
 		t.Fatal(err)
 	}
+	ctx := context.Background()
+	for i, c := range []memstore.Chunk{
+		{ID: "py", Text: "python functions sort lists of integers", Attributes: map[string]any{"lang": "en"}},
+		{ID: "de", Text: "python Funktionen sortieren Listen", Attributes: map[string]any{"lang": "de"}},
+	} {
+		c.ChunkIndex = i
+		if err := p.Retriever.Add(ctx, "docs", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Memory.Remember(ctx, "u1", "I write python every day"); err != nil {
+		t.Fatal(err)
+	}
 	type want struct {
 		value   string
 		backend int
 	}
 	cases := map[string]map[string]want{
-		"embed":         {"live": {"1024", 1}, "probe": {"1024", 1}, "preview": {"denied", 0}},
-		"classify":      {"live": {"computer science", 1}, "probe": {"computer science", 1}, "preview": {"denied", 0}},
-		"vector_search": {"live": {"a:alpha;", 1}, "probe": {"a:alpha;", 1}, "preview": {"denied", 0}},
-		"cache_lookup":  {"live": {"not_found", 1}, "probe": {"denied", 0}, "preview": {"denied", 0}},
-		"cache_store":   {"live": {"", 1}, "probe": {"denied", 0}, "preview": {"denied", 0}},
-		"token_count":   {"live": {"13", 0}, "probe": {"13", 0}, "preview": {"13", 0}},
-		"config":        {"live": {`{"greeting":"x"}`, 0}, "probe": {`{"greeting":"x"}`, 0}, "preview": {`{"greeting":"x"}`, 0}},
+		"embed":           {"live": {"1024", 1}, "probe": {"1024", 1}, "preview": {"denied", 0}},
+		"classify":        {"live": {"computer science", 1}, "probe": {"computer science", 1}, "preview": {"denied", 0}},
+		"vector_search":   {"live": {"a:alpha;", 1}, "probe": {"a:alpha;", 1}, "preview": {"denied", 0}},
+		"retrieve":        {"live": {"py;", 1}, "probe": {"py;", 1}, "preview": {"denied", 0}},
+		"memory_recall":   {"live": {"1", 1}, "probe": {"1", 1}, "preview": {"denied", 0}},
+		"memory_remember": {"live": {"", 1}, "probe": {"denied", 0}, "preview": {"denied", 0}},
+		"cache_lookup":    {"live": {"not_found", 1}, "probe": {"denied", 0}, "preview": {"denied", 0}},
+		"cache_store":     {"live": {"", 1}, "probe": {"denied", 0}, "preview": {"denied", 0}},
+		"token_count":     {"live": {"13", 0}, "probe": {"13", 0}, "preview": {"13", 0}},
+		"config":          {"live": {`{"greeting":"x"}`, 0}, "probe": {`{"greeting":"x"}`, 0}, "preview": {`{"greeting":"x"}`, 0}},
 	}
 	for call, byMode := range cases {
 		for mode, w := range byMode {
@@ -99,11 +117,18 @@ func TestModesAreEnforced(t *testing.T) {
 				if seen != w.backend {
 					t.Errorf("backends saw %d calls (%v), the host counted %d", seen, out.HostCalls, m.BackendCalls)
 				}
-				if m.Persisted != (call == "cache_store" && mode == "live") {
+				if m.Persisted != ((call == "cache_store" || call == "memory_remember") && mode == "live") {
 					t.Errorf("persisted = %v", m.Persisted)
+				}
+				if wantFresh := call == "retrieve" && mode == "probe"; (out.FreshRetrieves == 1) != wantFresh || out.FreshRetrieves > 1 {
+					t.Errorf("fresh retrieves = %d, want fresh only in probe", out.FreshRetrieves)
 				}
 			})
 		}
+	}
+	// Only the live memory_remember kept something.
+	if got := p.Memory.Texts("u2"); len(got) != 1 {
+		t.Errorf("memories kept = %q, want the live call's only", got)
 	}
 }
 

@@ -22,6 +22,12 @@ func (r *recorder) wrap(b hostapi.Backends) hostapi.Backends {
 	if b.Vectors != nil {
 		b.Vectors = recVectors{r, b.Vectors}
 	}
+	if b.Retriever != nil {
+		b.Retriever = recRetriever{r, b.Retriever}
+	}
+	if b.Memory != nil {
+		b.Memory = recMemory{r, b.Memory}
+	}
 	return b
 }
 
@@ -68,4 +74,34 @@ type recVectors struct {
 func (x recVectors) Search(ctx context.Context, store string, q []float32, k int) ([]abi.VectorHit, error) {
 	x.r.add(abi.ImportVectorSearch)
 	return x.v.Search(ctx, store, q, k)
+}
+
+type recRetriever struct {
+	r   *recorder
+	ret hostapi.Retriever
+}
+
+func (x recRetriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi.VectorHit, error) {
+	x.r.add(abi.ImportRetrieve)
+	if q.Fresh {
+		x.r.mu.Lock()
+		x.r.fresh++
+		x.r.mu.Unlock()
+	}
+	return x.ret.Retrieve(ctx, q)
+}
+
+type recMemory struct {
+	r *recorder
+	m hostapi.Memory
+}
+
+func (x recMemory) Recall(ctx context.Context, scope, text string, k int, minScore float32) ([]abi.VectorHit, error) {
+	x.r.add(abi.ImportMemoryRecall)
+	return x.m.Recall(ctx, scope, text, k, minScore)
+}
+
+func (x recMemory) Remember(ctx context.Context, scope, text string) error {
+	x.r.add(abi.ImportMemoryRemember)
+	return x.m.Remember(ctx, scope, text)
 }

@@ -1,8 +1,11 @@
 // Package memstore holds the in-process stores behind the plugin host's
 // functions when no external store is configured: a response cache with
-// time-to-live and similarity lookup, and named vector stores. Both are
-// bounded (entries per namespace or store, value size) and safe for
-// concurrent use; they forget everything when the process ends.
+// time-to-live and similarity lookup, named vector stores, a text-search
+// Retriever over those stores and a Memory of texts per scope (the last two
+// back retrieve and memory_* in plugin tests and the plugin commands; serve
+// uses the data directory's). All are bounded (entries per namespace, store
+// or scope, value size) and safe for concurrent use; they forget everything
+// when the process ends.
 //
 // It must not know about plugins, requests or modes: the host decides who
 // may read or write; these only store.

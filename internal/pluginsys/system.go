@@ -71,6 +71,11 @@ type Options struct {
 	Dir string
 	// Models back the host functions that call model-backed signals.
 	Models signal.Models
+	// Retriever and Memory back the retrieve, memory_recall and
+	// memory_remember host functions (stored data; internal/retrieval); nil
+	// leaves those functions unavailable.
+	Retriever hostapi.Retriever
+	Memory    hostapi.Memory
 	// Registerer receives the host's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger receives load reports; nil discards them.
@@ -88,6 +93,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin host backends: %w", err)
 	}
+	backends.Retriever, backends.Memory = o.Retriever, o.Memory
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir, Backends: backends, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, err

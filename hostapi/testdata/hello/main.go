@@ -58,6 +58,18 @@ func hostCall(call string, req *sdk.Request, res *sdk.Result) error {
 		for _, h := range hits {
 			out += h.ID + ":" + string(h.Payload) + ";"
 		}
+	case "retrieve":
+		var hits []sdk.VectorHit
+		hits, err = sdk.Retrieve(sdk.RetrieveArgs{Source: "docs", Query: req.LastUserMessage(), K: 2, Filter: `{"type":"eq","key":"lang","value":"en"}`})
+		for _, h := range hits {
+			out += h.ID + ";"
+		}
+	case "memory_recall":
+		var hits []sdk.VectorHit
+		hits, err = sdk.Recall("u1", req.LastUserMessage(), 2, 0)
+		out = strconv.Itoa(len(hits))
+	case "memory_remember":
+		err = sdk.Remember("u2", req.LastUserMessage())
 	case "cache_lookup":
 		var e sdk.CacheEntry
 		e, err = sdk.CacheLookup("hello", "last", nil, 0)
