@@ -2,30 +2,15 @@ package mgmt_test
 
 import (
 	"context"
-	"io"
-	"strings"
 	"sync"
 
-	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/embedding"
 	"github.com/junction-router/junction/internal/retrieval"
 	"github.com/junction-router/junction/internal/storage"
 )
 
-// Stand-ins for the ingestion pipeline and the retrieval library until
-// internal/ingest and internal/retrieval land on main (then the tests use
-// the real ones and this file goes).
-
-type hashedModel struct {
-	e    signal.Embedder
-	dims int
-}
-
-func (m hashedModel) Name() string    { return "router:" + m.e.Method() }
-func (m hashedModel) Dimensions() int { return m.dims }
-func (m hashedModel) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	return m.e.Embed(ctx, texts)
-}
+// A stand-in for the retrieval library until internal/retrieval lands on
+// main (then the tests use the real one and this file goes).
 
 type standinLibrary struct {
 	store storage.Store
@@ -64,41 +49,3 @@ func (l *standinLibrary) invalidations(id string) int {
 
 func (l *standinLibrary) Model() embedding.Model { return l.model }
 
-type standinIngest struct {
-	store storage.Store
-	model embedding.Model
-	wg    sync.WaitGroup
-}
-
-func (p *standinIngest) Submit(storeID, fileID string) {
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		ctx := context.Background()
-		rc, _, err := p.store.OpenFile(ctx, fileID)
-		if err != nil {
-			return
-		}
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		var chunks []storage.Chunk
-		for i, part := range strings.Split(string(b), "\n\n") {
-			v, err := p.model.Embed(ctx, []string{part})
-			if err != nil {
-				_ = p.store.FailFile(ctx, storeID, fileID, "embedding_error", err.Error())
-				return
-			}
-			chunks = append(chunks, storage.Chunk{Index: i, Text: part, Tokens: len(strings.Fields(part)), Vector: v[0]})
-		}
-		_ = p.store.CompleteFile(ctx, storeID, fileID, chunks)
-	}()
-}
-
-func (p *standinIngest) Idle(context.Context) error { p.wg.Wait(); return nil }
-
-func newCollaborators(st storage.Store) (*standinIngest, *standinLibrary) {
-	e := signal.HashedEmbedder()
-	v, _ := e.Embed(context.Background(), []string{"x"})
-	m := hashedModel{e: e, dims: len(v[0])}
-	return &standinIngest{store: st, model: m}, &standinLibrary{store: st, model: m}
-}

@@ -151,14 +151,8 @@ type FileError struct {
 	Message string `json:"message"`
 }
 
-// Chunking defaults and bounds (OpenAI's).
-const (
-	defaultChunkTokens   = 800
-	defaultOverlapTokens = 400
-	minChunkTokens       = 100
-	maxChunkTokens       = 4096
-	maxFileIDs           = 500
-)
+// maxFileIDs bounds file_ids of a create (OpenAI's limit).
+const maxFileIDs = 500
 
 func vectorStoreObject(v storage.VectorStore) VectorStoreObject {
 	fc := v.FileCounts
@@ -227,10 +221,10 @@ func checkAttributes(attrs map[string]any) error {
 	return nil
 }
 
-// chunking reads a chunking strategy; nil or auto is 800 tokens with 400
-// of overlap.
+// chunking reads a chunking strategy; nil or auto is ingestion's default
+// (800 tokens with 400 of overlap).
 func chunking(c *ChunkingStrategy) (storage.Chunking, error) {
-	auto := storage.Chunking{MaxTokens: defaultChunkTokens, OverlapTokens: defaultOverlapTokens}
+	auto := ingest.WithDefaults(storage.Chunking{})
 	if c == nil {
 		return auto, nil
 	}
@@ -245,13 +239,14 @@ func chunking(c *ChunkingStrategy) (storage.Chunking, error) {
 		if st == nil {
 			return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy: type static needs static{max_chunk_size_tokens, chunk_overlap_tokens}")
 		}
-		if st.MaxChunkSizeTokens < minChunkTokens || st.MaxChunkSizeTokens > maxChunkTokens {
-			return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy.static.max_chunk_size_tokens must be %d to %d (got %d)", minChunkTokens, maxChunkTokens, st.MaxChunkSizeTokens)
+		ch := storage.Chunking{MaxTokens: st.MaxChunkSizeTokens, OverlapTokens: st.ChunkOverlapTokens}
+		if st.MaxChunkSizeTokens == 0 {
+			return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy.static.max_chunk_size_tokens is required")
 		}
-		if st.ChunkOverlapTokens < 0 || st.ChunkOverlapTokens > st.MaxChunkSizeTokens/2 {
-			return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy.static.chunk_overlap_tokens must be 0 to half of max_chunk_size_tokens (%d; got %d)", st.MaxChunkSizeTokens/2, st.ChunkOverlapTokens)
+		if err := ingest.CheckChunking(ch); err != nil {
+			return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy.static: %v", err)
 		}
-		return storage.Chunking{MaxTokens: st.MaxChunkSizeTokens, OverlapTokens: st.ChunkOverlapTokens}, nil
+		return ch, nil
 	}
 	return auto, newErr(http.StatusBadRequest, CodeInvalidInput, "chunking_strategy.type must be auto or static (got %q)", c.Type)
 }
@@ -278,7 +273,7 @@ func (s *Server) ingestible(r *http.Request, fileID string) (storage.File, error
 		return f, storageErr("file "+fileID, err)
 	}
 	media, err := ingest.Accept(f.Filename, "assistants")
-	if err != nil || strings.HasPrefix(f.MediaType, "image/") || strings.HasPrefix(media, "image/") {
+	if err != nil || ingest.IsImage(f.MediaType) || ingest.IsImage(media) {
 		msg := "only documents can be added to a vector store"
 		if err != nil {
 			msg = err.Error()
