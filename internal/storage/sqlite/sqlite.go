@@ -58,6 +58,7 @@ type Store struct {
 	wmu    sync.Mutex // serialises writes and the index updates after them
 	amu    sync.Mutex
 	active map[string]time.Time // search-time LastActiveAt, flushed at Close
+	lock   *os.File // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
 }
@@ -82,19 +83,24 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(files, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create the data directory: %w", err)
 	}
-	path := filepath.Join(dir, dbName)
-	w, err := openDB(path, 1)
+	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, files: files, w: w, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
+	path := filepath.Join(dir, dbName)
+	w, err := openDB(path, 1)
+	if err != nil {
+		unlock(lock)
+		return nil, err
+	}
+	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
-		w.Close()
+		s.closeDBs()
 		return nil, err
 	}
 	s.r, err = openDB(path, 4)
 	if err != nil {
-		w.Close()
+		s.closeDBs()
 		return nil, err
 	}
 	if err := s.removeOrphans(ctx); err != nil {
@@ -162,7 +168,14 @@ func (s *Store) closeDBs() error {
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
+	unlock(s.lock)
 	return err
+}
+
+func unlock(f *os.File) {
+	if f != nil {
+		f.Close() // closing the descriptor drops the flock
+	}
 }
 
 var errClosed = errors.New("sqlite: the store is closed")

@@ -345,21 +345,29 @@ func worse(a, b *item) bool {
 
 // topK is a min-heap of at most k items: the root is the worst kept.
 type topK struct {
-	k     int
-	items []item
+	k      int
+	items  []item
+	scores [scoreBatch]float32
 }
 
 func newTopK(k int) *topK { return &topK{k: k, items: make([]item, 0, min(k, 1024))} }
 
+// scoreBatch is how many scores scan computes per kernel call.
+const scoreBatch = 256
+
 func (h *topK) scan(q []float32, sp span) {
 	dim := len(q)
 	vecs := sp.s.vecs
-	for i := sp.from; i < sp.to; i++ {
-		score := Dot(q, vecs[i*dim:(i+1)*dim])
-		if len(h.items) == h.k && score < h.items[0].score {
-			continue
+	out := h.scores[:]
+	for from := sp.from; from < sp.to; from += scoreBatch {
+		n := min(scoreBatch, sp.to-from)
+		dots(q, vecs[from*dim:(from+n)*dim], out[:n])
+		for j, score := range out[:n] {
+			if len(h.items) == h.k && score < h.items[0].score {
+				continue
+			}
+			h.push(item{score: score, s: sp.s, f: sp.f, pos: int32(from + j)})
 		}
-		h.push(item{score: score, s: sp.s, f: sp.f, pos: int32(i)})
 	}
 }
 
@@ -423,9 +431,24 @@ func (h *topK) results() []Result {
 	return out
 }
 
-// Dot is the dot product of two vectors of the same length, with eight
-// independent accumulators so the additions overlap.
+// Dot is the dot product of two vectors of the same length (the kernel
+// the index scans with, so scores agree exactly with Search's).
 func Dot(a, b []float32) float32 {
+	var out [1]float32
+	dots(a, b[:len(a)], out[:])
+	return out[0]
+}
+
+// dotsGo is the portable kernel: eight independent accumulators so the
+// additions overlap.
+func dotsGo(q, vecs []float32, out []float32) {
+	dim := len(q)
+	for j := range out {
+		out[j] = dotGo(q, vecs[j*dim:(j+1)*dim])
+	}
+}
+
+func dotGo(a, b []float32) float32 {
 	n := len(a)
 	b = b[:n]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
