@@ -12,6 +12,7 @@ import (
 	"net/textproto"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/junction-router/junction/internal/embedding"
 	"github.com/junction-router/junction/internal/ingest"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/retrieval"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
@@ -55,7 +57,27 @@ type storageEnv struct {
 	*env
 	store  storage.Store
 	ingest *ingest.Pipeline
-	lib    *standinLibrary
+	lib    *observedLibrary
+}
+
+// observedLibrary is the real retrieval library, counting invalidations.
+type observedLibrary struct {
+	*retrieval.Library
+	mu    sync.Mutex
+	inval map[string]int
+}
+
+func (l *observedLibrary) Invalidate(id string) {
+	l.mu.Lock()
+	l.inval[id]++
+	l.mu.Unlock()
+	l.Library.Invalidate(id)
+}
+
+func (l *observedLibrary) invalidations(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inval[id]
 }
 
 func newStorageEnv(t *testing.T, config string, compile mgmt.CompileFunc, maxFileBytes int64) *storageEnv {
@@ -70,7 +92,11 @@ func newStorageEnv(t *testing.T, config string, compile mgmt.CompileFunc, maxFil
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib := &standinLibrary{store: st, model: model}
+	var cfg atomic.Pointer[mgmt.Config]
+	lib := &observedLibrary{inval: map[string]int{}, Library: retrieval.New(retrieval.Options{Store: st, Model: model,
+		KnowledgeBase: func(name string) (recipes.KnowledgeBase, bool) {
+			return cfg.Load().Runtime().Current().Document().KnowledgeBase(name)
+		}})}
 	ing := ingest.New(ingest.Options{Store: st, Model: model, OnChange: lib.Invalidate})
 	if err := ing.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -82,6 +108,7 @@ func newStorageEnv(t *testing.T, config string, compile mgmt.CompileFunc, maxFil
 	e := newEnvOpts(t, writeConfig(t, config), compile, func(o *mgmt.Options) {
 		o.Storage = &mgmt.StorageOptions{Store: st, Ingest: ing, Library: lib, MaxFileBytes: maxFileBytes}
 	})
+	cfg.Store(e.cfg)
 	return &storageEnv{env: e, store: st, ingest: ing, lib: lib}
 }
 
@@ -454,6 +481,16 @@ func TestStorageVectorStores(t *testing.T) {
 		}
 	}
 	must(t, e.call("POST", vs+"/vs_nope/search", map[string]any{"query": "x"}), 404)
+	// a store built with another embedding model is not searched with this one
+	alien, err := e.store.CreateVectorStore(context.Background(), storage.NewVectorStore{Name: "alien", EmbeddingModel: "elsewhere:model", Dimensions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = must(t, e.call("POST", vs+"/"+alien.ID+"/search", map[string]any{"query": "x"}), 409)
+	if r.errCode(t) != "EMBEDDING_MODEL_MISMATCH" {
+		t.Fatalf("model mismatch: %s", r.body)
+	}
+	must(t, e.call("DELETE", vs+"/"+alien.ID, nil), 200)
 
 	// a store created with file_ids ingests them
 	v2 := must(t, e.call("POST", vs, map[string]any{"name": "bulk", "file_ids": []any{doc}, "chunking_strategy": map[string]any{"type": "auto"}}), 200).json(t)
