@@ -58,7 +58,7 @@ type Store struct {
 	wmu    sync.Mutex // serialises writes and the index updates after them
 	amu    sync.Mutex
 	active map[string]time.Time // search-time LastActiveAt, flushed at Close
-	lock   *os.File // the data directory's lock, held until Close
+	lock   *os.File             // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
 }
@@ -239,9 +239,20 @@ var schema = []string{
 		idx INTEGER NOT NULL,
 		text TEXT NOT NULL,
 		tokens INTEGER NOT NULL,
-		vector BLOB NOT NULL,
 		UNIQUE (store_id, file_id, idx),
 		FOREIGN KEY (store_id, file_id) REFERENCES vector_store_files(store_id, file_id) ON DELETE CASCADE
+	);
+	-- Vectors apart from texts, so loading the index at Open reads vectors
+	-- only (and a hit's text read skips the vector). chunk_id is the chunk's
+	-- id; store_id, file_id and idx repeat the chunk's so the load needs no
+	-- join. A file's chunks have consecutive ids (one transaction inserts
+	-- them all).
+	CREATE TABLE chunk_vectors (
+		chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+		store_id TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		vector BLOB NOT NULL
 	);
 	CREATE TABLE memories (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,

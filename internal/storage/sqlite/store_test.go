@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -398,5 +399,53 @@ func crashChild(dir string) {
 			os.Exit(2)
 		}
 		fmt.Printf("ack memory %s\n", m.ID)
+	}
+}
+
+// TestReopenSplitFile: a file whose chunks do not have consecutive ids
+// (which CompleteFile never writes) still loads whole.
+func TestReopenSplitFile(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openAt(t, dir)
+	v, _ := s.CreateVectorStore(ctx, storage.NewVectorStore{Name: "kb", EmbeddingModel: "m", Dimensions: 2})
+	var first int64
+	for i, name := range []string{"a", "b"} {
+		f, _ := s.CreateFile(ctx, storage.NewFile{Filename: name, Purpose: "assistants"}, strings.NewReader(name), 0)
+		if _, err := s.AttachFile(ctx, v.ID, f.ID, nil, storage.Chunking{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: name + "0", Vector: []float32{1, 0}}, {Index: 1, Text: name + "1", Vector: []float32{0, 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := s.w.QueryRow(`SELECT min(id) FROM chunks`).Scan(&first); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{`PRAGMA foreign_keys = OFF`, `UPDATE chunks SET id = 1000 WHERE id = ?`, `UPDATE chunk_vectors SET chunk_id = 1000 WHERE chunk_id = ?`, `PRAGMA foreign_keys = ON`} {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, first)
+		}
+		if _, err := s.w.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = openAt(t, dir)
+	defer s.Close()
+	hits, err := s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: []float32{1, 1}, K: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, h := range hits {
+		texts = append(texts, h.Text)
+	}
+	sort.Strings(texts)
+	if strings.Join(texts, ",") != "a0,a1,b0,b1" {
+		t.Fatalf("after reopen: %v", texts)
 	}
 }
