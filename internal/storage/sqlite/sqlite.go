@@ -194,6 +194,7 @@ func (s *Store) check(ctx context.Context) error {
 // schema is the list of migrations; schema version n is schema[:n] applied.
 // Append, never edit.
 var schema = []string{
+	// 1: files, vector stores, their files and chunks, memories.
 	`CREATE TABLE files (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		id TEXT NOT NULL UNIQUE,
@@ -239,20 +240,9 @@ var schema = []string{
 		idx INTEGER NOT NULL,
 		text TEXT NOT NULL,
 		tokens INTEGER NOT NULL,
+		vector BLOB NOT NULL,
 		UNIQUE (store_id, file_id, idx),
 		FOREIGN KEY (store_id, file_id) REFERENCES vector_store_files(store_id, file_id) ON DELETE CASCADE
-	);
-	-- Vectors apart from texts, so loading the index at Open reads vectors
-	-- only (and a hit's text read skips the vector). chunk_id is the chunk's
-	-- id; store_id, file_id and idx repeat the chunk's so the load needs no
-	-- join. A file's chunks have consecutive ids (one transaction inserts
-	-- them all).
-	CREATE TABLE chunk_vectors (
-		chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
-		store_id TEXT NOT NULL,
-		file_id TEXT NOT NULL,
-		idx INTEGER NOT NULL,
-		vector BLOB NOT NULL
 	);
 	CREATE TABLE memories (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -267,6 +257,21 @@ var schema = []string{
 		UNIQUE (scope, text_hash)
 	);
 	CREATE INDEX memories_scope ON memories(scope, seq);`,
+
+	// 2: vectors apart from texts, so loading the index at Open reads
+	// vectors only (and reading a hit's text skips its vector). chunk_id is
+	// the chunk's id; store_id, file_id and idx repeat the chunk's so the
+	// load needs no join. A file's chunks have consecutive ids (one
+	// transaction inserts them all).
+	`CREATE TABLE chunk_vectors (
+		chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+		store_id TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		vector BLOB NOT NULL
+	);
+	INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) SELECT id, store_id, file_id, idx, vector FROM chunks ORDER BY id;
+	ALTER TABLE chunks DROP COLUMN vector;`,
 }
 
 // migrate brings the schema to the newest version, one transaction per
