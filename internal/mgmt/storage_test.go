@@ -55,7 +55,7 @@ func init() {
 // data directory.
 type storageEnv struct {
 	*env
-	store  storage.Store
+	store  *scanObserver
 	ingest *ingest.Pipeline
 	lib    *observedLibrary
 }
@@ -80,13 +80,33 @@ func (l *observedLibrary) invalidations(id string) int {
 	return l.inval[id]
 }
 
+// scanObserver is the real store, counting what ScanChunks hands out.
+type scanObserver struct {
+	storage.Store
+	chunks atomic.Int64
+	done   chan error
+}
+
+func (s *scanObserver) ScanChunks(ctx context.Context, ids []string, fn func(storage.Hit, []float32) error) error {
+	err := s.Store.ScanChunks(ctx, ids, func(h storage.Hit, v []float32) error {
+		s.chunks.Add(1)
+		return fn(h, v)
+	})
+	select {
+	case s.done <- err:
+	default:
+	}
+	return err
+}
+
 func newStorageEnv(t *testing.T, config string, compile mgmt.CompileFunc, maxFileBytes int64) *storageEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
+	db, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := &scanObserver{Store: db, done: make(chan error, 1)}
 	t.Cleanup(func() { st.Close() })
 	model, err := embedding.FromConfig(ctx, nil, signal.HashedEmbedder(), nil, nil)
 	if err != nil {
@@ -829,5 +849,57 @@ func TestEveryStorageRouteAnswers(t *testing.T) {
 	}
 	if n < 30 {
 		t.Fatalf("%d storage routes", n)
+	}
+}
+
+// The export streams: a client that reads one line and goes away stops the
+// scan long before the end (3,000 chunks with vectors, about 30 MB).
+func TestStorageExportStopsWhenTheClientGoes(t *testing.T) {
+	e := newStorageEnv(t, baseConfig(t), nil, 1<<20)
+	ctx := context.Background()
+	model := e.lib.Model()
+	v, err := e.store.CreateVectorStore(ctx, storage.NewVectorStore{Name: "big", EmbeddingModel: model.Name(), Dimensions: model.Dimensions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.store.CreateFile(ctx, storage.NewFile{Filename: "big.txt", Purpose: "assistants", MediaType: "text/plain"}, strings.NewReader("big"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.AttachFile(ctx, v.ID, f.ID, nil, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}); err != nil {
+		t.Fatal(err)
+	}
+	const total = 3000
+	chunks := make([]storage.Chunk, total)
+	for i := range chunks {
+		vec := make([]float32, model.Dimensions())
+		vec[i%len(vec)] = 1
+		chunks[i] = storage.Chunk{Index: i, Text: fmt.Sprintf("chunk %d", i), Tokens: 2, Vector: vec}
+	}
+	if err := e.store.CompleteFile(ctx, v.ID, f.ID, chunks); err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.call("POST", "/api/v1/storage/knowledge-bases", map[string]any{"name": "big", "vector_stores": []any{v.ID}}), 202)
+	if h := e.waitActive(t); h["activation_status"] != "active" {
+		t.Fatalf("activation: %v", h)
+	}
+	resp, err := http.Get(e.srv.URL + "/api/v1/storage/knowledge-bases/big/map/data.ndjson?include_vectors=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"chunk_index":0`) {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	resp.Body.Close()
+	select {
+	case <-e.store.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the export went on after the client left")
+	}
+	if n := e.store.chunks.Load(); n >= total {
+		t.Fatalf("the export read all %d chunks for a client that left after one line", n)
+	} else {
+		t.Logf("the export stopped after %d of %d chunks", n, total)
 	}
 }

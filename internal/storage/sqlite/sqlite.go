@@ -58,7 +58,7 @@ type Store struct {
 	wmu    sync.Mutex // serialises writes and the index updates after them
 	amu    sync.Mutex
 	active map[string]time.Time // search-time LastActiveAt, flushed at Close
-	lock   *os.File // the data directory's lock, held until Close
+	lock   *os.File             // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
 }
@@ -194,6 +194,7 @@ func (s *Store) check(ctx context.Context) error {
 // schema is the list of migrations; schema version n is schema[:n] applied.
 // Append, never edit.
 var schema = []string{
+	// 1: files, vector stores, their files and chunks, memories.
 	`CREATE TABLE files (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		id TEXT NOT NULL UNIQUE,
@@ -256,6 +257,21 @@ var schema = []string{
 		UNIQUE (scope, text_hash)
 	);
 	CREATE INDEX memories_scope ON memories(scope, seq);`,
+
+	// 2: vectors apart from texts, so loading the index at Open reads
+	// vectors only (and reading a hit's text skips its vector). chunk_id is
+	// the chunk's id; store_id, file_id and idx repeat the chunk's so the
+	// load needs no join. A file's chunks have consecutive ids (one
+	// transaction inserts them all).
+	`CREATE TABLE chunk_vectors (
+		chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+		store_id TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		vector BLOB NOT NULL
+	);
+	INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) SELECT id, store_id, file_id, idx, vector FROM chunks ORDER BY id;
+	ALTER TABLE chunks DROP COLUMN vector;`,
 }
 
 // migrate brings the schema to the newest version, one transaction per
