@@ -124,7 +124,8 @@ func (s *Server) run(ctx context.Context) error {
 	ls := &listeners{log: log, errc: make(chan error, len(doc.Listeners)+4), recorded: s.setAddr}
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
-		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins})
+		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
+			Storage: stored.management()})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/embedding"
 	"github.com/junction-router/junction/internal/ingest"
+	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/retrieval"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
@@ -92,6 +93,11 @@ func (sd *storedData) knowledgeBase(name string) (recipes.KnowledgeBase, bool) {
 		return recipes.KnowledgeBase{}, false
 	}
 	return rt.Current().Document().KnowledgeBase(name)
+}
+
+// management is the management API's view of stored data.
+func (sd *storedData) management() *mgmt.StorageOptions {
+	return &mgmt.StorageOptions{Store: sd.store, Ingest: sd.pipeline, Library: sd.library, MaxFileBytes: sd.maxFileBytes}
 }
 
 // close stops ingestion (a file cut short stays in progress and is

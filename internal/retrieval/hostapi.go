@@ -42,16 +42,13 @@ func (r retriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi
 	if len(q.Filter) > 0 {
 		f, err := storage.ParseFilter(q.Filter)
 		if err != nil {
-			return nil, err
+			return nil, hostError(err)
 		}
 		sq.Filter = f
 	}
 	res, err := r.l.Search(ctx, sq)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %w", hostapi.ErrNoSuchStore, err)
-	}
 	if err != nil {
-		return nil, err
+		return nil, hostError(err)
 	}
 	out := make([]abi.VectorHit, len(res.Hits))
 	for i, h := range res.Hits {
@@ -83,7 +80,7 @@ type memoryPayload struct {
 func (m memory) Recall(ctx context.Context, scope, text string, k int, minScore float32) ([]abi.VectorHit, error) {
 	hits, err := m.l.Recall(ctx, scope, text, k, minScore)
 	if err != nil {
-		return nil, err
+		return nil, hostError(err)
 	}
 	out := make([]abi.VectorHit, len(hits))
 	for i, h := range hits {
@@ -96,5 +93,19 @@ func (m memory) Recall(ctx context.Context, scope, text string, k int, minScore 
 // Remember implements hostapi.Memory.
 func (m memory) Remember(ctx context.Context, scope, text string) error {
 	_, _, err := m.l.Remember(ctx, scope, text)
+	return hostError(err)
+}
+
+// hostError wraps the host's errors around the library's: an unknown source
+// is hostapi.ErrNoSuchStore, a refused argument hostapi.ErrInvalidQuery.
+func hostError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("%w: %w", hostapi.ErrNoSuchStore, err)
+	case errors.Is(err, storage.ErrInvalid):
+		return fmt.Errorf("%w: %w", hostapi.ErrInvalidQuery, err)
+	}
 	return err
 }

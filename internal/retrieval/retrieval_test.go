@@ -223,7 +223,10 @@ func TestSearchRefuses(t *testing.T) {
 	if !errors.Is(err, hostapi.ErrNoSuchStore) {
 		t.Errorf("retrieve from an unknown source: %v", err)
 	}
-	if _, err := f.lib.Retriever().Retrieve(f.ctx, hostapi.RetrieveQuery{Source: vs.ID, Text: "x", Filter: []byte(`{"type":`)}); !errors.Is(err, storage.ErrInvalid) {
+	if _, err := f.lib.Retriever().Retrieve(f.ctx, hostapi.RetrieveQuery{Source: vs.ID, Text: "x", K: MaxK + 1}); !errors.Is(err, hostapi.ErrInvalidQuery) {
+		t.Errorf("retrieve with k out of range: %v", err)
+	}
+	if _, err := f.lib.Retriever().Retrieve(f.ctx, hostapi.RetrieveQuery{Source: vs.ID, Text: "x", Filter: []byte(`{"type":`)}); !errors.Is(err, storage.ErrInvalid) || !errors.Is(err, hostapi.ErrInvalidQuery) {
 		t.Errorf("retrieve with a malformed filter: %v", err)
 	}
 }
@@ -435,7 +438,7 @@ func TestMemories(t *testing.T) {
 	if p.ID != vh[0].ID || !strings.HasPrefix(p.ID, "mem_") || p.Text != "Eve works night shifts." || time.Since(time.Unix(p.CreatedAt, 0)) > time.Minute {
 		t.Errorf("payload %s", vh[0].Payload)
 	}
-	if err := mem.Remember(f.ctx, "user:eve", ""); !errors.Is(err, storage.ErrInvalid) {
+	if err := mem.Remember(f.ctx, "user:eve", ""); !errors.Is(err, hostapi.ErrInvalidQuery) {
 		t.Errorf("adapter remembered an empty text: %v", err)
 	}
 }
