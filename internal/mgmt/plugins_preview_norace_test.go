@@ -113,7 +113,7 @@ func TestMemoryPreviewAndProbe(t *testing.T) {
 	body := fmt.Sprint(p["request"])
 	rep := p["reports"].([]any)[0].(map[string]any)
 	if p["backend_calls"] != 0.0 || p["persisted"] != false || !strings.Contains(body, "- I prefer trains to planes.") ||
-		strings.Contains(body, "supplied_memories") || !strings.Contains(fmt.Sprint(rep["detail"]), "would remember 1 statements") {
+		strings.Contains(body, "supplied_memories") || !strings.Contains(fmt.Sprint(rep["detail"]), "would remember 1 statement in live mode") {
 		t.Fatalf("preview: %v", p)
 	}
 	if len(mem.Texts("u-ada")) != 0 {

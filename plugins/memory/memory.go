@@ -199,7 +199,7 @@ func (c *Config) Inject(msgs []chatmsg.Message, memories []Recalled) *Result {
 	}
 	res.Chars = b.Len()
 	res.Edits = []chatmsg.Edit{{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.New("system", strings.Replace(c.Template, "{memories}", b.String(), 1))}}
-	res.Detail = fmt.Sprintf("injected %d memories (%d chars) as a system message at messages[%d]", res.Injected, res.Chars, at)
+	res.Detail = fmt.Sprintf("injected %s (%d chars) as a system message at messages[%d]", Count(res.Injected, "memory", "memories"), res.Chars, at)
 	return res
 }
 
@@ -396,3 +396,11 @@ func truncateUTF8(s string, n int) string {
 
 // Query is the text memories are recalled for: the user's last message.
 func Query(msgs []chatmsg.Message) string { return chatmsg.LastUserText(msgs) }
+
+// Count says n things: "1 memory", "2 memories".
+func Count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

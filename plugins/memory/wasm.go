@@ -109,7 +109,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		b, _ := json.Marshal(statements)
 		res.Value("would_remember", string(b))
 		acted = true
-		notes = append(notes, "would remember "+strconv.Itoa(len(statements))+" statements in live mode (nothing is kept in "+mode.String()+")")
+		notes = append(notes, "would remember "+Count(len(statements), "statement", "statements")+" in live mode (nothing is kept in "+mode.String()+")")
 	default:
 		kept, failed := 0, 0
 		for _, s := range statements {
@@ -124,7 +124,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		}
 		res.Value("remembered", strconv.Itoa(kept))
 		acted = acted || kept > 0
-		notes = append(notes, "remembered "+strconv.Itoa(kept)+" statements")
+		notes = append(notes, "remembered "+Count(kept, "statement", "statements"))
 		if failed > 0 {
 			res.Value("remember_failed", strconv.Itoa(failed))
 			notes = append(notes, strconv.Itoa(failed)+" could not be kept")
