@@ -61,6 +61,18 @@ func TestOpenLayout(t *testing.T) {
 	}
 }
 
+func TestOddDirectoryName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a?b#c%20d e")
+	s := openAt(t, dir)
+	if _, err := s.CreateVectorStore(context.Background(), storage.NewVectorStore{Name: "x", EmbeddingModel: "m", Dimensions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, dbName)); err != nil {
+		t.Fatalf("the database is not where it belongs: %v", err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	dir := t.TempDir()
 	s := openAt(t, dir)

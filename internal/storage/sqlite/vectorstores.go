@@ -452,6 +452,9 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 			if len(c.Vector) != dim {
 				return fmt.Errorf("chunk %d has %d dimensions, vector store %q has %d: %w", c.Index, len(c.Vector), storeID, dim, storage.ErrDimension)
 			}
+			if !finite(c.Vector) {
+				return fmt.Errorf("%w: chunk %d has a NaN or infinite component", storage.ErrInvalid, c.Index)
+			}
 			if c.Index < 0 || seen[c.Index] {
 				return fmt.Errorf("%w: chunk index %d is negative or repeated", storage.ErrInvalid, c.Index)
 			}
@@ -556,6 +559,9 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	}
 	if len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: the query vector is empty", storage.ErrInvalid)
+	}
+	if !finite(q.Vector) {
+		return nil, fmt.Errorf("%w: the query vector has a NaN or infinite component", storage.ErrInvalid)
 	}
 	for _, id := range q.StoreIDs {
 		dim, ok := s.index.Dimension(id)
@@ -708,6 +714,16 @@ func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.H
 }
 
 // ---- vectors
+
+// finite reports whether every component of v is a finite number.
+func finite(v []float32) bool {
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // encodeVector writes v as little-endian float32s into buf (resized).
 func encodeVector(buf []byte, v []float32) []byte {

@@ -537,6 +537,8 @@ func testCompleteErrors(t *testing.T, s storage.Store) {
 	if hits := search(t, s, storage.Query{StoreIDs: []string{v.ID}, Vector: unit(4, 0), K: 5}); len(hits) != 0 {
 		t.Fatalf("a refused completion left hits: %v", hitKeys(hits))
 	}
+	err = s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: "a", Vector: []float32{0, float32(math.Inf(1)), 0, 0}}})
+	wantErr(t, err, storage.ErrInvalid, "an infinite component")
 	err = s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: "a", Vector: unit(4, 0)}, {Index: 0, Text: "b", Vector: unit(4, 1)}})
 	if err == nil {
 		t.Fatal("a repeated chunk index was accepted")
@@ -772,6 +774,8 @@ func testSearchErrors(t *testing.T, s storage.Store) {
 	wantErr(t, err, storage.ErrInvalid, "no store")
 	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, K: 1})
 	wantErr(t, err, storage.ErrInvalid, "no vector")
+	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: []float32{1, float32(math.NaN()), 0, 0}, K: 1})
+	wantErr(t, err, storage.ErrInvalid, "a NaN in the query")
 	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: unit(4, 0), K: 1, Filter: &storage.Filter{Type: "bogus"}})
 	wantErr(t, err, storage.ErrInvalid, "a malformed filter")
 	// An empty store answers nothing, not an error.
