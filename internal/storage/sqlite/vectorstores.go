@@ -678,39 +678,65 @@ func (s *Store) ScanChunks(ctx context.Context, storeIDs []string, fn func(stora
 	return nil
 }
 
+// scanBatch is how many chunks ScanChunks reads per query: it holds no
+// read transaction (nor connection) while fn runs, so a slow consumer (a
+// download streamed to a slow client) neither pins the WAL nor a reader.
+const scanBatch = 256
+
 func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.Hit, []float32) error) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT c.file_id, f.filename, v.attributes, c.idx, c.text, cv.vector
-		FROM chunks c JOIN chunk_vectors cv ON cv.chunk_id = c.id JOIN files f ON f.id = c.file_id
-		JOIN vector_store_files v ON v.store_id = c.store_id AND v.file_id = c.file_id
-		WHERE c.store_id = ? ORDER BY c.file_id, c.idx`, storeID)
-	if err != nil {
-		return fmt.Errorf("sqlite: scan chunks: %w", err)
+	type row struct {
+		hit storage.Hit
+		raw string
+		vec []float32
 	}
-	defer rows.Close()
 	var lastFile, lastRaw string
 	var lastAttrs map[string]any
-	for rows.Next() {
-		h := storage.Hit{VectorStoreID: storeID}
-		var raw string
-		var blob []byte
-		if err := rows.Scan(&h.FileID, &h.Filename, &raw, &h.ChunkIndex, &h.Text, &blob); err != nil {
+	afterFile, afterIdx := "", -1
+	for {
+		rows, err := s.r.QueryContext(ctx, `SELECT c.file_id, f.filename, v.attributes, c.idx, c.text, cv.vector
+			FROM chunks c JOIN chunk_vectors cv ON cv.chunk_id = c.id JOIN files f ON f.id = c.file_id
+			JOIN vector_store_files v ON v.store_id = c.store_id AND v.file_id = c.file_id
+			WHERE c.store_id = ? AND (c.file_id, c.idx) > (?, ?) ORDER BY c.file_id, c.idx LIMIT ?`, storeID, afterFile, afterIdx, scanBatch)
+		if err != nil {
 			return fmt.Errorf("sqlite: scan chunks: %w", err)
 		}
-		if h.FileID != lastFile || raw != lastRaw {
-			if lastAttrs, err = decodeAttrs(raw); err != nil {
+		batch := make([]row, 0, scanBatch)
+		for rows.Next() {
+			var r row
+			var blob []byte
+			r.hit.VectorStoreID = storeID
+			if err := rows.Scan(&r.hit.FileID, &r.hit.Filename, &r.raw, &r.hit.ChunkIndex, &r.hit.Text, &blob); err != nil {
+				rows.Close()
 				return fmt.Errorf("sqlite: scan chunks: %w", err)
 			}
-			lastFile, lastRaw = h.FileID, raw
+			r.vec = decodeVector(blob)
+			batch = append(batch, r)
 		}
-		h.Attributes = make(map[string]any, len(lastAttrs))
-		for k, v := range lastAttrs {
-			h.Attributes[k] = v
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: scan chunks: %w", err)
 		}
-		if err := fn(h, decodeVector(blob)); err != nil {
-			return err
+		for _, r := range batch {
+			if r.hit.FileID != lastFile || r.raw != lastRaw {
+				if lastAttrs, err = decodeAttrs(r.raw); err != nil {
+					return fmt.Errorf("sqlite: scan chunks: %w", err)
+				}
+				lastFile, lastRaw = r.hit.FileID, r.raw
+			}
+			r.hit.Attributes = make(map[string]any, len(lastAttrs))
+			for k, v := range lastAttrs {
+				r.hit.Attributes[k] = v
+			}
+			if err := fn(r.hit, r.vec); err != nil {
+				return err
+			}
 		}
+		if len(batch) < scanBatch {
+			return nil
+		}
+		last := batch[len(batch)-1].hit
+		afterFile, afterIdx = last.FileID, last.ChunkIndex
 	}
-	return rows.Err()
 }
 
 // ---- vectors

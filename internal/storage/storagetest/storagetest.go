@@ -886,6 +886,44 @@ func testScanChunks(t *testing.T, s storage.Store) {
 	}
 	err = s.ScanChunks(ctx, []string{"vs_nope"}, func(storage.Hit, []float32) error { return nil })
 	wantErr(t, err, storage.ErrNotFound, "scan an unknown store")
+
+	// A long scan (more chunks than any batch a backend reads at once),
+	// with the store used from inside fn.
+	c := newStore(t, s, "long", 4)
+	for f := 0; f < 3; f++ {
+		vecs := make([][]float32, 300)
+		for i := range vecs {
+			vecs[i] = unit(4, i)
+		}
+		ingest(t, s, c.ID, fmt.Sprintf("long%d", f), nil, vecs...)
+	}
+	var prev storage.Hit
+	n = 0
+	err = s.ScanChunks(ctx, []string{c.ID}, func(h storage.Hit, v []float32) error {
+		if n > 0 && (h.FileID < prev.FileID || (h.FileID == prev.FileID && h.ChunkIndex != prev.ChunkIndex+1)) {
+			return fmt.Errorf("chunk %s#%d after %s#%d", h.FileID, h.ChunkIndex, prev.FileID, prev.ChunkIndex)
+		}
+		if h.FileID != prev.FileID && h.ChunkIndex != 0 {
+			return fmt.Errorf("file %s starts at chunk %d", h.FileID, h.ChunkIndex)
+		}
+		if v[h.ChunkIndex%4] != 1 {
+			return fmt.Errorf("chunk %d has vector %v", h.ChunkIndex, v)
+		}
+		if n%100 == 0 {
+			if _, err := s.GetFile(ctx, h.FileID); err != nil {
+				return err
+			}
+			if _, _, err := s.Remember(ctx, storage.Memory{Scope: "scan", Text: fmt.Sprint(n), EmbeddingModel: "m", Vector: v}); err != nil {
+				return err
+			}
+		}
+		prev = h
+		n++
+		return nil
+	})
+	if err != nil || n != 900 {
+		t.Fatalf("long scan: %d chunks, %v", n, err)
+	}
 }
 
 // ---- memories
