@@ -24,8 +24,8 @@ import (
 	"github.com/junction-router/junction/internal/storage"
 )
 
-// Run runs the suite; open returns a new, empty store (closed by the suite
-// or by the caller's cleanup; Close is called once by the suite).
+// Run runs the suite. open returns a new, empty store for each test; the
+// suite closes it (one test checks that calls after Close fail).
 func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	tests := []struct {
 		name string
