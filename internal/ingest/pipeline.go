@@ -240,8 +240,8 @@ func (p *Pipeline) ingest(ctx context.Context, j job) {
 			return
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, storage.ErrNotFound):
-			return // detached or deleted meanwhile
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrConflict):
+			return // detached, deleted or no longer in progress meanwhile
 		case errors.Is(err, storage.ErrDimension):
 			f = &failure{CodeEmbeddingError, fmt.Sprintf("the embedding model %s gave vectors the vector store cannot take: %v", p.o.Model.Name(), err)}
 		default:
@@ -251,7 +251,7 @@ func (p *Pipeline) ingest(ctx context.Context, j job) {
 	}
 	reason := clip(f.reason, maxReason)
 	if err := st.FailFile(ctx, j.store, j.file, f.code, reason); err != nil {
-		if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 			p.log.Error("marking a file failed failed", "vector_store_id", j.store, "file_id", j.file, "error", err.Error())
 		}
 		return
