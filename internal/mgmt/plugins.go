@@ -230,9 +230,20 @@ type PluginPreviewRequest struct {
 	// Binding names an active binding instead.
 	Binding *PreviewBinding `json:"binding,omitempty"`
 	// Request is the chat completion request to run the plugin on.
-	Request         json.RawMessage `json:"request"`
+	Request json.RawMessage `json:"request"`
+	// SuppliedContext is what a rag preview injects instead of retrieving
+	// (an array of strings or {text, source, score}); it wins over a
+	// supplied_context inside request.
 	SuppliedContext json.RawMessage `json:"supplied_context,omitempty"`
+	// SuppliedMemories is what a memory preview injects instead of
+	// recalling (an array of strings); it wins over one inside request.
+	SuppliedMemories json.RawMessage `json:"supplied_memories,omitempty"`
 }
+
+// previewInputs are the top-level fields of a preview body the plugins read
+// from the request (a plugin removes its own from the body in every mode, so
+// they never reach a backend).
+var previewInputs = []string{"supplied_context", "supplied_memories"}
 
 // PreviewBinding names an active binding.
 type PreviewBinding struct {
@@ -295,9 +306,9 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "mode must be preview or probe (got %q)", req.Mode))
 		return
 	}
-	// RAG previews read stored data.
-	if t.Type == "rag" && !principalOf(r.Context()).Has(PermDataRead) {
-		writeError(w, newErr(http.StatusForbidden, CodeForbidden, "previewing rag needs permission %s", PermDataRead))
+	// RAG and memory previews read stored data.
+	if (t.Type == "rag" || t.Type == "memory") && !principalOf(r.Context()).Has(PermDataRead) {
+		writeError(w, newErr(http.StatusForbidden, CodeForbidden, "previewing %s needs permission %s", t.Type, PermDataRead))
 		return
 	}
 	if !t.Available {
@@ -358,6 +369,15 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "request: %v", err))
 		return
 	}
+	for name, v := range map[string]json.RawMessage{"supplied_context": req.SuppliedContext, "supplied_memories": req.SuppliedMemories} {
+		if len(v) == 0 || string(v) == "null" {
+			continue
+		}
+		if err := cr.Set(name, v); err != nil {
+			writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "%s: %v", name, err))
+			return
+		}
+	}
 	preq := &plugin.Request{Chat: cr, Header: http.Header{}, Decision: decision, Mode: mode}
 	// The plugin sees what live traffic would give it: the signals this
 	// request matches and the personal data the router detects in it, from
@@ -399,6 +419,9 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 	if err != nil && len(resp.Reports) == 0 {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "%v", err))
 		return
+	}
+	for _, name := range previewInputs {
+		cr.Delete(name) // an input of the preview, not part of the request
 	}
 	if body, err := cr.Encode(); err == nil {
 		resp.Request = body

@@ -23,6 +23,7 @@ import (
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/plugins/builtin"
 )
 
@@ -33,6 +34,8 @@ type backends struct {
 	mu      sync.Mutex
 	entries map[string]cacheEntry // namespace + "\x00" + key
 	docs    []doc
+	// retrieves are the retrieve queries the host passed on.
+	retrieves []hostapi.RetrieveQuery
 }
 
 type cacheEntry struct {
@@ -97,6 +100,32 @@ func (b *backends) Search(ctx context.Context, store string, q []float32, k int)
 	return hits, nil
 }
 
+// Retrieve searches by text the way the router's retriever does: the
+// payloads are JSON with the chunk's text and its file's name.
+func (b *backends) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi.VectorHit, error) {
+	vec, _ := b.Embed(ctx, []string{q.Text})
+	k := q.K
+	if k == 0 {
+		k = 5
+	}
+	hits, err := b.Search(ctx, q.Source, vec[0], k)
+	if err != nil {
+		return nil, err
+	}
+	var out []abi.VectorHit
+	for _, h := range hits {
+		if q.HasMinScore && h.Score < q.MinScore {
+			continue
+		}
+		p, _ := json.Marshal(map[string]any{"text": string(h.Payload), "source": h.ID, "file_id": "file_" + h.ID, "vector_store_id": q.Source, "chunk_index": 0, "attributes": map[string]any{}})
+		out = append(out, abi.VectorHit{ID: h.ID, Score: h.Score, Payload: p})
+	}
+	b.mu.Lock()
+	b.retrieves = append(b.retrieves, q)
+	b.mu.Unlock()
+	return out, nil
+}
+
 func (b *backends) Lookup(_ context.Context, ns, key string, emb []float32, threshold float32) (abi.CacheEntry, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -134,11 +163,12 @@ func (b *backends) CountTokens(s string) int { return len(strings.Fields(s)) }
 // One host serves every test: compiling the modules is what costs, so they
 // are loaded once, in parallel.
 var (
-	shared     = &backends{docs: []doc{{"policy.md", "Refunds are accepted within 30 days."}, {"ship.md", "Shipping takes 5 days."}}}
-	hostOnce   sync.Once
-	theHost    *hostapi.Host
-	theModules map[string]*hostapi.Module
-	hostErr    error
+	sharedMemory = memstore.NewMemory(shared)
+	shared       = &backends{docs: []doc{{"policy.md", "Refunds are accepted within 30 days."}, {"ship.md", "Shipping takes 5 days."}}}
+	hostOnce     sync.Once
+	theHost      *hostapi.Host
+	theModules   map[string]*hostapi.Module
+	hostErr      error
 )
 
 func newHost(t testing.TB) *hostapi.Host {
@@ -148,7 +178,7 @@ func newHost(t testing.TB) *hostapi.Host {
 		theHost, hostErr = hostapi.New(context.Background(), hostapi.Config{
 			// Compiled modules persist across test runs on this machine.
 			CacheDir: plugintest.CacheDir(),
-			Backends: hostapi.Backends{Embedder: be, Vectors: be, Cache: be, Tokens: be},
+			Backends: hostapi.Backends{Embedder: be, Vectors: be, Cache: be, Tokens: be, Retriever: be, Memory: sharedMemory},
 		})
 		if hostErr != nil {
 			return
@@ -391,14 +421,33 @@ func TestModesAndBackendCalls(t *testing.T) {
 	if !res.Skipped || res.BackendCalls != 0 {
 		t.Fatalf("preview without context: %+v", res)
 	}
-	// Probe: the store is searched (embed + search), nothing persisted.
+	// Probe: one retrieve, without the result cache; nothing persisted.
+	shared.mu.Lock()
+	shared.retrieves = nil
+	shared.mu.Unlock()
 	res = call(t, b, request(t, abi.ModeProbe, body))
-	if res.BackendCalls != 2 || res.Persisted {
+	if res.BackendCalls != 1 || res.Persisted {
 		t.Fatalf("probe: %+v", res)
 	}
 	got, _ = apply(t, body, nil, res.Result)
 	if !strings.Contains(got.Body, "(policy.md) Refunds are accepted within 30 days.") || strings.Contains(got.Body, "Shipping") {
 		t.Fatalf("probe injected %s", got.Body)
+	}
+	if v := value(res.Result, "sources"); v != `["policy.md"]` {
+		t.Fatalf("sources = %q", v)
+	}
+	if v := value(res.Result, "scores"); v != "[1.000]" { // the query and the passage share the vocabulary words refund and days
+		t.Fatalf("scores = %q", v)
+	}
+	// Live: the same retrieve, which the host may answer from its cache;
+	// top_k and min_score unset leave the knowledge base's own.
+	call(t, bind(t, h, "rag", `{"store":"kb","filters":{"type":"eq","key":"lang","value":"en"}}`), request(t, abi.ModeLive, body))
+	shared.mu.Lock()
+	qs := shared.retrieves
+	shared.mu.Unlock()
+	if len(qs) != 2 || !qs[0].Fresh || qs[0].K != 1 || qs[1].Fresh || qs[1].K != 0 || qs[1].HasMinScore ||
+		string(qs[1].Filter) != `{"type":"eq","key":"lang","value":"en"}` || qs[1].Text != "how many days for a refund?" {
+		t.Fatalf("retrieve queries = %+v", qs)
 	}
 }
 
@@ -519,4 +568,14 @@ func TestFastResponseInHost(t *testing.T) {
 	if res.Immediate == nil || res.Immediate.Status != 200 || res.Immediate.Content != "no" {
 		t.Fatalf("%+v", res)
 	}
+}
+
+// value is a report value of a result ("" when absent).
+func value(r abi.Result, key string) string {
+	for _, kv := range r.Values {
+		if kv.Key == key {
+			return kv.Value
+		}
+	}
+	return ""
 }

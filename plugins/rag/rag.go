@@ -1,24 +1,29 @@
 // Package rag is the built-in retrieval-augmented generation plugin: it
-// searches a named vector store with the user's last message and injects the
-// passages found into the request, as a system message or as a tool call and
-// its result. In preview mode it searches nothing and injects the
-// supplied_context the caller gives; in probe mode it searches without any
-// result cache; in live mode it searches. When retrieval fails, on_failure
-// says whether the request goes on with a warning (warn), goes on silently as
-// if the plugin were not there (skip), or is refused (block).
+// retrieves from the router's stored data (a vector store, by id or name, or
+// a knowledge base) with the user's last message, through the host's
+// retrieve function, and injects the passages found into the request, as a
+// system message or as a tool call and its result. In preview mode it
+// retrieves nothing and injects the supplied_context the caller gives; in
+// probe mode it retrieves without the host's result cache; in live mode it
+// retrieves (the host may answer from its cache). When retrieval fails,
+// on_failure says whether the request goes on with a warning (warn), goes on
+// silently as if the plugin were not there (skip), or is refused (block).
 //
 // The package is the plugin's logic, testable on the host; guest/ wraps it as
-// a wasm module. It must not do I/O: retrieval comes through the function the
-// caller passes.
+// a wasm module. It must not do I/O: retrieval comes through the host
+// function the adapter (wasm.go) calls.
 package rag
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
 )
@@ -26,7 +31,7 @@ import (
 // Type is the plugin type recipes name; Version is the plugin's version.
 const (
 	Type    = "rag"
-	Version = "1.0.0"
+	Version = "1.1.0"
 )
 
 // Schema is the configuration's JSON Schema (draft 2020-12).
@@ -49,12 +54,19 @@ const (
 
 // Config is the plugin's configuration.
 type Config struct {
-	// Store is the vector store (or knowledge base) searched.
+	// Store is what is searched: a vector store's id (vs_…) or name, or a
+	// knowledge base's name.
 	Store string `json:"store"`
-	// TopK is how many passages to retrieve (default 3).
+	// TopK is how many passages to retrieve (unset: the knowledge base's
+	// top_k, else the host's default; in a preview, DefaultTopK).
 	TopK int `json:"top_k,omitempty"`
-	// MinScore drops passages scoring below it (default 0: keep all).
-	MinScore float64 `json:"min_score,omitempty"`
+	// MinScore drops passages scoring below it (unset: a knowledge base's
+	// own min_score applies, and a vector store keeps all).
+	MinScore *float64 `json:"min_score,omitempty"`
+	// Filters is an OpenAI vector-store search filter on the files'
+	// attributes ({"type":"eq","key":"lang","value":"en"}, or and/or of
+	// filters), passed to the host as JSON.
+	Filters json.RawMessage `json:"filters,omitempty"`
 	// Injection is system (default) or tool.
 	Injection string `json:"injection,omitempty"`
 	// Template wraps the passages; {context} marks where they go.
@@ -63,10 +75,14 @@ type Config struct {
 	MaxContextChars int `json:"max_context_chars,omitempty"`
 	// OnFailure is warn (default), skip or block.
 	OnFailure string `json:"on_failure,omitempty"`
+
+	filter string // Filters, compacted
 }
 
 // Defaults.
 const (
+	// DefaultTopK is how many supplied passages a preview keeps when top_k
+	// is unset (a real retrieval takes the source's default).
 	DefaultTopK            = 3
 	DefaultMaxContextChars = 8000
 	DefaultTemplate        = "Use the following retrieved context to answer. If it does not help, say so.\n\n{context}"
@@ -85,16 +101,22 @@ func ParseConfig(raw []byte) (*Config, error) {
 		return nil, err
 	}
 	if strings.TrimSpace(c.Store) == "" {
-		return nil, pconfig.Errorf("store", "is required: the name of the vector store to search")
+		return nil, pconfig.Errorf("store", "is required: a vector store's id or name, or a knowledge base's name")
 	}
-	if c.TopK == 0 {
-		c.TopK = DefaultTopK
-	}
-	if c.TopK < 1 || c.TopK > maxTopK {
+	if c.TopK < 0 || c.TopK > maxTopK {
 		return nil, pconfig.Errorf("top_k", "must be between 1 and %d, not %d", maxTopK, c.TopK)
 	}
-	if math.IsNaN(c.MinScore) || c.MinScore < -1 || c.MinScore > 1 {
-		return nil, pconfig.Errorf("min_score", "must be between -1 and 1, not %v", c.MinScore)
+	if m := c.MinScore; m != nil && (math.IsNaN(*m) || *m < -1 || *m > 1) {
+		return nil, pconfig.Errorf("min_score", "must be between -1 and 1, not %v", *m)
+	}
+	if f := strings.TrimSpace(string(c.Filters)); f != "" && f != "null" {
+		if _, err := storage.ParseFilter([]byte(f)); err != nil {
+			msg := strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")
+			return nil, pconfig.Errorf("filters", "is not a valid filter (%s); want {\"type\": eq|ne|gt|gte|lt|lte|in|nin, \"key\", \"value\"} or {\"type\": and|or, \"filters\": [...]}", msg)
+		}
+		var compact bytes.Buffer
+		_ = json.Compact(&compact, []byte(f)) // it parsed, so it is valid JSON
+		c.filter = compact.String()
 	}
 	switch c.Injection {
 	case "":
@@ -132,6 +154,39 @@ type Passage struct {
 	Score  float64 `json:"score,omitempty"`
 }
 
+// RetrieveArgs is the retrieve call for query: k 0 and no min_score leave
+// the source's defaults (a knowledge base's top_k and min_score).
+func (c *Config) RetrieveArgs(query string) abi.RetrieveArgs {
+	a := abi.RetrieveArgs{Source: c.Store, Query: query, K: uint32(c.TopK), Filter: c.filter}
+	if c.MinScore != nil {
+		a.MinScore, a.HasMinScore = float32(*c.MinScore), true
+	}
+	return a
+}
+
+// Passages reads retrieve's hits: each payload is JSON {"text", "source"
+// (the file's name), "file_id", "vector_store_id", "chunk_index",
+// "attributes"}; a hit without a source is named by its id. A payload that
+// is not such an object is taken as the passage's text.
+func Passages(hits []abi.VectorHit) []Passage {
+	out := make([]Passage, 0, len(hits))
+	for _, h := range hits {
+		p := Passage{Text: string(h.Payload), Source: h.ID, Score: float64(h.Score)}
+		var doc struct {
+			Text   string `json:"text"`
+			Source string `json:"source"`
+		}
+		if len(h.Payload) > 0 && h.Payload[0] == '{' && json.Unmarshal(h.Payload, &doc) == nil && doc.Text != "" {
+			p.Text = doc.Text
+			if doc.Source != "" {
+				p.Source = doc.Source
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // Result is what the plugin wants done.
 type Result struct {
 	Edits []chatmsg.Edit
@@ -144,7 +199,11 @@ type Result struct {
 	Warning string
 	// Injected is the number of passages injected; Chars their text's length.
 	Injected, Chars int
-	Detail          string
+	// Sources and Scores are the injected passages' sources (file names)
+	// and scores, in order.
+	Sources []string
+	Scores  []float64
+	Detail  string
 }
 
 // Query is the text searched for: the user's last message.
@@ -153,6 +212,16 @@ func Query(msgs []chatmsg.Message) string { return chatmsg.LastUserText(msgs) }
 // Inject builds the result from what retrieval gave: passages, or the error
 // that stopped it.
 func (c *Config) Inject(msgs []chatmsg.Message, passages []Passage, retrievalErr error) *Result {
+	return c.inject(msgs, passages, retrievalErr, false)
+}
+
+// InjectSupplied builds the result from a preview's supplied_context (an
+// unset top_k keeps DefaultTopK of them).
+func (c *Config) InjectSupplied(msgs []chatmsg.Message, passages []Passage) *Result {
+	return c.inject(msgs, passages, nil, true)
+}
+
+func (c *Config) inject(msgs []chatmsg.Message, passages []Passage, retrievalErr error, supplied bool) *Result {
 	if retrievalErr != nil {
 		why := fmt.Sprintf("retrieval from %q failed: %v", c.Store, retrievalErr)
 		switch c.OnFailure {
@@ -163,18 +232,29 @@ func (c *Config) Inject(msgs []chatmsg.Message, passages []Passage, retrievalErr
 		}
 		return &Result{Warning: why, Detail: why + "; the request goes on without context (on_failure: warn)"}
 	}
+	topK := c.TopK
+	if topK == 0 {
+		topK = maxTopK
+		if supplied {
+			topK = DefaultTopK
+		}
+	}
 	var kept []Passage
 	for _, p := range passages {
-		if strings.TrimSpace(p.Text) == "" || (c.MinScore != 0 && p.Score < c.MinScore) {
+		if strings.TrimSpace(p.Text) == "" || (c.MinScore != nil && p.Score < *c.MinScore) {
 			continue
 		}
 		kept = append(kept, p)
-		if len(kept) == c.TopK {
+		if len(kept) == topK {
 			break
 		}
 	}
 	if len(kept) == 0 {
-		return &Result{Skipped: true, Detail: fmt.Sprintf("no passage from %q reached min_score %g; nothing injected", c.Store, c.MinScore)}
+		why := "nothing was found"
+		if len(passages) > 0 && c.MinScore != nil {
+			why = fmt.Sprintf("no passage reached min_score %g", *c.MinScore)
+		}
+		return &Result{Skipped: true, Detail: fmt.Sprintf("%s in %q; nothing injected", why, c.Store)}
 	}
 	var b strings.Builder
 	used := 0
@@ -204,6 +284,10 @@ func (c *Config) Inject(msgs []chatmsg.Message, passages []Passage, retrievalErr
 	}
 	context := b.String()
 	res := &Result{Injected: used, Chars: len(context)}
+	for _, p := range kept[:used] {
+		res.Sources = append(res.Sources, p.Source)
+		res.Scores = append(res.Scores, p.Score)
+	}
 	switch c.Injection {
 	case InjectTool:
 		at := len(msgs)

@@ -3,9 +3,11 @@ package rag
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 )
 
@@ -119,9 +121,68 @@ func TestConfigErrors(t *testing.T) {
 		`{"store":"kb","template":"no marker"}`: "configuration.template",
 		`{"store":"kb","top_k":0.5}`:            "configuration.top_k",
 		`{"store":"kb","top_k":51}`:             "configuration.top_k",
+		`{"store":"kb","min_score":2}`:          "configuration.min_score",
+		`{"store":"kb","filters":{"type":"like","key":"a","value":1}}`:                "configuration.filters is not a valid filter (filters: type must be",
+		`{"store":"kb","filters":{"type":"and","filters":[{"type":"eq","value":1}]}}`: "filters.filters[0]: a \"eq\" comparison needs a key",
+		`{"store":"kb","filters":"lang=en"}`:                                          "configuration.filters",
 	} {
 		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %s", cfg, err, want)
 		}
+	}
+}
+
+func TestRetrieveArgs(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"store":"handbook"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.RetrieveArgs("refund window")
+	// Unset top_k and min_score leave the knowledge base's own.
+	if a != (abi.RetrieveArgs{Source: "handbook", Query: "refund window"}) {
+		t.Fatalf("defaults: %+v", a)
+	}
+	c, err = ParseConfig([]byte(`{"store":"vs_1","top_k":4,"min_score":0,
+		"filters":{ "type": "and", "filters": [{"type":"eq","key":"lang","value":"en"}, {"type":"gte","key":"year","value":0}] }}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = c.RetrieveArgs("q")
+	want := abi.RetrieveArgs{Source: "vs_1", Query: "q", K: 4, MinScore: 0, HasMinScore: true,
+		Filter: `{"type":"and","filters":[{"type":"eq","key":"lang","value":"en"},{"type":"gte","key":"year","value":0}]}`}
+	if a != want {
+		t.Fatalf("args:\n%+v\nwant\n%+v", a, want)
+	}
+}
+
+func TestPassagesFromHits(t *testing.T) {
+	got := Passages([]abi.VectorHit{
+		{ID: "vs_1/file_1#0", Score: 0.8, Payload: []byte(`{"text":"Refunds within 30 days.","source":"policy.pdf","file_id":"file_1","vector_store_id":"vs_1","chunk_index":0,"attributes":{}}`)},
+		{ID: "vs_1/file_2#3", Score: 0.5, Payload: []byte(`{"text":"No source here."}`)},
+		{ID: "raw", Score: 0.1, Payload: []byte("plain text")},
+	})
+	want := []Passage{{"Refunds within 30 days.", "policy.pdf", float64(float32(0.8))}, {"No source here.", "vs_1/file_2#3", 0.5}, {"plain text", "raw", float64(float32(0.1))}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%+v", got)
+	}
+}
+
+func TestSourcesScoresAndTopK(t *testing.T) {
+	c, _ := ParseConfig([]byte(`{"store":"kb"}`))
+	many := []Passage{{"a", "1.md", 0.9}, {"b", "2.md", 0.8}, {"c", "3.md", 0.7}, {"d", "4.md", 0.6}}
+	// Retrieved: the host already applied the source's k; all are kept.
+	res := c.Inject(parse(t, conv), many, nil)
+	if res.Injected != 4 || !reflect.DeepEqual(res.Sources, []string{"1.md", "2.md", "3.md", "4.md"}) || res.Scores[3] != 0.6 {
+		t.Fatalf("retrieved: %+v", res)
+	}
+	// Supplied (a preview): an unset top_k keeps DefaultTopK.
+	res = c.InjectSupplied(parse(t, conv), many)
+	if res.Injected != DefaultTopK {
+		t.Fatalf("supplied: %+v", res)
+	}
+	// Nothing found is a skip that says so.
+	res = c.Inject(parse(t, conv), nil, nil)
+	if !res.Skipped || !strings.Contains(res.Detail, "nothing was found") {
+		t.Fatalf("empty: %+v", res)
 	}
 }

@@ -3,6 +3,7 @@ package rag
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/junction-router/junction/plugins/internal/guest"
 	"github.com/junction-router/junction/sdk"
@@ -16,10 +17,10 @@ const SuppliedField = "supplied_context"
 // Descriptor is what the module says about itself.
 var Descriptor = sdk.Descriptor{
 	Type: Type, Version: Version, Schema: Schema,
-	Description: "Retrieve passages from a vector store and inject them as a system message or a tool result.",
+	Description: "Retrieve passages from a vector store or knowledge base and inject them as a system message or a tool result.",
 	Operations: []sdk.Operation{
-		{Name: "inject_supplied_context", Kind: "preview", Description: "inject the preview's supplied_context; nothing is searched"},
-		{Name: "retrieve", Kind: "probe", Description: "embed the last user message and search the configured store (no result cache)"},
+		{Name: "inject_supplied_context", Kind: "preview", Description: "inject the preview's supplied_context; nothing is retrieved"},
+		{Name: "retrieve", Kind: "probe", Description: "retrieve passages for the last user message from the configured store or knowledge base (no result cache)"},
 		{Name: "inject_context", Kind: "mutation", Description: "insert the passages as a system message or a tool call and result"},
 	},
 }
@@ -37,25 +38,28 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	if hasSupplied {
 		res.RemoveField(SuppliedField)
 	}
-	var passages []Passage
-	var retrievalErr error
 	if req.Mode() == sdk.ModePreview {
 		if !hasSupplied {
-			res.Skip("preview: no supplied_context was given, and a preview searches nothing; in probe or live mode the plugin would search " + strconv.Quote(c.Store))
+			res.Skip("preview: no supplied_context was given, and a preview retrieves nothing; in probe or live mode the plugin would retrieve from " + strconv.Quote(c.Store))
 			return nil
 		}
-		if passages, err = ParseSupplied(supplied); err != nil {
+		passages, err := ParseSupplied(supplied)
+		if err != nil {
 			return err
 		}
-	} else {
-		query := Query(msgs)
-		if query == "" {
-			res.Skip("no user message to retrieve context for")
-			return nil
-		}
-		passages, retrievalErr = c.retrieve(query)
+		return c.report(res, c.InjectSupplied(msgs, passages))
 	}
-	r := c.Inject(msgs, passages, retrievalErr)
+	query := Query(msgs)
+	if query == "" {
+		res.Skip("no user message to retrieve context for")
+		return nil
+	}
+	passages, retrievalErr := c.retrieve(query)
+	return c.report(res, c.Inject(msgs, passages, retrievalErr))
+}
+
+// report turns the logic's result into the SDK's.
+func (c *Config) report(res *sdk.Result, r *Result) error {
 	switch {
 	case r.Block != "":
 		res.Respond(503, r.Block)
@@ -71,31 +75,23 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	guest.Emit(res, r.Edits)
 	res.Value("passages", strconv.Itoa(r.Injected))
 	res.Value("context_chars", strconv.Itoa(r.Chars))
+	if r.Injected > 0 {
+		sources, _ := json.Marshal(r.Sources) // strings always encode
+		res.Value("sources", string(sources))
+		scores := make([]string, len(r.Scores))
+		for i, s := range r.Scores {
+			scores[i] = strconv.FormatFloat(s, 'f', 3, 64)
+		}
+		res.Value("scores", "["+strings.Join(scores, ",")+"]")
+	}
 	res.Detail(r.Detail)
 	return nil
 }
 
 func (c *Config) retrieve(query string) ([]Passage, error) {
-	vec, err := sdk.Embed(query)
+	hits, err := sdk.Retrieve(c.RetrieveArgs(query))
 	if err != nil {
 		return nil, err
 	}
-	hits, err := sdk.VectorSearch(c.Store, vec, c.TopK)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Passage, 0, len(hits))
-	for _, h := range hits {
-		p := Passage{Text: string(h.Payload), Source: h.ID, Score: float64(h.Score)}
-		// A payload may be a stored document {text, source}; otherwise it is the text.
-		var doc Passage
-		if len(h.Payload) > 0 && h.Payload[0] == '{' && json.Unmarshal(h.Payload, &doc) == nil && doc.Text != "" {
-			p.Text = doc.Text
-			if doc.Source != "" {
-				p.Source = doc.Source
-			}
-		}
-		out = append(out, p)
-	}
-	return out, nil
+	return Passages(hits), nil
 }

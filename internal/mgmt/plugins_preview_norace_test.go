@@ -1,0 +1,102 @@
+//go:build !race
+
+// These tests run the built-in rag and memory modules in a real plugin host
+// (wazero compiles them, which is slow under the race detector).
+
+package mgmt_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/lexical"
+	"github.com/junction-router/junction/internal/memstore"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/pluginsys"
+)
+
+// newEnvWithPlugins is newEnv with serve's plugin system (the WebAssembly
+// host running the built-ins) behind the plugin endpoints, its retrieve and
+// memory functions backed by in-memory stores.
+func newEnvWithPlugins(t *testing.T) (*env, *memstore.Retriever, *memstore.Memory) {
+	t.Helper()
+	ctx := context.Background()
+	emb := lexical.NewHashedEmbedder(0)
+	ret := &memstore.Retriever{Vectors: memstore.NewVectors(), Embedder: emb}
+	mem := memstore.NewMemory(emb)
+	sys, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: plugintest.CacheDir(), Retriever: ret, Memory: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sys.Close)
+	path := copyBase(t)
+	cfg, err := mgmt.OpenConfig(ctx, mgmt.ConfigOptions{Path: path, Compile: compiler(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := mgmt.New(mgmt.Options{Config: cfg, Startup: mgmt.NewStartup(), Version: "test", Plugins: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	router, err := gorillamux.NewRouter(api.OpenAPI())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, path: path, cfg: cfg, api: api, srv: srv, router: router}, ret, mem
+}
+
+func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
+	e, ret, _ := newEnvWithPlugins(t)
+	req := map[string]any{"model": "MoM", "messages": []any{map[string]any{"role": "user", "content": "how long do refunds take?"}}}
+	cfg := map[string]any{"store": "kb", "top_k": 2}
+
+	// Preview: the top-level supplied_context is injected; nothing is
+	// retrieved, and the input does not stay in the request.
+	p := must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req,
+		"supplied_context": []any{"Refunds take 30 days.", map[string]any{"text": "Ask support.", "source": "faq.md", "score": 0.7}}}), 200).json(t)
+	body := fmt.Sprint(p["request"])
+	if p["mode"] != "preview" || p["backend_calls"] != 0.0 || p["persisted"] != false ||
+		!strings.Contains(body, "[1] Refunds take 30 days.") || !strings.Contains(body, "[2] (faq.md) Ask support.") || strings.Contains(body, "supplied_context") {
+		t.Fatalf("preview with top-level supplied_context: %v", p)
+	}
+	// The top-level field wins over one inside the request.
+	inner := map[string]any{"model": "MoM", "supplied_context": []any{"inner"}, "messages": req["messages"]}
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": inner,
+		"supplied_context": []any{"outer"}}), 200).json(t)
+	if body := fmt.Sprint(p["request"]); !strings.Contains(body, "[1] outer") || strings.Contains(body, "inner") {
+		t.Fatalf("top-level over inner: %v", p)
+	}
+	// Without any, the preview says what it would do.
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req}), 200).json(t)
+	if r := p["reports"].([]any)[0].(map[string]any); r["status"] != "skipped" || !strings.Contains(fmt.Sprint(r["detail"]), `would retrieve from "kb"`) {
+		t.Fatalf("preview without supplied_context: %v", p)
+	}
+
+	// Probe retrieves for real through the host's retrieve; supplied_context
+	// is not used, and it is removed.
+	for i, text := range []string{"Refunds are issued within 30 days of the return.", "Our office is closed on Sundays."} {
+		if err := ret.Add(context.Background(), "kb", memstore.Chunk{Text: text, Source: fmt.Sprintf("doc%d.md", i), FileID: fmt.Sprintf("file_%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"mode": "probe", "configuration": map[string]any{"store": "kb", "top_k": 1},
+		"request": req, "supplied_context": []any{"ignored"}}), 200).json(t)
+	body = fmt.Sprint(p["request"])
+	if p["mode"] != "probe" || p["backend_calls"] != 1.0 || p["persisted"] != false ||
+		!strings.Contains(body, "(doc0.md) Refunds are issued within 30 days") || strings.Contains(body, "ignored") || strings.Contains(body, "Sundays") {
+		t.Fatalf("probe: %v", p)
+	}
+	// A malformed supplied_context is the plugin's clear failure.
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req, "supplied_context": "not a list"}), 200).json(t)
+	if r := p["reports"].([]any)[0].(map[string]any); r["status"] != "failed" || !strings.Contains(fmt.Sprint(r["detail"]), "supplied_context must be an array") {
+		t.Fatalf("malformed supplied_context: %v", p)
+	}
+}

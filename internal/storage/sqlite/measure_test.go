@@ -1,0 +1,160 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/junction-router/junction/internal/storage"
+)
+
+// TestMeasure reports the numbers in docs/benchmarks.md ("Stored data"):
+// ingestion throughput (CompleteFile with real SQLite), search latency
+// (Store.Search end to end, texts read from SQLite) at 10k and 100k chunks
+// of 100 dimensions, with and without a filter, and the memory a 100k-chunk
+// index takes after a reopen. It runs only with JUNCTION_STOREBENCH=1:
+//
+//	JUNCTION_STOREBENCH=1 go test -run TestMeasure -v ./internal/storage/sqlite/
+func TestMeasure(t *testing.T) {
+	if os.Getenv("JUNCTION_STOREBENCH") != "1" {
+		t.Skip("set JUNCTION_STOREBENCH=1 to measure")
+	}
+	const dim, perFile, textBytes = 100, 50, 1000
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	r := rand.New(rand.NewPCG(11, 12))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	text := strings.Repeat("lorem ipsum dolor sit amet ", textBytes/27+1)[:textBytes]
+
+	fill := func(name string, n int) (storage.VectorStore, time.Duration) {
+		v, err := s.CreateVectorStore(ctx, storage.NewVectorStore{Name: name, EmbeddingModel: "bench", Dimensions: dim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spent time.Duration
+		for f := 0; f*perFile < n; f++ {
+			file, err := s.CreateFile(ctx, storage.NewFile{Filename: fmt.Sprintf("%s-%d.txt", name, f), Purpose: "assistants"}, strings.NewReader("x"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AttachFile(ctx, v.ID, file.ID, map[string]any{"even": f%2 == 0}, storage.Chunking{}); err != nil {
+				t.Fatal(err)
+			}
+			chunks := make([]storage.Chunk, perFile)
+			for c := range chunks {
+				chunks[c] = storage.Chunk{Index: c, Text: text, Tokens: 200, Vector: vec()}
+			}
+			start := time.Now()
+			if err := s.CompleteFile(ctx, v.ID, file.ID, chunks); err != nil {
+				t.Fatal(err)
+			}
+			spent += time.Since(start)
+		}
+		return v, spent
+	}
+	small, _ := fill("small", 10_000)
+	big, spent := fill("big", 100_000)
+	t.Logf("ingest: 100000 chunks (%d per CompleteFile, %d dims, %d-byte texts) in %v: %.0f chunks/s",
+		perFile, dim, textBytes, spent.Round(time.Millisecond), 100_000/spent.Seconds())
+
+	even, _ := storage.ParseFilter([]byte(`{"type":"eq","key":"even","value":true}`))
+	measure := func(label string, v storage.VectorStore, f *storage.Filter) {
+		queries := make([][]float32, 300)
+		for i := range queries {
+			queries[i] = vec()
+		}
+		for _, q := range queries[:20] { // warm up
+			s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: q, K: 10, Filter: f})
+		}
+		lat := make([]time.Duration, len(queries))
+		for i, q := range queries {
+			start := time.Now()
+			hits, err := s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: q, K: 10, Filter: f})
+			lat[i] = time.Since(start)
+			if err != nil || len(hits) != 10 {
+				t.Fatalf("search: %d hits, %v", len(hits), err)
+			}
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		// The same queries split: the index scan alone, then the hits' reads.
+		var allow func(string, string, map[string]any) bool
+		if f != nil {
+			allow = func(_, _ string, a map[string]any) bool { return f.Match(a) }
+		}
+		scan, read := make([]time.Duration, len(queries)), make([]time.Duration, len(queries))
+		for i, q := range queries {
+			start := time.Now()
+			res, _ := s.index.Search(q, 10, []string{v.ID}, allow)
+			mid := time.Now()
+			s.hits(ctx, res)
+			scan[i], read[i] = mid.Sub(start), time.Since(mid)
+		}
+		sort.Slice(scan, func(i, j int) bool { return scan[i] < scan[j] })
+		sort.Slice(read, func(i, j int) bool { return read[i] < read[j] })
+		t.Logf("search %s: index scan p50 %v, reading 10 hits p50 %v", label, scan[len(scan)/2].Round(time.Microsecond), read[len(read)/2].Round(time.Microsecond))
+		t.Logf("search %s: p50 %v p99 %v (k=10, %d queries)", label, lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), len(lat))
+	}
+	measure("10k", small, nil)
+	measure("10k/filter", small, even)
+	measure("100k", big, nil)
+	measure("100k/filter", big, even)
+
+	// Memory of the index: reopen and compare before and after Open.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss0, heap0 := rss(t), heapInUse()
+	start := time.Now()
+	s = openAt(t, dir)
+	opened := time.Since(start)
+	defer s.Close()
+	runtime.GC()
+	debug.FreeOSMemory()
+	rss1, heap1 := rss(t), heapInUse()
+	t.Logf("reopen with 110000 chunks: Open took %v; RSS +%.1f MiB, Go heap +%.1f MiB (%.1f MiB RSS per 100k chunks)",
+		opened.Round(time.Millisecond), mib(rss1-rss0), mib(heap1-heap0), mib(rss1-rss0)*100/110)
+	if n := s.index.Len(big.ID); n != 100_000 {
+		t.Fatalf("index has %d vectors after reopen", n)
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
+}
+
+// rss reads the resident set size from /proc (Linux).
+func rss(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
+}

@@ -1,0 +1,442 @@
+// Package sqlite is the embedded storage backend: one SQLite database
+// (modernc.org/sqlite, pure Go) and a folder of file bytes in a data
+// directory, with an in-memory exact vector index (internal/storage/vecindex)
+// loaded at Open and kept in step with every commit.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// method that returned nil has its write on disk; an uploaded file's bytes
+// are fsynced and renamed into place (and the directory fsynced) before its
+// row is inserted, and Open removes bytes that never got a row.
+//
+// Concurrency: all writes go through one connection (SQLite has one writer)
+// and are serialised by a mutex that also covers the index update that
+// follows each commit, so the index never disagrees with the database for
+// longer than one write; reads use a separate pool of connections, which WAL
+// lets run beside the writer.
+//
+// A vector store's LastActiveAt is set in the database by every change to
+// the store and, for searches, kept in memory and written at Close (a crash
+// loses only the search-time part of it); searches therefore never write.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	sqlite3 "modernc.org/sqlite"
+
+	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/storage/vecindex"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Logger receives what Open repaired (orphan files removed); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Store is the SQLite backend; it implements storage.Store.
+type Store struct {
+	dir    string
+	files  string // dir/files
+	w      *sql.DB
+	r      *sql.DB
+	log    *slog.Logger
+	index  *vecindex.Index
+	wmu    sync.Mutex // serialises writes and the index updates after them
+	amu    sync.Mutex
+	active map[string]time.Time // search-time LastActiveAt, flushed at Close
+	closed chan struct{}
+	once   sync.Once
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// dbName is the database file in the data directory.
+const dbName = "junction.db"
+
+// Open opens (creating when needed) the store in dir: dir itself (0700),
+// dir/junction.db and dir/files. It migrates the schema, removes upload
+// leftovers and loads the vector index.
+func Open(ctx context.Context, dir string, o Options) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("sqlite: the data directory is empty; set global.storage.dir or --data-dir")
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	files := filepath.Join(dir, "files")
+	if err := os.MkdirAll(files, 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create the data directory: %w", err)
+	}
+	path := filepath.Join(dir, dbName)
+	w, err := openDB(path, 1)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, files: files, w: w, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.r, err = openDB(path, 4)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := s.removeOrphans(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.loadIndex(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	return s, nil
+}
+
+func openDB(path string, conns int) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	if err := db.Ping(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Close flushes search-time activity and closes the database; calls after
+// it fail.
+func (s *Store) Close() error {
+	var err error
+	s.once.Do(func() {
+		close(s.closed)
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.amu.Lock()
+		active := s.active
+		s.active = map[string]time.Time{}
+		s.amu.Unlock()
+		for id, t := range active {
+			if _, e := s.w.Exec(`UPDATE vector_stores SET last_active_at = max(last_active_at, ?) WHERE id = ?`, t.UnixNano(), id); e != nil {
+				err = fmt.Errorf("sqlite: flush last_active_at: %w", e)
+			}
+		}
+		if e := s.closeDBs(); e != nil && err == nil {
+			err = e
+		}
+	})
+	return err
+}
+
+func (s *Store) closeDBs() error {
+	var err error
+	if s.r != nil {
+		err = s.r.Close()
+	}
+	if e := s.w.Close(); e != nil {
+		err = e
+	}
+	return err
+}
+
+var errClosed = errors.New("sqlite: the store is closed")
+
+func (s *Store) check(ctx context.Context) error {
+	select {
+	case <-s.closed:
+		return errClosed
+	default:
+	}
+	return ctx.Err()
+}
+
+// ---- schema
+
+// schema is the list of migrations; schema version n is schema[:n] applied.
+// Append, never edit.
+var schema = []string{
+	`CREATE TABLE files (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		filename TEXT NOT NULL,
+		purpose TEXT NOT NULL,
+		bytes INTEGER NOT NULL,
+		sha256 TEXT NOT NULL,
+		media_type TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX files_purpose ON files(purpose, seq);
+	CREATE TABLE vector_stores (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		name TEXT UNIQUE,
+		embedding_model TEXT NOT NULL,
+		dimensions INTEGER NOT NULL,
+		metadata TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		last_active_at INTEGER NOT NULL
+	);
+	CREATE TABLE vector_store_files (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		store_id TEXT NOT NULL REFERENCES vector_stores(id) ON DELETE CASCADE,
+		file_id TEXT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+		status TEXT NOT NULL,
+		last_error_code TEXT NOT NULL DEFAULT '',
+		last_error_message TEXT NOT NULL DEFAULT '',
+		attributes TEXT NOT NULL,
+		max_tokens INTEGER NOT NULL,
+		overlap_tokens INTEGER NOT NULL,
+		usage_bytes INTEGER NOT NULL DEFAULT 0,
+		chunk_count INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		UNIQUE (store_id, file_id)
+	);
+	CREATE INDEX vector_store_files_file ON vector_store_files(file_id);
+	CREATE INDEX vector_store_files_status ON vector_store_files(status, seq);
+	CREATE TABLE chunks (
+		id INTEGER PRIMARY KEY,
+		store_id TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		text TEXT NOT NULL,
+		tokens INTEGER NOT NULL,
+		vector BLOB NOT NULL,
+		UNIQUE (store_id, file_id, idx),
+		FOREIGN KEY (store_id, file_id) REFERENCES vector_store_files(store_id, file_id) ON DELETE CASCADE
+	);
+	CREATE TABLE memories (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		scope TEXT NOT NULL,
+		text TEXT NOT NULL,
+		text_hash TEXT NOT NULL,
+		embedding_model TEXT NOT NULL,
+		dimensions INTEGER NOT NULL,
+		vector BLOB NOT NULL,
+		created_at INTEGER NOT NULL,
+		UNIQUE (scope, text_hash)
+	);
+	CREATE INDEX memories_scope ON memories(scope, seq);`,
+}
+
+// migrate brings the schema to the newest version, one transaction per
+// version, recorded in PRAGMA user_version.
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return fmt.Errorf("sqlite: read the schema version: %w", err)
+	}
+	if v > len(schema) {
+		return fmt.Errorf("sqlite: %s has schema version %d, newer than this build knows (%d); run a newer junction", dbName, v, len(schema))
+	}
+	for ; v < len(schema); v++ {
+		tx, err := s.w.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("sqlite: migrate: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, schema[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlite: migrate to schema version %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlite: migrate to schema version %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: migrate to schema version %d: %w", v+1, err)
+		}
+	}
+	return nil
+}
+
+// ---- helpers
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newID is prefix + 24 random base32 characters (120 bits).
+func newID(prefix string) string {
+	var b [15]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("sqlite: crypto/rand failed: " + err.Error())
+	}
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+func now() time.Time { return time.Now().UTC() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// isUnique reports a UNIQUE or PRIMARY KEY constraint failure.
+func isUnique(err error) bool {
+	var e *sqlite3.Error
+	if errors.As(err, &e) {
+		return e.Code() == 2067 || e.Code() == 1555 // SQLITE_CONSTRAINT_UNIQUE, _PRIMARYKEY
+	}
+	return false
+}
+
+// tx runs fn in a write transaction under the write mutex; after (may be
+// nil) runs after a successful commit, still under the mutex.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error, after func()) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	if after != nil {
+		after()
+	}
+	return nil
+}
+
+// ---- paging
+
+// pageQuery describes one list: the columns and table (select), a where
+// clause with args, how a cursor id becomes a seq (cursor), and a row scanner.
+type pageQuery[T any] struct {
+	sel        string // "SELECT <cols> FROM <table>"; seq must be selectable as the first column
+	where      string // "" or a condition
+	args       []any
+	cursor     string // SQL taking the cursor id (then cursorArgs) returning its seq
+	cursorArgs []any
+	scan       func(*sql.Rows) (T, error)
+}
+
+func list[T any](ctx context.Context, db *sql.DB, p pageQuery[T], o storage.ListOptions) (storage.Page[T], error) {
+	var page storage.Page[T]
+	limit := o.Limit
+	switch {
+	case limit == 0:
+		limit = 20
+	case limit < 1 || limit > 100:
+		return page, fmt.Errorf("%w: limit must be between 1 and 100 (got %d)", storage.ErrInvalid, o.Limit)
+	}
+	desc := true
+	switch o.Order {
+	case "", "desc":
+	case "asc":
+		desc = false
+	default:
+		return page, fmt.Errorf("%w: order must be asc or desc (got %q)", storage.ErrInvalid, o.Order)
+	}
+	conds := []string{}
+	args := []any{}
+	if p.where != "" {
+		conds = append(conds, p.where)
+		args = append(args, p.args...)
+	}
+	seqOf := func(name, id string) (int64, error) {
+		var seq int64
+		err := db.QueryRowContext(ctx, p.cursor, append([]any{id}, p.cursorArgs...)...).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, fmt.Errorf("%w: %s %q is not an id of this list", storage.ErrInvalid, name, id)
+		}
+		return seq, err
+	}
+	// In list order, "after" means later in the list, "before" earlier.
+	later, earlier := ">", "<"
+	if desc {
+		later, earlier = "<", ">"
+	}
+	if o.After != "" {
+		seq, err := seqOf("after", o.After)
+		if err != nil {
+			return page, err
+		}
+		conds = append(conds, "seq "+later+" ?")
+		args = append(args, seq)
+	}
+	if o.Before != "" {
+		seq, err := seqOf("before", o.Before)
+		if err != nil {
+			return page, err
+		}
+		conds = append(conds, "seq "+earlier+" ?")
+		args = append(args, seq)
+	}
+	// With only a before cursor, the page is the limit items just before
+	// it: walk backwards and reverse.
+	backwards := o.Before != "" && o.After == ""
+	asc := !desc
+	if backwards {
+		asc = !asc
+	}
+	q := p.sel
+	if len(conds) > 0 {
+		q += " WHERE " + strings.Join(conds, " AND ")
+	}
+	if asc {
+		q += " ORDER BY seq ASC"
+	} else {
+		q += " ORDER BY seq DESC"
+	}
+	q += fmt.Sprintf(" LIMIT %d", limit+1)
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return page, fmt.Errorf("sqlite: list: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := p.scan(rows)
+		if err != nil {
+			return page, fmt.Errorf("sqlite: list: %w", err)
+		}
+		page.Data = append(page.Data, v)
+	}
+	if err := rows.Err(); err != nil {
+		return page, fmt.Errorf("sqlite: list: %w", err)
+	}
+	if len(page.Data) > limit {
+		page.Data = page.Data[:limit]
+		page.HasMore = true
+	}
+	if backwards {
+		for i, j := 0, len(page.Data)-1; i < j; i, j = i+1, j-1 {
+			page.Data[i], page.Data[j] = page.Data[j], page.Data[i]
+		}
+	}
+	if page.Data == nil {
+		page.Data = []T{}
+	}
+	return page, nil
+}
