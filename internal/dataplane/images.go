@@ -223,11 +223,11 @@ func (in *inliner) dataURL(id, param string) (string, *Error) {
 		return "", NewError(http.StatusInternalServerError, TypeServer, fmt.Sprintf("reading file %q failed: %v", id, err))
 	}
 	defer rc.Close()
-	if f.Purpose != purposeVision {
-		return "", bad(http.StatusBadRequest, "file %q was uploaded with purpose %q; an image named by file_id must be uploaded with purpose vision", id, f.Purpose)
-	}
 	if !strings.HasPrefix(f.MediaType, "image/") {
 		return "", bad(http.StatusBadRequest, "file %q is not an image (%s); file_id in an image part must name a .png, .jpg, .jpeg, .gif or .webp file", id, f.MediaType)
+	}
+	if f.Purpose != purposeVision {
+		return "", bad(http.StatusBadRequest, "file %q was uploaded with purpose %q; an image named by file_id must be uploaded with purpose vision", id, f.Purpose)
 	}
 	left := MaxInlineImageBytes - in.total
 	if f.Bytes > left {

@@ -136,12 +136,27 @@ func (p *Pipeline) Submit(storeID, fileID string) {
 
 // push queues j; p.mu is held.
 func (p *Pipeline) push(j job) {
-	if len(p.queue) == 0 && len(p.running) == 0 {
+	select {
+	case <-p.idle: // idle until now: Idle callers from here on wait
 		p.idle = make(chan struct{})
+	default:
 	}
 	p.queue = append(p.queue, j)
 	p.waiting[j] = true
 	p.cond.Signal()
+}
+
+// maybeIdle closes the idle channel once nothing is queued or running;
+// p.mu is held.
+func (p *Pipeline) maybeIdle() {
+	if len(p.queue) > 0 || len(p.running) > 0 {
+		return
+	}
+	select {
+	case <-p.idle:
+	default:
+		close(p.idle)
+	}
 }
 
 // Idle waits until nothing is queued or being ingested (or ctx ends).
@@ -164,6 +179,7 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.queue, p.waiting = nil, map[job]bool{}
+	p.maybeIdle()
 	p.cancel()
 	p.cond.Broadcast()
 	p.mu.Unlock()
@@ -203,13 +219,7 @@ func (p *Pipeline) worker() {
 		if again && !p.closed && !p.waiting[j] {
 			p.push(j)
 		}
-		if len(p.queue) == 0 && len(p.running) == 0 {
-			select {
-			case <-p.idle:
-			default:
-				close(p.idle)
-			}
-		}
+		p.maybeIdle()
 		p.mu.Unlock()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -222,6 +223,9 @@ func newOpenAI(t *testing.T) *openAIServer {
 				break
 			}
 		}
+		// Read the body first: only then does the server notice a client
+		// that went away (and end r.Context()).
+		body, _ := io.ReadAll(r.Body)
 		call := int(o.calls.Add(1))
 		o.mu.Lock()
 		fail, hold := o.fail, o.hold
@@ -241,7 +245,7 @@ func newOpenAI(t *testing.T) *openAIServer {
 		var req struct {
 			Input []string `json:"input"`
 		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
+		_ = json.Unmarshal(body, &req)
 		type item struct {
 			Index     int       `json:"index"`
 			Embedding []float32 `json:"embedding"`
@@ -300,12 +304,12 @@ func TestPipelineFailures(t *testing.T) {
 		code, reason  string
 		fail          func(int) bool
 	}{
-		{vs, "latin1.txt", "caf\xe9 cr\xe8me", ingest.CodeInvalidFile, "not UTF-8"},
-		{vs, "empty.md", "  \n\n ", ingest.CodeInvalidFile, "no text"},
-		{vs, "bad.json", `{"a": [1, 2}`, ingest.CodeInvalidFile, "JSON cannot be read"},
-		{vs, "photo.png", "\x89PNG\r\n", ingest.CodeUnsupportedFile, "image"},
-		{vs, "doc.pdf", "%PDF-1.4", ingest.CodeUnsupportedFile, "accepted are"},
-		{other, "ok.txt", good, ingest.CodeEmbeddingError, "built with embedding model router:hashed-ngrams (1024 dimensions) but this server embeds with openai:"},
+		{vs, "latin1.txt", "caf\xe9 cr\xe8me", ingest.CodeInvalidFile, "not UTF-8", nil},
+		{vs, "empty.md", "  \n\n ", ingest.CodeInvalidFile, "no text", nil},
+		{vs, "bad.json", `{"a": [1, 2}`, ingest.CodeInvalidFile, "JSON cannot be read", nil},
+		{vs, "photo.png", "\x89PNG\r\n", ingest.CodeUnsupportedFile, "image", nil},
+		{vs, "doc.pdf", "%PDF-1.4", ingest.CodeUnsupportedFile, "accepted are", nil},
+		{other, "ok.txt", good, ingest.CodeEmbeddingError, "built with embedding model router:hashed-ngrams (1024 dimensions) but this server embeds with openai:", nil},
 		// 200 chunks in batches of 64: the third batch fails, after two
 		// succeeded; nothing of the file may be searchable.
 		{vs, "ratelimited.txt", strings.Repeat(good, 200*20), ingest.CodeEmbeddingError, "Rate limit reached", func(call int) bool { return call%4 == 3 }},
