@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/junction-router/junction"
@@ -41,8 +42,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	data, err := os.MkdirTemp("", "junction-data") // uploaded files, vector stores, memories
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(data)
 	srv, err := junction.New(junction.Options{
 		Document:       doc,
+		DataDir:        data,
 		ListenerAddrs:  map[string]string{"public": "127.0.0.1:0"},
 		ExtprocAddr:    "127.0.0.1:0",
 		ManagementAddr: "127.0.0.1:0",

@@ -72,6 +72,12 @@ type Options struct {
 	SignalModels string
 	// PluginDir holds third-party plugin modules (*.wasm) to load.
 	PluginDir string
+	// DataDir is the directory of stored data (files, vector stores,
+	// memories in an embedded SQLite database), created 0700 on first use:
+	// global.storage.dir when empty, else recipes.DefaultStorageDir
+	// (./junction-data, relative to the working directory). It is read at
+	// start-up only.
+	DataDir string
 	// PluginCacheDir keeps compiled plugin modules across restarts: the
 	// user cache directory's junction/plugins when empty, "off" for memory
 	// only.

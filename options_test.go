@@ -47,7 +47,7 @@ func TestServerRunsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, _ = New(Options{Document: small, DisableGateway: true, ManagementAddr: "off", ExtprocAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", SignalModels: SignalModelsLexical})
+	s, _ = New(Options{Document: small, DataDir: t.TempDir(), DisableGateway: true, ManagementAddr: "off", ExtprocAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", SignalModels: SignalModelsLexical})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Run(ctx); err != nil {
@@ -55,5 +55,24 @@ func TestServerRunsOnce(t *testing.T) {
 	}
 	if err := s.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already run") {
 		t.Fatalf("a second Run: %v", err)
+	}
+}
+
+// Stored data goes to Options.DataDir (--data-dir), else global.storage.dir,
+// else ./junction-data.
+func TestDataDir(t *testing.T) {
+	for _, c := range []struct {
+		option string
+		cfg    *recipes.Storage
+		want   string
+	}{
+		{"", nil, recipes.DefaultStorageDir},
+		{"", &recipes.Storage{}, recipes.DefaultStorageDir},
+		{"", &recipes.Storage{Dir: "/srv/junction"}, "/srv/junction"},
+		{"/tmp/d", &recipes.Storage{Dir: "/srv/junction"}, "/tmp/d"},
+	} {
+		if got := dataDir(c.option, c.cfg); got != c.want {
+			t.Errorf("dataDir(%q, %+v) = %q, want %q", c.option, c.cfg, got, c.want)
+		}
 	}
 }

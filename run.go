@@ -19,7 +19,9 @@ import (
 
 // run is the server assembly, in the order its parts depend on each other:
 // model deployments (workers start first: they take longest), the signal
-// models, the plugin system, the configuration lifecycle, then the
+// models, stored data (the store, ingestion and retrieval, which the plugin
+// host and the management API use), the plugin system, the configuration
+// lifecycle, then the
 // listeners (management first, so that /startup-status answers while the
 // deployments become ready; the data plane once they are).
 func (s *Server) run(ctx context.Context) error {
@@ -56,6 +58,14 @@ func (s *Server) run(ctx context.Context) error {
 		}
 		return err
 	}
+	stored, err := openStoredData(ctx, o.DataDir, peeked, models.Embedder, deps, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer stored.close(log) // after the plugins, listeners and ingestion that use it
 	cacheDir := o.PluginCacheDir
 	switch cacheDir {
 	case "":
@@ -63,7 +73,8 @@ func (s *Server) run(ctx context.Context) error {
 	case "off":
 		cacheDir = ""
 	}
-	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: o.PluginDir, Models: models, Registerer: reg, Logger: log})
+	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: o.PluginDir, Models: models,
+		Retriever: stored.library.Retriever(), Memory: stored.library.Memory(), Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -87,6 +98,7 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	rt := conf.Runtime()
+	stored.serve(rt)
 	gen := rt.Current()
 	doc, hash := gen.Document(), gen.Hash()
 	mAddr, err := managementAddr(o.ManagementAddr, o.ManagementAllowRemote, conf)
@@ -112,7 +124,8 @@ func (s *Server) run(ctx context.Context) error {
 	ls := &listeners{log: log, errc: make(chan error, len(doc.Listeners)+4), recorded: s.setAddr}
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
-		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins})
+		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
+			Storage: stored.management()})
 		if err != nil {
 			return err
 		}

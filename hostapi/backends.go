@@ -45,7 +45,7 @@ type Retriever interface {
 	// Retrieve returns up to q.K chunks of q.Source most similar to q.Text,
 	// best first. Each hit's Payload is JSON {"text", "source" (the file's
 	// name), "file_id", "vector_store_id", "chunk_index", "attributes"}. An
-	// unknown source wraps ErrNoSuchStore.
+	// unknown source wraps ErrNoSuchStore, a refused filter ErrInvalidQuery.
 	Retrieve(ctx context.Context, q RetrieveQuery) ([]abi.VectorHit, error)
 }
 
@@ -104,3 +104,8 @@ var (
 	ErrNoSuchStore   = errors.New("no such vector store")
 	ErrNoSuchBinding = errors.New("no such classifier binding")
 )
+
+// ErrInvalidQuery is what a backend wraps when it refuses a query's
+// arguments (a filter of the wrong shape, a k out of range); the host
+// function answers StatusInvalidArgument instead of StatusBackendError.
+var ErrInvalidQuery = errors.New("invalid query")

@@ -177,6 +177,8 @@ func backendStatus(err error) abi.Status {
 	switch {
 	case errors.Is(err, ErrNoSuchStore), errors.Is(err, ErrNoSuchBinding):
 		return abi.StatusUnavailable
+	case errors.Is(err, ErrInvalidQuery):
+		return abi.StatusInvalidArgument
 	default:
 		return abi.StatusBackendError
 	}

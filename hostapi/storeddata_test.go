@@ -88,6 +88,10 @@ func TestRetrievePassesTheQueryAndSetsFreshInProbe(t *testing.T) {
 	if _, got := callHello(t, h, abi.ModeLive, "retrieve"); got != "unavailable" {
 		t.Fatalf("unknown source = %q", got)
 	}
+	r.err = fmt.Errorf("%w: filters: a \"eq\" comparison needs a key", hostapi.ErrInvalidQuery)
+	if _, got := callHello(t, h, abi.ModeLive, "retrieve"); got != "error: junction.retrieve: invalid argument" {
+		t.Fatalf("refused filter = %q", got)
+	}
 	r.err = fmt.Errorf("the embedding model changed")
 	if _, got := callHello(t, h, abi.ModeLive, "retrieve"); got != "error: junction.retrieve: backend error" {
 		t.Fatalf("failing backend = %q", got)

@@ -30,10 +30,10 @@
 // Register must be called from an init function: a reactor's main is never
 // run. The module may not use files, the network, environment variables or
 // the clock (the host gives none of them); it reaches the outside only through
-// the host functions wrapped here (Log, Embed, VectorSearch, CacheLookup,
-// CacheStore, Classify, TokenCount, Now, and Request.PIISpans for the personal
-// data the router detected), each of which the host may refuse in the
-// request's mode (ErrDenied).
+// the host functions wrapped here (Log, Embed, VectorSearch, CacheLookup, CacheStore,
+// Classify, TokenCount, Now, Request.PIISpans for the personal data the router detected,
+// Retrieve, Recall and Remember for its stored data), each of which the host may
+// refuse in the request's mode (ErrDenied).
 //
 // This package imports hostapi/abi and the standard library only; it must
 // not grow dependencies a guest would have to link.

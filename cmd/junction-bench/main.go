@@ -97,7 +97,7 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	up := loadrun.Pinned(ctx, backendCPUs, bin, "demo-backend", "--listen", fmt.Sprintf("127.0.0.1:%d", upPort))
-	gw := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error", "--extproc=false")
+	gw := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error", "--extproc=false")
 	for _, c := range []*exec.Cmd{up, gw} {
 		c.Stderr = os.Stderr
 		if err := c.Start(); err != nil {

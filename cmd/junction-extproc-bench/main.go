@@ -123,7 +123,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--log-level", "error")
+	srv := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
 	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {

@@ -178,7 +178,7 @@ func TestServeRouterDisabled(t *testing.T) {
     bindings:
       jailbreak: {deployment: guard}`)
 	cfg = writeFile(t, readFile(t, cfg)+"  router: {enabled: false}\n")
-	code, _, errOut := runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
+	code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical")
 	if code != 1 || !strings.Contains(errOut, "/global/model_catalog/bindings/jailbreak") || !strings.Contains(errOut, "global.router.enabled is false") ||
 		strings.Contains(errOut, "model worker started") {
 		t.Errorf("exit %d: %s", code, errOut)
@@ -233,7 +233,7 @@ global:
 	done := make(chan int, 1)
 	var errOut syncWriter
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical"}, io.Discard, &errOut)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical"}, io.Discard, &errOut)
 	}()
 	defer func() {
 		cancel()
@@ -366,7 +366,7 @@ func TestServeManagedWorkerEnvironment(t *testing.T) {
 	}
 
 	t.Setenv(supervise.EnvAutotuneCache, t.TempDir())
-	code, _, errOut := runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
+	code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical")
 	if code != 1 || !strings.Contains(errOut, supervise.EnvAutotuneCache) || strings.Contains(errOut, "model worker started") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}

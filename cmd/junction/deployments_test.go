@@ -20,6 +20,7 @@ import (
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/worker/supervise"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/recipes"
 )
 
 // envRunMain makes this test binary behave as the junction binary: the
@@ -31,7 +32,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRunMain) == "1" {
 		main()
 	}
-	os.Exit(m.Run())
+	// Every serve in these tests keeps its stored data in a temporary
+	// directory (--data-dir): none may write into the repository.
+	_, before := os.Stat(recipes.DefaultStorageDir)
+	code := m.Run()
+	if _, after := os.Stat(recipes.DefaultStorageDir); before != nil && after == nil {
+		fmt.Fprintf(os.Stderr, "a test ran junction serve without --data-dir: it created %s in the repository\n", recipes.DefaultStorageDir)
+		_ = os.RemoveAll(recipes.DefaultStorageDir)
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // deploymentConfig routes attacks to the model "safe", everything else to
@@ -83,7 +93,7 @@ func serveDeployments(t *testing.T, cfg string, gw, mg, met int, extra ...string
 	r := &servedRouter{t: t, gw: fmt.Sprintf("http://127.0.0.1:%d", gw), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mg),
 		met: fmt.Sprintf("http://127.0.0.1:%d/metrics", met), cancel: cancel, done: make(chan int, 1), stderr: &syncWriter{}}
 	go func() {
-		r.done <- run(ctx, append([]string{"serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical", "--config-watch", "50ms"}, extra...), io.Discard, r.stderr)
+		r.done <- run(ctx, append([]string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical", "--config-watch", "50ms"}, extra...), io.Discard, r.stderr)
 	}()
 	t.Cleanup(r.stop)
 	deadline := time.Now().Add(60 * time.Second)
@@ -419,7 +429,7 @@ func TestServeDeploymentFailures(t *testing.T) {
       - {name: guard, artifact: /nonexistent/model}
     bindings:
       jailbreak: {deployment: guard}`)
-	code, _, errOut := runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
+	code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical")
 	if code != 1 || !strings.Contains(errOut, `model deployment "guard": artifact /nonexistent/model is not a model directory`) {
 		t.Errorf("exit %d: %s", code, errOut)
 	}
@@ -429,7 +439,7 @@ func TestServeDeploymentFailures(t *testing.T) {
       - {name: remote, endpoint: "127.0.0.1:%d"}
     bindings:
       jailbreak: {deployment: remote}`, freePort(t)))
-	code, _, errOut = runCLI(t, "serve", "--config", cfg, "--extproc=false", "--signal-models", "lexical")
+	code, _, errOut = runCLI(t, "serve", "--data-dir", t.TempDir(), "--config", cfg, "--extproc=false", "--signal-models", "lexical")
 	if code != 1 || !strings.Contains(errOut, "model deployments not ready after 300ms") || !strings.Contains(errOut, "remote replica 0: unreachable") {
 		t.Errorf("exit %d: %s", code, errOut)
 	}

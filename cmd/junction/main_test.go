@@ -143,7 +143,7 @@ global:
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--management", "127.0.0.1:0", "--config", cfg, "--log-level", "warn"}, io.Discard, &stderr)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", cfg, "--log-level", "warn"}, io.Discard, &stderr)
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d/v1", port)
 	waitFor(t, base+"/models")
@@ -285,7 +285,7 @@ global:
 	defer cancel()
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--management", "127.0.0.1:0", "--config", cfg, "--log-level", "warn", "--extproc=false"}, io.Discard, io.Discard)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", cfg, "--log-level", "warn", "--extproc=false"}, io.Discard, io.Discard)
 	}()
 	post := func(port int, key string) (int, string) {
 		req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", port),
@@ -316,10 +316,10 @@ global:
 }
 
 func TestServeExtprocFlags(t *testing.T) {
-	if code, _, errOut := runCLI(t, "serve", "--management", "127.0.0.1:0", "--config", example, "--gateway=false", "--extproc=false"); code != 1 || !strings.Contains(errOut, "nothing to serve") {
+	if code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", example, "--gateway=false", "--extproc=false"); code != 1 || !strings.Contains(errOut, "nothing to serve") {
 		t.Errorf("nothing to serve: exit %d, %s", code, errOut)
 	}
-	code, _, errOut := runCLI(t, "serve", "--management", "127.0.0.1:0", "--config", example, "--extproc-recipe", "nope")
+	code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", example, "--extproc-recipe", "nope")
 	if code != 1 || !strings.Contains(errOut, `--extproc-recipe "nope"`) {
 		t.Errorf("unknown recipe: exit %d, %s", code, errOut)
 	}
@@ -342,7 +342,7 @@ global:
   services: {observability: {metrics: {address: 127.0.0.1, port: %d}}}
   extproc: {address: 127.0.0.1, port: %d}
 `, port, mport, busy.Addr().(*net.TCPAddr).Port))
-	code, _, errOut = runCLI(t, "serve", "--management", "127.0.0.1:0", "--config", cfg)
+	code, _, errOut = runCLI(t, "serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", cfg)
 	if code != 1 || !strings.Contains(errOut, "ext_proc listener") || !strings.Contains(errOut, "--extproc=false") {
 		t.Errorf("busy port: exit %d, %s", code, errOut)
 	}
@@ -358,7 +358,7 @@ global:
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--management", "127.0.0.1:0", "--config", cfg, "--gateway=false", "--log-level", "warn"}, io.Discard, io.Discard)
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--management", "127.0.0.1:0", "--config", cfg, "--gateway=false", "--log-level", "warn"}, io.Discard, io.Discard)
 	}()
 	c, err := envoytest.Dial(fmt.Sprintf("127.0.0.1:%d", eport))
 	if err != nil {

@@ -37,7 +37,7 @@ global:
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan int, 1)
 		go func() {
-			done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false", "--config-watch", "50ms"}, io.Discard, io.Discard)
+			done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--log-level", "warn", "--extproc=false", "--config-watch", "50ms"}, io.Discard, io.Discard)
 		}()
 		waitFor(t, api+"/health")
 		deadline := time.Now().Add(10 * time.Second)
@@ -140,7 +140,7 @@ global:
 }
 
 func TestServeRefusesRemoteManagementWithoutAuth(t *testing.T) {
-	code, _, errOut := runCLI(t, "serve", "--management", "0.0.0.0:0", "--extproc=false")
+	code, _, errOut := runCLI(t, "serve", "--data-dir", t.TempDir(), "--management", "0.0.0.0:0", "--extproc=false")
 	if code != 1 || !strings.Contains(errOut, "without authentication") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

@@ -73,7 +73,7 @@ func TestExamplePlugins(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false",
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--log-level", "warn", "--extproc=false",
 			"--plugin-cache-dir", plugintest.CacheDir()}, io.Discard, &stderr)
 	}()
 	defer func() {

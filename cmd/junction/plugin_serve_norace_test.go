@@ -69,7 +69,7 @@ global:
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false",
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--log-level", "warn", "--extproc=false",
 			"--plugin-cache-dir", plugintest.CacheDir()}, io.Discard, &stderr)
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d/v1", port)
@@ -175,7 +175,7 @@ global:
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--config", cfg, "--log-level", "warn", "--extproc=false",
+		done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--log-level", "warn", "--extproc=false",
 			"--plugin-cache-dir", plugintest.CacheDir()}, io.Discard, io.Discard)
 	}()
 	defer func() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/junction-router/junction"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/recipes"
 )
 
 // defaultConfigFile is the configuration serve reads when --config is not
@@ -36,6 +37,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	sigModels := fs.String("signal-models", junction.SignalModelsONNX, "domain, jailbreak and embedding models: onnx (the default models through ONNX Runtime; the lexical fallbacks when it is missing) or lexical")
 	pluginCache := fs.String("plugin-cache-dir", "", "keep compiled plugin modules in this directory across restarts (default: junction/plugins in the user cache directory); off keeps them in memory only")
 	pluginDir := fs.String("plugin-dir", "", "load third-party plugin modules (*.wasm) from this directory, each under the type its descriptor names")
+	dataDir := fs.String("data-dir", "", "keep stored data (uploaded files, vector stores, memories) in this directory, created 0700 on first use; default global.storage.dir, else "+recipes.DefaultStorageDir)
 	sm := addServeModelFlags(fs)
 	model, err := parseServeArgs(fs, args)
 	if err != nil {
@@ -74,6 +76,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		ManagementAddr: *mAddr, ManagementAllowRemote: *allowRemote,
 		ConfigHistoryLimit: *historyLimit, ConfigWatch: *watch,
 		SignalModels: *sigModels, PluginDir: *pluginDir, PluginCacheDir: *pluginCache,
+		DataDir:      *dataDir,
 		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv})),
 		WorkerStderr: stderr, Version: version,
 	})

@@ -183,7 +183,8 @@ func TestServeModelNative(t *testing.T) {
 }
 
 // Without --config, serve reads ./config.yaml when there is one (the spec's
-// default), and the built-in configuration otherwise.
+// default), and the built-in configuration otherwise; without --data-dir it
+// keeps stored data in ./junction-data.
 func TestServeDefaultConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
@@ -217,6 +218,11 @@ global:
 		t.Fatalf("the gateway of ./config.yaml does not listen: %v", err)
 	}
 	resp.Body.Close()
+	// Without --data-dir or global.storage.dir, stored data goes to
+	// ./junction-data, created 0700 on first use.
+	if st, err := os.Stat(filepath.Join(dir, "junction-data")); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("./junction-data: %v %v", st, err)
+	}
 	cancel()
 	if code := <-done; code != 0 {
 		t.Errorf("serve exited %d: %s", code, errOut.String())

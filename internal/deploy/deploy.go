@@ -499,6 +499,25 @@ func (s *Set) Pool(name string) *client.Pool {
 	return nil
 }
 
+// Embedder is an embedder over the deployment named name (its
+// /v1/embeddings), for global.storage.embedding.deployment: the embedding
+// model of stored data may be a deployment no signal is bound to.
+func (s *Set) Embedder(name string) (signal.Embedder, error) {
+	if s != nil {
+		for _, d := range s.deps {
+			if d.cfg.Name != name {
+				continue
+			}
+			var in recipes.DeploymentInput
+			if d.cfg.Input != nil {
+				in = *d.cfg.Input
+			}
+			return client.NewEmbedder(d.pool, "worker:"+name, client.EmbedOptions{MaxTokens: in.MaxTokens}), nil
+		}
+	}
+	return nil, fmt.Errorf("deployment %q is not declared in global.model_catalog.deployments (or global.router.enabled is false): declare it, or leave global.storage.embedding out to use the router's embedding model", name)
+}
+
 // Apply replaces the in-process models of the bound signal kinds.
 func (s *Set) Apply(m *signal.Models) {
 	if s == nil {

@@ -119,20 +119,36 @@ func (s *Set) serveInterimStatus(addr string, doc *recipes.Document, version str
 	}
 }
 
-// WaitForCompile waits for the deployment the embeddings binding uses:
-// compiling a configuration embeds its embedding signals' candidates. The
-// management API cannot listen before the configuration compiles, so while
-// this waits an interim listener on statusAddr ("" for none) answers /ready
-// and /startup-status.
+// WaitForCompile waits for the deployment the embeddings binding uses
+// (compiling a configuration embeds its embedding signals' candidates) and
+// the one global.storage.embedding names (stored data learns its model's
+// dimension at start-up). The management API cannot listen before the
+// configuration compiles, so while this waits an interim listener on
+// statusAddr ("" for none) answers /ready and /startup-status.
 func (s *Set) WaitForCompile(ctx context.Context, statusAddr string, doc *recipes.Document, version string) error {
-	if s == nil || s.embedDep == nil {
+	if s == nil {
 		return nil
 	}
-	s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
+	var deps []*deployment
+	if s.embedDep != nil {
+		deps = append(deps, s.embedDep)
+		s.log.Info("waiting for the embeddings deployment before compiling the configuration (its candidates are embedded by it)", "deployment", s.embedDep.cfg.Name)
+	}
+	if doc != nil && doc.Global.Storage != nil && doc.Global.Storage.Embedding != nil {
+		for _, d := range s.deps {
+			if name := doc.Global.Storage.Embedding.Deployment; d.cfg.Name == name && d != s.embedDep {
+				deps = append(deps, d)
+				s.log.Info("waiting for the deployment that embeds stored data", "deployment", name)
+			}
+		}
+	}
+	if len(deps) == 0 {
+		return nil
+	}
 	if statusAddr != "" {
 		defer s.serveInterimStatus(statusAddr, doc, version)()
 	}
-	return s.waitFor(ctx, []*deployment{s.embedDep})
+	return s.waitFor(ctx, deps)
 }
 
 // Wait waits until every deployment has a ready replica, or the ready

@@ -39,7 +39,7 @@ func (r *Retriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]ab
 	if len(q.Filter) > 0 {
 		f, err := storage.ParseFilter(q.Filter)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", hostapi.ErrInvalidQuery, err)
 		}
 		filter = f
 	}

@@ -51,7 +51,7 @@ func TestRetrieverSearchesByTextWithFilterAndMinScore(t *testing.T) {
 	if _, err := r.Retrieve(ctx, hostapi.RetrieveQuery{Source: "nope", Text: "x"}); !errors.Is(err, hostapi.ErrNoSuchStore) {
 		t.Fatalf("unknown store: %v", err)
 	}
-	if _, err := r.Retrieve(ctx, hostapi.RetrieveQuery{Source: "kb", Text: "x", Filter: []byte(`{"type":"like"}`)}); err == nil {
+	if _, err := r.Retrieve(ctx, hostapi.RetrieveQuery{Source: "kb", Text: "x", Filter: []byte(`{"type":"like"}`)}); !errors.Is(err, hostapi.ErrInvalidQuery) {
 		t.Fatal("a malformed filter was accepted")
 	}
 }

@@ -16,7 +16,9 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // cannot apply: tracing (409 RESTART_REQUIRED), and the set of listeners or a
 // listener's address, port or timeout (reason restart_required at that
 // listener's path). The other listeners we hold sockets for (management,
-// metrics, ext_proc) count the same way. Listener api_keys change live.
+// metrics, ext_proc) count the same way, and so do the data directory and
+// embedding model of stored data (global.storage.dir, .embedding). Listener
+// api_keys and knowledge bases change live.
 func restartReasons(cur, next *recipes.Document) []Reason {
 	if cur == nil {
 		return nil
@@ -88,6 +90,22 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	}
 	if canonicalOf(cur.Global.Services.NativeAPI) != canonicalOf(next.Global.Services.NativeAPI) {
 		add("/global/services/native_api", "the native API listener and its keys are set up at start; restart junction serve to change them")
+	}
+	storageOf := func(d *recipes.Document) (string, *recipes.StorageEmbedding) {
+		if st := d.Global.Storage; st != nil && st.Dir != "" {
+			return st.Dir, st.Embedding
+		} else if st != nil {
+			return recipes.DefaultStorageDir, st.Embedding
+		}
+		return recipes.DefaultStorageDir, nil
+	}
+	curDir, curEmb := storageOf(cur)
+	nextDir, nextEmb := storageOf(next)
+	if curDir != nextDir {
+		add("/global/storage/dir", "the data directory of stored data is opened at start; restart junction serve to change it")
+	}
+	if canonicalOf(curEmb) != canonicalOf(nextEmb) {
+		add("/global/storage/embedding", "the embedding model of stored data is set up at start (vector stores record it); restart junction serve to change it")
 	}
 	if cur.Global.ModelRuntimeEnabled() != next.Global.ModelRuntimeEnabled() {
 		add("/global/router/enabled", "the router-side model runtime is switched on or off at start; restart junction serve to change it")

@@ -99,12 +99,23 @@ func newEnv(t testing.TB, path string) *env {
 
 func newEnvWith(t testing.TB, path string, compile mgmt.CompileFunc) *env {
 	t.Helper()
+	return newEnvOpts(t, path, compile, nil)
+}
+
+// newEnvOpts is newEnvWith with a hook that completes the server's options.
+func newEnvOpts(t testing.TB, path string, compile mgmt.CompileFunc, with func(*mgmt.Options)) *env {
+	t.Helper()
 	cfg, err := mgmt.OpenConfig(context.Background(), mgmt.ConfigOptions{Path: path, Compile: compile})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(cfg.WaitActivations)
 	st := mgmt.NewStartup()
-	api, err := mgmt.New(mgmt.Options{Config: cfg, Startup: st, Version: "test"})
+	opts := mgmt.Options{Config: cfg, Startup: st, Version: "test"}
+	if with != nil {
+		with(&opts)
+	}
+	api, err := mgmt.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +188,21 @@ func (e *env) call(method, path string, body any, hdr ...string) reply {
 		}
 		raw = j
 	}
+	if body == nil {
+		contentType = ""
+	}
+	return e.send(method, path, contentType, raw, hdr...)
+}
+
+// send sends raw with a Content-Type (none when empty) and validates the
+// answer against the OpenAPI document.
+func (e *env) send(method, path, contentType string, raw []byte, hdr ...string) reply {
+	e.t.Helper()
 	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(raw))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if body != nil {
+	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
 	if e.token != "" {

@@ -75,8 +75,9 @@ type Config struct {
 	rt   *engine.Runtime
 	auth atomic.Pointer[authenticator]
 
-	mu   sync.Mutex // serialises mutations: If-Match check to persist
-	act  sync.Mutex // serialises activations
+	mu   sync.Mutex     // serialises mutations: If-Match check to persist
+	act  sync.Mutex     // serialises activations
+	bg   sync.WaitGroup // activations running after their request answered
 	hist *history
 	yaml bool // write the file back as YAML
 

@@ -42,6 +42,12 @@ type mutation struct {
 	// noPrecondition: the file watcher applies what an operator wrote to the
 	// file; the file is its own precondition.
 	noPrecondition bool
+	// exclusive refuses the mutation (409 CONFIG_ACTIVATION_PENDING,
+	// nothing written) while an activation is pending.
+	exclusive bool
+	// async answers once the candidate is persisted: the activation goes on
+	// in the background and GET /api/v1/config/hash reports it.
+	async bool
 }
 
 // checkIfMatch enforces the exact-ETag precondition.
@@ -83,6 +89,16 @@ func candidate(raw []byte, cur *recipes.Document) (*recipes.Document, []byte, er
 func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error) {
 	c.mu.Lock()
 	curSrc, curDoc, etag := c.persisted()
+	if m.exclusive {
+		c.st.RLock()
+		pending := c.status == StatusPending
+		c.st.RUnlock()
+		if pending {
+			c.mu.Unlock()
+			return nil, newErr(http.StatusConflict, CodeActivationPending,
+				"a configuration activation is pending; nothing was changed. Poll GET /api/v1/config/hash until activation_status is active or failed, then retry")
+		}
+	}
 	if !m.noPrecondition {
 		if err := checkIfMatch(m, etag); err != nil {
 			c.mu.Unlock()
@@ -144,6 +160,16 @@ func (c *Config) apply(ctx context.Context, m *mutation) (*MutationResult, error
 
 	res := &MutationResult{ETag: etagOf(hash), PreviousETag: etag, Version: entry.Version, SourceConfigHash: hash,
 		GeneratedRuntimeHash: recipes.Hash(doc), Persisted: c.opts.Path != "", RollbackOf: m.rollbackOf}
+	if m.async {
+		res.ActivationStatus, res.Activation = StatusPending, c.snapshot(act)
+		ctx = context.WithoutCancel(ctx) // the activation outlives the request
+		c.bg.Add(1)
+		go func() {
+			defer c.bg.Done()
+			_ = c.activate(ctx, act, entry.Version, doc, hash, m.who, &MutationResult{})
+		}()
+		return res, nil
+	}
 	return res, c.activate(ctx, act, entry.Version, doc, hash, m.who, res)
 }
 
@@ -201,3 +227,8 @@ func (c *Config) superseded(act *Activation, version int64, w who) bool {
 		Config: &AuditConfig{Attempt: act.Attempt, Result: "superseded", Source: act.Source, DocumentHash: act.DocumentHash}})
 	return true
 }
+
+// WaitActivations waits until the activations started in the background
+// (by knowledge-base mutations) have finished; shutdown calls it so that
+// none is cut off halfway through writing the history.
+func (c *Config) WaitActivations() { c.bg.Wait() }

@@ -23,7 +23,7 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 	doc := &openapi3.T{
 		OpenAPI: "3.0.3",
 		Info: &openapi3.Info{Title: "Junction management API", Version: version,
-			Description: "The control plane of Junction: configuration lifecycle, previews, diagnostics, plugins, status and audit. Generated from the route table."},
+			Description: "The control plane of Junction: configuration lifecycle, previews, diagnostics, plugins, stored data, status and audit. Generated from the route table."},
 		Paths: openapi3.NewPaths(),
 		Components: &openapi3.Components{
 			Schemas: openapi3.Schemas{},
@@ -34,10 +34,17 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 	}
 	// Slices, maps and pointers may encode as null; say so, so that response
 	// validation checks types rather than tripping over Go's nil.
-	gen := openapi3gen.NewGenerator(openapi3gen.SchemaCustomizer(func(_ string, t reflect.Type, _ reflect.StructTag, s *openapi3.Schema) error {
+	gen := openapi3gen.NewGenerator(openapi3gen.SchemaCustomizer(func(_ string, t reflect.Type, tag reflect.StructTag, s *openapi3.Schema) error {
 		switch t.Kind() {
 		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
 			s.Nullable = true
+		}
+		// Fields typed any say what they hold with an oas tag.
+		switch tag.Get("oas") {
+		case "string-or-strings":
+			*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema(), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()))
+		case "filter":
+			*s = *filterSchema()
 		}
 		return nil
 	}))
@@ -85,6 +92,14 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 				return nil, nil, err
 			}
 			body := openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(s)
+			if rt.inType == "multipart/form-data" {
+				// An upload: the file part is binary.
+				if f := s.Value.Properties["file"]; f != nil {
+					f.Value.Format = "binary"
+				}
+				s.Value.Required = []string{"file", "purpose"}
+				body = openapi3.NewRequestBody().WithRequired(true).WithContent(openapi3.Content{rt.inType: openapi3.NewMediaType().WithSchemaRef(s)})
+			}
 			if strings.HasPrefix(rt.path, "/api/v1/config") && (rt.method == "PUT" || rt.method == "POST") {
 				body.Content["application/yaml"] = openapi3.NewMediaType().WithSchema(openapi3.NewObjectSchema())
 			}
@@ -101,6 +116,17 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		switch {
 		case rt.contentType == "text/html":
 			ok.WithContent(openapi3.Content{"text/html": openapi3.NewMediaType().WithSchema(openapi3.NewStringSchema())})
+		case rt.contentType == "*/*":
+			// A file's own bytes, in its own media type: no schema.
+			ok.WithContent(openapi3.Content{"*/*": openapi3.NewMediaType()})
+		case rt.contentType != "" && rt.out != nil:
+			// A stream of JSON values (NDJSON): the schema is one line's.
+			s, err := schema(rt.out)
+			if err != nil {
+				return nil, nil, err
+			}
+			ok.WithContent(openapi3.Content{rt.contentType: openapi3.NewMediaType().WithSchemaRef(s)})
+			ok.Description = openapi3.Ptr(http.StatusText(status) + ": one JSON object per line, each matching the schema")
 		case rt.out != nil:
 			s, err := schema(rt.out)
 			if err != nil {
@@ -142,11 +168,28 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 	return doc, raw, nil
 }
 
-// isRefusal marks routes that only ever answer an error (the storage
-// services that are not built, the 501 placeholders, the missing models).
+// isRefusal marks routes that only ever answer an error (the services that
+// are not built: the response cache, context recovery; the 501
+// placeholders, the missing models).
 func isRefusal(rt route) bool {
-	return rt.tag == "storage" || strings.Contains(rt.summary, "placeholder") || strings.Contains(rt.summary, "(needs ") ||
+	return strings.Contains(rt.summary, "placeholder") || strings.Contains(rt.summary, "(needs ") ||
 		strings.Contains(rt.summary, "503 while")
+}
+
+// filterSchema is an OpenAI-style attribute filter (storage.ParseFilter
+// checks the rest).
+func filterSchema() *openapi3.Schema {
+	s := openapi3.NewObjectSchema()
+	s.Description = "attribute filter: {type: eq|ne|gt|gte|lt|lte|in|nin, key, value} or {type: and|or, filters: [...]}"
+	s.Properties = openapi3.Schemas{
+		"type":    openapi3.NewStringSchema().WithEnum("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin", "and", "or").NewRef(),
+		"key":     openapi3.NewStringSchema().NewRef(),
+		"value":   &openapi3.SchemaRef{Value: &openapi3.Schema{Description: "a string, number or boolean; an array of them for in and nin"}},
+		"filters": openapi3.NewArraySchema().WithItems(openapi3.NewObjectSchema()).NewRef(),
+	}
+	s.Required = []string{"type"}
+	s.Nullable = true
+	return s
 }
 
 func permName(p string) string {

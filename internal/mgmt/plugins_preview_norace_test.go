@@ -100,3 +100,35 @@ func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
 		t.Fatalf("malformed supplied_context: %v", p)
 	}
 }
+
+func TestMemoryPreviewAndProbe(t *testing.T) {
+	e, _, mem := newEnvWithPlugins(t)
+	req := map[string]any{"model": "MoM", "user": "u-ada", "messages": []any{map[string]any{"role": "user", "content": "I live in Lisbon. Which trains go to Porto?"}}}
+	cfg := map[string]any{"min_score": 0.05}
+
+	// Preview: the top-level supplied_memories are injected, the statement
+	// is shown, nothing is called or kept.
+	p := must(t, e.call("POST", "/api/v1/plugins/memory/preview", map[string]any{"configuration": cfg, "request": req,
+		"supplied_memories": []any{"I prefer trains to planes."}}), 200).json(t)
+	body := fmt.Sprint(p["request"])
+	rep := p["reports"].([]any)[0].(map[string]any)
+	if p["backend_calls"] != 0.0 || p["persisted"] != false || !strings.Contains(body, "- I prefer trains to planes.") ||
+		strings.Contains(body, "supplied_memories") || !strings.Contains(fmt.Sprint(rep["detail"]), "would remember 1 statement in live mode") {
+		t.Fatalf("preview: %v", p)
+	}
+	if len(mem.Texts("u-ada")) != 0 {
+		t.Fatalf("a preview kept %q", mem.Texts("u-ada"))
+	}
+
+	// Probe: recalls for real, keeps nothing.
+	if err := mem.Remember(context.Background(), "u-ada", "I prefer trains to planes."); err != nil {
+		t.Fatal(err)
+	}
+	p = must(t, e.call("POST", "/api/v1/plugins/memory/preview", map[string]any{"mode": "probe", "configuration": cfg, "request": req}), 200).json(t)
+	if p["backend_calls"] != 1.0 || p["persisted"] != false || !strings.Contains(fmt.Sprint(p["request"]), "- I prefer trains to planes.") {
+		t.Fatalf("probe: %v", p)
+	}
+	if got := mem.Texts("u-ada"); len(got) != 1 {
+		t.Fatalf("a probe kept %q", got)
+	}
+}

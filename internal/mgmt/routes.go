@@ -1,6 +1,9 @@
 package mgmt
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // route is one management endpoint. The table below is the single source of
 // the router, the permission checks, discovery and the OpenAPI document.
@@ -24,7 +27,9 @@ type route struct {
 	query []string
 	// contentType of the success answer; application/json when empty.
 	contentType string
-	h           http.HandlerFunc
+	// inType is the request body's media type; application/json when empty.
+	inType string
+	h      http.HandlerFunc
 }
 
 const (
@@ -120,43 +125,65 @@ func (s *Server) routeTable() []route {
 		{method: "POST", path: "/api/v1/observability/outcomes", perm: PermLearningIngest, sensitivity: sensSensitive, tag: "observability", summary: "outcome submission (needs a learning runtime)", in: OutcomeRequest{}, errs: []int{400, 503}, h: s.unavailable("learning runtime", "outcome ingestion needs router_replay, which runs on the WebAssembly plugin runtime")},
 		{method: "GET", path: "/api/v1/observability/replays", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability", summary: "replay records (needs router_replay)", errs: []int{503}, h: s.unavailable("replay store", "router_replay runs on the WebAssembly plugin runtime")},
 	}...)
-	// Stored data: each answers 503 with the reason until its service exists.
+	// Stored data (503 while storage is not configured).
+	sr := func(rt route) route {
+		rt.sensitivity, rt.tag = sensSensitive, "storage"
+		rt.errs = append(append([]int{}, rt.errs...), 503)
+		what := "file store"
+		switch {
+		case strings.Contains(rt.path, "/knowledge-bases"):
+			what = "knowledge-base store"
+		case strings.Contains(rt.path, "/memories"):
+			what = "memory store"
+		case strings.Contains(rt.path, "/vector-stores"):
+			what = "vector store"
+		}
+		rt.h = s.storageRoute(what, rt.h)
+		return rt
+	}
+	kbMut := []int{400, 404, 409, 412}
+	paged := func(extra ...string) []string { return append(append([]string{}, extra...), listQuery...) }
+	for _, rt := range []route{
+		{method: "GET", path: "/api/v1/storage/knowledge-bases", perm: PermDataRead, summary: "knowledge bases of the active configuration, with their vector stores' status and file counts", out: KnowledgeBaseList{}, h: s.listKnowledgeBases},
+		{method: "POST", path: "/api/v1/storage/knowledge-bases", perm: PermDataWrite, audit: "storage.knowledge_base.create", summary: "create a knowledge base (global.storage.knowledge_bases): persisted, then activated in the background (202; poll /api/v1/config/hash); If-Match optional", in: KnowledgeBaseRequest{}, out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.createKnowledgeBase},
+		{method: "GET", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataRead, summary: "one knowledge base of the active configuration", out: KnowledgeBaseObject{}, errs: []int{404}, h: s.getKnowledgeBase},
+		{method: "PUT", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataWrite, audit: "storage.knowledge_base.replace", summary: "replace a knowledge base (202, activated in the background); If-Match optional", in: KnowledgeBaseRequest{}, out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.replaceKnowledgeBase},
+		{method: "DELETE", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataWrite, audit: "storage.knowledge_base.delete", summary: "delete a knowledge base (202, activated in the background; its vector stores stay); If-Match optional", out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.deleteKnowledgeBase},
+		{method: "GET", path: "/api/v1/storage/knowledge-bases/{name}/map/metadata", perm: PermDataRead, summary: "what a knowledge base holds: its stores, chunk count, embedding model, retrieval settings", out: KnowledgeBaseMap{}, errs: []int{404}, h: s.kbMetadata},
+		{method: "GET", path: "/api/v1/storage/knowledge-bases/{name}/map/data.ndjson", perm: PermDataRead, summary: "every chunk of a knowledge base, one JSON object per line (streamed; vectors with include_vectors=true)", query: []string{"include_vectors"}, out: KnowledgeBaseChunk{}, contentType: "application/x-ndjson", errs: []int{400, 404}, h: s.kbData},
+
+		{method: "GET", path: "/api/v1/storage/memories", perm: PermDataRead, summary: "memories, newest first; scope narrows to one scope", query: paged("scope"), out: ListPage[MemoryObject]{}, errs: bad, h: s.listMemories},
+		{method: "DELETE", path: "/api/v1/storage/memories", perm: PermDataWrite, audit: "storage.memory.delete_scope", summary: "delete every memory of a scope (scope required)", query: []string{"scope"}, out: ScopeDeleted{}, errs: bad, h: s.deleteScope},
+		{method: "GET", path: "/api/v1/storage/memories/{id}", perm: PermDataRead, summary: "one memory", out: MemoryObject{}, errs: []int{404}, h: s.getMemory},
+		{method: "DELETE", path: "/api/v1/storage/memories/{id}", perm: PermDataWrite, audit: "storage.memory.delete", summary: "delete one memory", out: Deleted{}, errs: []int{404}, h: s.deleteMemory},
+
+		{method: "GET", path: "/api/v1/storage/vector-stores", perm: PermDataRead, summary: "vector stores (OpenAI list shape)", query: listQuery, out: ListPage[VectorStoreObject]{}, errs: bad, h: s.listVectorStores},
+		{method: "POST", path: "/api/v1/storage/vector-stores", perm: PermDataWrite, audit: "storage.vector_store.create", summary: "create a vector store (name unique) embedded with the stored-data model; file_ids are attached and ingested", in: VectorStoreCreateRequest{}, out: VectorStoreObject{}, errs: []int{400, 404, 409}, h: s.createVectorStore},
+		{method: "GET", path: "/api/v1/storage/vector-stores/{id}", perm: PermDataRead, summary: "one vector store", out: VectorStoreObject{}, errs: []int{404}, h: s.getVectorStore},
+		{method: "POST", path: "/api/v1/storage/vector-stores/{id}", perm: PermDataWrite, audit: "storage.vector_store.update", summary: "rename a vector store or replace its metadata", in: VectorStoreUpdateRequest{}, out: VectorStoreObject{}, errs: []int{400, 404, 409}, h: s.updateVectorStore},
+		{method: "DELETE", path: "/api/v1/storage/vector-stores/{id}", perm: PermDataWrite, audit: "storage.vector_store.delete", summary: "delete a vector store and its chunks (not the files); refused while a knowledge base searches it", out: Deleted{}, errs: []int{404, 409}, h: s.deleteVectorStore},
+		{method: "POST", path: "/api/v1/storage/vector-stores/{id}/search", perm: PermDataRead, summary: "search a vector store (query, max_num_results 1-50, filters, ranking_options.score_threshold)", in: VectorStoreSearchRequest{}, out: SearchResultsPage{}, errs: []int{400, 404, 408, 409}, h: s.searchVectorStore},
+		{method: "GET", path: "/api/v1/storage/vector-stores/{id}/files", perm: PermDataRead, summary: "files of a vector store; filter by status (in_progress, completed, failed, cancelled)", query: paged("filter"), out: ListPage[VectorStoreFileObject]{}, errs: []int{400, 404}, h: s.listVectorStoreFiles},
+		{method: "POST", path: "/api/v1/storage/vector-stores/{id}/files", perm: PermDataWrite, audit: "storage.vector_store.file.attach", summary: "attach an uploaded document (status in_progress until ingested)", in: VectorStoreFileRequest{}, out: VectorStoreFileObject{}, errs: []int{400, 404, 409}, h: s.attachFile},
+		{method: "GET", path: "/api/v1/storage/vector-stores/{id}/files/{file_id}", perm: PermDataRead, summary: "a file of a vector store: status, last_error", out: VectorStoreFileObject{}, errs: []int{404}, h: s.getVectorStoreFile},
+		{method: "DELETE", path: "/api/v1/storage/vector-stores/{id}/files/{file_id}", perm: PermDataWrite, audit: "storage.vector_store.file.detach", summary: "detach a file and drop its chunks (the file stays)", out: Deleted{}, errs: []int{404}, h: s.detachFile},
+
+		{method: "GET", path: "/api/v1/storage/files", perm: PermDataRead, summary: "uploaded files (OpenAI list shape); purpose narrows", query: paged("purpose"), out: ListPage[FileObject]{}, errs: bad, h: s.listFiles},
+		{method: "POST", path: "/api/v1/storage/files", perm: PermDataWrite, audit: "storage.file.create", summary: "upload a file: multipart/form-data with file and purpose; bounded by global.storage.max_file_bytes (413)", in: FileUpload{}, inType: "multipart/form-data", out: FileObject{}, errs: []int{400, 413}, h: s.uploadFile},
+		{method: "GET", path: "/api/v1/storage/files/{id}", perm: PermDataRead, summary: "one file", out: FileObject{}, errs: []int{404}, h: s.getFile},
+		{method: "DELETE", path: "/api/v1/storage/files/{id}", perm: PermDataWrite, audit: "storage.file.delete", summary: "delete a file and detach it from every vector store", out: Deleted{}, errs: []int{404}, h: s.deleteFile},
+		{method: "GET", path: "/api/v1/storage/files/{id}/content", perm: PermDataRead, summary: "the file's bytes, with its media type, length and filename", contentType: "*/*", errs: []int{404}, h: s.fileContent},
+	} {
+		rs = append(rs, sr(rt))
+	}
+	// The response cache and context recovery answer 503 with the reason
+	// until their service exists.
 	type st struct{ method, path, perm, svc string }
-	kb := "knowledge bases need the RAG plugin and a vector store, which are not built yet"
-	vs := "vector stores need an embedded store, which is not built yet"
-	mem := "memories need the memory plugin, which runs on the WebAssembly plugin runtime"
-	files := "file storage is not built yet"
 	rc := "the response cache runs on the WebAssembly plugin runtime"
 	for _, x := range []struct {
 		st
 		why string
 	}{
-		{st{"GET", "/api/v1/storage/knowledge-bases", PermDataRead, "knowledge-base store"}, kb},
-		{st{"POST", "/api/v1/storage/knowledge-bases", PermDataWrite, "knowledge-base store"}, kb},
-		{st{"GET", "/api/v1/storage/knowledge-bases/{name}", PermDataRead, "knowledge-base store"}, kb},
-		{st{"PUT", "/api/v1/storage/knowledge-bases/{name}", PermDataWrite, "knowledge-base store"}, kb},
-		{st{"DELETE", "/api/v1/storage/knowledge-bases/{name}", PermDataWrite, "knowledge-base store"}, kb},
-		{st{"GET", "/api/v1/storage/knowledge-bases/{name}/map/metadata", PermDataRead, "knowledge-base store"}, kb},
-		{st{"GET", "/api/v1/storage/knowledge-bases/{name}/map/data.ndjson", PermDataRead, "knowledge-base store"}, kb},
-		{st{"GET", "/api/v1/storage/memories", PermDataRead, "memory store"}, mem},
-		{st{"DELETE", "/api/v1/storage/memories", PermDataWrite, "memory store"}, mem},
-		{st{"GET", "/api/v1/storage/memories/{id}", PermDataRead, "memory store"}, mem},
-		{st{"DELETE", "/api/v1/storage/memories/{id}", PermDataWrite, "memory store"}, mem},
-		{st{"GET", "/api/v1/storage/vector-stores", PermDataRead, "vector store"}, vs},
-		{st{"POST", "/api/v1/storage/vector-stores", PermDataWrite, "vector store"}, vs},
-		{st{"GET", "/api/v1/storage/vector-stores/{id}", PermDataRead, "vector store"}, vs},
-		{st{"POST", "/api/v1/storage/vector-stores/{id}", PermDataWrite, "vector store"}, vs},
-		{st{"DELETE", "/api/v1/storage/vector-stores/{id}", PermDataWrite, "vector store"}, vs},
-		{st{"POST", "/api/v1/storage/vector-stores/{id}/search", PermDataRead, "vector store"}, vs},
-		{st{"GET", "/api/v1/storage/vector-stores/{id}/files", PermDataRead, "vector store"}, vs},
-		{st{"POST", "/api/v1/storage/vector-stores/{id}/files", PermDataWrite, "vector store"}, vs},
-		{st{"GET", "/api/v1/storage/vector-stores/{id}/files/{file_id}", PermDataRead, "vector store"}, vs},
-		{st{"DELETE", "/api/v1/storage/vector-stores/{id}/files/{file_id}", PermDataWrite, "vector store"}, vs},
-		{st{"GET", "/api/v1/storage/files", PermDataRead, "file store"}, files},
-		{st{"POST", "/api/v1/storage/files", PermDataWrite, "file store"}, files},
-		{st{"GET", "/api/v1/storage/files/{id}", PermDataRead, "file store"}, files},
-		{st{"DELETE", "/api/v1/storage/files/{id}", PermDataWrite, "file store"}, files},
-		{st{"GET", "/api/v1/storage/files/{id}/content", PermDataRead, "file store"}, files},
 		{st{"GET", "/api/v1/storage/response-cache/capabilities", PermCacheRead, "response cache"}, rc},
 		{st{"GET", "/api/v1/storage/response-cache/health", PermCacheRead, "response cache"}, rc},
 		{st{"GET", "/api/v1/storage/response-cache/stats", PermCacheRead, "response cache"}, rc},

@@ -2,17 +2,20 @@
 // by default): the configuration lifecycle (read, validate, plan, PUT/PATCH
 // with If-Match, history, rollback, recipes), routing previews and model
 // diagnostics that never call a generation backend, plugin inspection and
-// previews, startup and status documents, the hash-chained audit log, bearer
-// authentication with role permissions, endpoint discovery, the OpenAPI
-// document and an offline API browser.
+// previews, stored data (files, vector stores, knowledge bases, memories
+// over the storage layer), startup and status documents, the hash-chained
+// audit log, bearer authentication with role permissions, endpoint
+// discovery, the OpenAPI document and an offline API browser.
 //
 // Every route is declared once in the route table (routes.go); the router,
 // permission checks, audit, discovery (GET /api/v1) and the OpenAPI document
 // are all derived from it, so none of them can forget a route.
 //
 // What this package must not do: call a model backend, hold a generation past
-// the call that took it, log request bodies or tokens, or accept a
-// configuration change without the exact current ETag.
+// the call that took it, log request bodies or tokens, or accept a document
+// mutation (PUT, PATCH, rollback, recipes) without the exact current ETag;
+// knowledge-base mutations, which the spec leaves unguarded, check it when
+// given and otherwise never overwrite a pending activation.
 package mgmt
 
 import (
@@ -47,6 +50,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Version is the binary's version, reported by /health.
 	Version string
+	// Storage serves the stored-data routes (files, vector stores,
+	// knowledge bases, memories); nil answers them 503.
+	Storage *StorageOptions
 }
 
 // Server is the management API.
@@ -130,6 +136,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (Flush).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {

@@ -1,7 +1,7 @@
 // Package builtin holds Junction's built-in decision plugins as compiled
 // WebAssembly modules, embedded in the binary: system_prompt, request_params,
-// header_mutation, fast_response, tools, rag, response_cache and
-// context_compression. Each module is built from its guest package under
+// header_mutation, fast_response, tools, rag, response_cache,
+// context_compression and memory. Each module is built from its guest package under
 // plugins/ by `make plugins` (reproducibly: see internal/modbuild), and the
 // package's tests fail when an embedded module differs from what its sources
 // build to.
@@ -29,6 +29,7 @@ import (
 	"github.com/junction-router/junction/plugins/contextcompression"
 	"github.com/junction-router/junction/plugins/fastresponse"
 	"github.com/junction-router/junction/plugins/headermutation"
+	"github.com/junction-router/junction/plugins/memory"
 	"github.com/junction-router/junction/plugins/rag"
 	"github.com/junction-router/junction/plugins/requestparams"
 	"github.com/junction-router/junction/plugins/responsecache"
@@ -75,6 +76,7 @@ var Sources = []Plugin{
 	{Type: rag.Type, Package: "plugins/rag/guest", Check: check(rag.ParseConfig)},
 	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig)},
 	{Type: contextcompression.Type, Package: "plugins/contextcompression/guest", Check: check(contextcompression.ParseConfig)},
+	{Type: memory.Type, Package: "plugins/memory/guest", Check: check(memory.ParseConfig)},
 }
 
 func check[C any](parse func([]byte) (C, error)) func([]byte) error {

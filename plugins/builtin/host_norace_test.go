@@ -395,6 +395,7 @@ func TestSchemaRefusesWhatTheGuestRefuses(t *testing.T) {
 		"rag":                 `{"store":"kb","on_failure":"explode"}`,
 		"response_cache":      `{"mode":"fuzzy"}`,
 		"context_compression": `{"keep_recent_turns":2}`,
+		"memory":              `{"top_k":0.5}`,
 	} {
 		if _, err := h.Bind(context.Background(), module(t, h, typ), []byte(config), hostapi.Limits{}); err == nil {
 			t.Errorf("%s accepted %s", typ, config)

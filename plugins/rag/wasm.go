@@ -2,6 +2,7 @@ package rag
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -90,7 +91,12 @@ func (c *Config) report(res *sdk.Result, r *Result) error {
 
 func (c *Config) retrieve(query string) ([]Passage, error) {
 	hits, err := sdk.Retrieve(c.RetrieveArgs(query))
-	if err != nil {
+	switch {
+	case errors.Is(err, sdk.ErrUnavailable):
+		return nil, errors.New("no vector store or knowledge base of that name or id, or the router keeps no stored data (" + err.Error() + ")")
+	case errors.Is(err, sdk.ErrInvalid):
+		return nil, errors.New("the store refused the query's filters or top_k (" + err.Error() + ")")
+	case err != nil:
 		return nil, err
 	}
 	return Passages(hits), nil

@@ -1,7 +1,8 @@
 // Package builtintest gives tests a plugin stage that runs built-in plugin
 // modules in a real wasm host, over the engine's in-memory cache and vector
-// stores, the way `junction serve` runs them (trusted), so a front end's
-// tests can exercise a built-in plugin end to end.
+// stores (searched by text for retrieve) and an in-memory memory, the way
+// `junction serve` runs them (trusted), so a front end's tests can exercise
+// a built-in plugin end to end.
 package builtintest
 
 import (
@@ -12,6 +13,7 @@ import (
 
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/wasm"
 	"github.com/junction-router/junction/plugins/builtin"
@@ -24,10 +26,12 @@ import (
 func Runner(t testing.TB, types ...string) plugin.Runner {
 	t.Helper()
 	ctx := context.Background()
-	backends, _, _, err := wasm.Backends(nil, nil)
+	backends, _, vecs, err := wasm.Backends(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	backends.Retriever = &memstore.Retriever{Vectors: vecs, Embedder: backends.Embedder}
+	backends.Memory = memstore.NewMemory(backends.Embedder)
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir(), Backends: backends, Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)

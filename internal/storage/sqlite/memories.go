@@ -54,6 +54,8 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a text of 1 to %d bytes", storage.ErrInvalid, maxMemoryBytes)
 	case len(m.Vector) == 0 || len(m.Vector) > maxDimensions:
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a vector of 1 to %d dimensions", storage.ErrInvalid, maxDimensions)
+	case !finite(m.Vector):
+		return storage.Memory{}, false, fmt.Errorf("%w: the memory's vector has a NaN or infinite component", storage.ErrInvalid)
 	case m.EmbeddingModel == "":
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs its embedding model", storage.ErrInvalid)
 	}
@@ -98,8 +100,8 @@ func (s *Store) Recall(ctx context.Context, scope, model string, vector []float3
 	if k < 1 || k > maxK {
 		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, maxK, k)
 	}
-	if len(vector) == 0 {
-		return nil, fmt.Errorf("%w: the query vector is empty", storage.ErrInvalid)
+	if len(vector) == 0 || !finite(vector) {
+		return nil, fmt.Errorf("%w: the query vector is empty or has a NaN or infinite component", storage.ErrInvalid)
 	}
 	q := append([]float32(nil), vector...)
 	vecindex.Normalize(q)

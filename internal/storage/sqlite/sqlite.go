@@ -58,6 +58,7 @@ type Store struct {
 	wmu    sync.Mutex // serialises writes and the index updates after them
 	amu    sync.Mutex
 	active map[string]time.Time // search-time LastActiveAt, flushed at Close
+	lock   *os.File             // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
 }
@@ -82,19 +83,24 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(files, 0o700); err != nil {
 		return nil, fmt.Errorf("sqlite: create the data directory: %w", err)
 	}
-	path := filepath.Join(dir, dbName)
-	w, err := openDB(path, 1)
+	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, files: files, w: w, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
+	path := filepath.Join(dir, dbName)
+	w, err := openDB(path, 1)
+	if err != nil {
+		unlock(lock)
+		return nil, err
+	}
+	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
-		w.Close()
+		s.closeDBs()
 		return nil, err
 	}
 	s.r, err = openDB(path, 4)
 	if err != nil {
-		w.Close()
+		s.closeDBs()
 		return nil, err
 	}
 	if err := s.removeOrphans(ctx); err != nil {
@@ -115,7 +121,9 @@ func openDB(path string, conns int) (*sql.DB, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// A URI filename: escape what would end or alter the path part.
+	uriPath := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", "file:"+uriPath+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -162,7 +170,14 @@ func (s *Store) closeDBs() error {
 	if e := s.w.Close(); e != nil {
 		err = e
 	}
+	unlock(s.lock)
 	return err
+}
+
+func unlock(f *os.File) {
+	if f != nil {
+		f.Close() // closing the descriptor drops the flock
+	}
 }
 
 var errClosed = errors.New("sqlite: the store is closed")
@@ -181,6 +196,7 @@ func (s *Store) check(ctx context.Context) error {
 // schema is the list of migrations; schema version n is schema[:n] applied.
 // Append, never edit.
 var schema = []string{
+	// 1: files, vector stores, their files and chunks, memories.
 	`CREATE TABLE files (
 		seq INTEGER PRIMARY KEY AUTOINCREMENT,
 		id TEXT NOT NULL UNIQUE,
@@ -243,6 +259,21 @@ var schema = []string{
 		UNIQUE (scope, text_hash)
 	);
 	CREATE INDEX memories_scope ON memories(scope, seq);`,
+
+	// 2: vectors apart from texts, so loading the index at Open reads
+	// vectors only (and reading a hit's text skips its vector). chunk_id is
+	// the chunk's id; store_id, file_id and idx repeat the chunk's so the
+	// load needs no join. A file's chunks have consecutive ids (one
+	// transaction inserts them all).
+	`CREATE TABLE chunk_vectors (
+		chunk_id INTEGER PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE,
+		store_id TEXT NOT NULL,
+		file_id TEXT NOT NULL,
+		idx INTEGER NOT NULL,
+		vector BLOB NOT NULL
+	);
+	INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) SELECT id, store_id, file_id, idx, vector FROM chunks ORDER BY id;
+	ALTER TABLE chunks DROP COLUMN vector;`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -60,6 +61,18 @@ func TestOpenLayout(t *testing.T) {
 	}
 }
 
+func TestOddDirectoryName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a?b#c%20d e")
+	s := openAt(t, dir)
+	if _, err := s.CreateVectorStore(context.Background(), storage.NewVectorStore{Name: "x", EmbeddingModel: "m", Dimensions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, dbName)); err != nil {
+		t.Fatalf("the database is not where it belongs: %v", err)
+	}
+}
+
 func TestNewerSchemaRefused(t *testing.T) {
 	dir := t.TempDir()
 	s := openAt(t, dir)
@@ -70,6 +83,16 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if _, err := Open(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
+}
+
+func TestOneProcessPerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	if _, err := Open(context.Background(), dir, Options{}); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Fatalf("a second Open of a directory in use: %v", err)
+	}
+	s.Close()
+	openAt(t, dir).Close()
 }
 
 func openAt(t *testing.T, dir string) *Store {
@@ -388,5 +411,108 @@ func crashChild(dir string) {
 			os.Exit(2)
 		}
 		fmt.Printf("ack memory %s\n", m.ID)
+	}
+}
+
+// TestReopenSplitFile: a file whose chunks do not have consecutive ids
+// (which CompleteFile never writes) still loads whole.
+func TestReopenSplitFile(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := openAt(t, dir)
+	v, _ := s.CreateVectorStore(ctx, storage.NewVectorStore{Name: "kb", EmbeddingModel: "m", Dimensions: 2})
+	var first int64
+	for i, name := range []string{"a", "b"} {
+		f, _ := s.CreateFile(ctx, storage.NewFile{Filename: name, Purpose: "assistants"}, strings.NewReader(name), 0)
+		if _, err := s.AttachFile(ctx, v.ID, f.ID, nil, storage.Chunking{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: name + "0", Vector: []float32{1, 0}}, {Index: 1, Text: name + "1", Vector: []float32{0, 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := s.w.QueryRow(`SELECT min(id) FROM chunks`).Scan(&first); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, q := range []string{`PRAGMA foreign_keys = OFF`, `UPDATE chunks SET id = 1000 WHERE id = ?`, `UPDATE chunk_vectors SET chunk_id = 1000 WHERE chunk_id = ?`, `PRAGMA foreign_keys = ON`} {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, first)
+		}
+		if _, err := s.w.Exec(q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s = openAt(t, dir)
+	defer s.Close()
+	hits, err := s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: []float32{1, 1}, K: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, h := range hits {
+		texts = append(texts, h.Text)
+	}
+	sort.Strings(texts)
+	if strings.Join(texts, ",") != "a0,a1,b0,b1" {
+		t.Fatalf("after reopen: %v", texts)
+	}
+}
+
+// TestMigrateFromVersion1 builds a database of schema version 1 (vectors
+// inside chunks) and opens it: the migration moves the vectors and search
+// finds them.
+func TestMigrateFromVersion1(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "files"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := openDB(filepath.Join(dir, dbName), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		schema[0],
+		`PRAGMA user_version = 1`,
+		`INSERT INTO files (id, filename, purpose, bytes, sha256, media_type, created_at) VALUES ('file-a', 'a.txt', 'assistants', 1, '', 'text/plain', 1)`,
+		`INSERT INTO vector_stores (id, name, embedding_model, dimensions, metadata, created_at, last_active_at) VALUES ('vs_a', 'kb', 'm', 2, '{}', 1, 1)`,
+		`INSERT INTO vector_store_files (store_id, file_id, status, attributes, max_tokens, overlap_tokens, usage_bytes, chunk_count, created_at) VALUES ('vs_a', 'file-a', 'completed', '{"k":"v"}', 800, 400, 8, 2, 1)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	for i, v := range [][]float32{{1, 0}, {0, 1}} {
+		if _, err := db.Exec(`INSERT INTO chunks (store_id, file_id, idx, text, tokens, vector) VALUES ('vs_a', 'file-a', ?, ?, 1, ?)`, i, fmt.Sprintf("text%d", i), encodeVector(nil, v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "files", "file-a"), []byte("a"), 0o600)
+	db.Close()
+
+	s := openAt(t, dir)
+	defer s.Close()
+	var version int
+	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(schema) {
+		t.Fatalf("user_version %d (%v), want %d", version, err, len(schema))
+	}
+	hits, err := s.Search(context.Background(), storage.Query{StoreIDs: []string{"vs_a"}, Vector: []float32{0, 1}, K: 5})
+	if err != nil || len(hits) != 2 || hits[0].Text != "text1" || hits[0].Attributes["k"] != "v" || hits[0].Filename != "a.txt" {
+		t.Fatalf("after migration: %+v %v", hits, err)
+	}
+	n := 0
+	if err := s.ScanChunks(context.Background(), []string{"vs_a"}, func(_ storage.Hit, v []float32) error { n++; return nil }); err != nil || n != 2 {
+		t.Fatalf("scan after migration: %d chunks, %v", n, err)
+	}
+	if err := s.DetachFile(context.Background(), "vs_a", "file-a"); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	s.w.QueryRow(`SELECT count(*) FROM chunk_vectors`).Scan(&left)
+	if left != 0 {
+		t.Fatalf("%d vectors left after detaching the file", left)
 	}
 }

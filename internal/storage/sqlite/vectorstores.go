@@ -452,26 +452,40 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 			if len(c.Vector) != dim {
 				return fmt.Errorf("chunk %d has %d dimensions, vector store %q has %d: %w", c.Index, len(c.Vector), storeID, dim, storage.ErrDimension)
 			}
+			if !finite(c.Vector) {
+				return fmt.Errorf("%w: chunk %d has a NaN or infinite component", storage.ErrInvalid, c.Index)
+			}
 			if c.Index < 0 || seen[c.Index] {
 				return fmt.Errorf("%w: chunk index %d is negative or repeated", storage.ErrInvalid, c.Index)
 			}
 			seen[c.Index] = true
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (store_id, file_id, idx, text, tokens, vector) VALUES (?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (store_id, file_id, idx, text, tokens) VALUES (?, ?, ?, ?, ?)`)
 		if err != nil {
 			return fmt.Errorf("sqlite: complete file: %w", err)
 		}
 		defer stmt.Close()
+		vstmt, err := tx.PrepareContext(ctx, `INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) VALUES (?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("sqlite: complete file: %w", err)
+		}
+		defer vstmt.Close()
 		entries = make([]vecindex.Chunk, 0, len(chunks))
 		var usage int64
 		buf := make([]byte, 4*dim)
 		for i := range chunks {
 			c := &chunks[i]
-			res, err := stmt.ExecContext(ctx, storeID, fileID, c.Index, c.Text, c.Tokens, encodeVector(buf, c.Vector))
+			res, err := stmt.ExecContext(ctx, storeID, fileID, c.Index, c.Text, c.Tokens)
 			if err != nil {
 				return fmt.Errorf("sqlite: store chunk %d: %w", c.Index, err)
 			}
-			row, _ := res.LastInsertId()
+			row, err := res.LastInsertId()
+			if err != nil {
+				return fmt.Errorf("sqlite: store chunk %d: %w", c.Index, err)
+			}
+			if _, err := vstmt.ExecContext(ctx, row, storeID, fileID, c.Index, encodeVector(buf, c.Vector)); err != nil {
+				return fmt.Errorf("sqlite: store chunk %d: %w", c.Index, err)
+			}
 			entries = append(entries, vecindex.Chunk{Index: c.Index, Row: row, Vector: c.Vector})
 			usage += int64(len(c.Text))
 		}
@@ -545,6 +559,9 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	}
 	if len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: the query vector is empty", storage.ErrInvalid)
+	}
+	if !finite(q.Vector) {
+		return nil, fmt.Errorf("%w: the query vector has a NaN or infinite component", storage.ErrInvalid)
 	}
 	for _, id := range q.StoreIDs {
 		dim, ok := s.index.Dimension(id)
@@ -661,41 +678,78 @@ func (s *Store) ScanChunks(ctx context.Context, storeIDs []string, fn func(stora
 	return nil
 }
 
+// scanBatch is how many chunks ScanChunks reads per query: it holds no
+// read transaction (nor connection) while fn runs, so a slow consumer (a
+// download streamed to a slow client) neither pins the WAL nor a reader.
+const scanBatch = 256
+
 func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.Hit, []float32) error) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT c.file_id, f.filename, v.attributes, c.idx, c.text, c.vector
-		FROM chunks c JOIN files f ON f.id = c.file_id JOIN vector_store_files v ON v.store_id = c.store_id AND v.file_id = c.file_id
-		WHERE c.store_id = ? ORDER BY c.file_id, c.idx`, storeID)
-	if err != nil {
-		return fmt.Errorf("sqlite: scan chunks: %w", err)
+	type row struct {
+		hit storage.Hit
+		raw string
+		vec []float32
 	}
-	defer rows.Close()
 	var lastFile, lastRaw string
 	var lastAttrs map[string]any
-	for rows.Next() {
-		h := storage.Hit{VectorStoreID: storeID}
-		var raw string
-		var blob []byte
-		if err := rows.Scan(&h.FileID, &h.Filename, &raw, &h.ChunkIndex, &h.Text, &blob); err != nil {
+	afterFile, afterIdx := "", -1
+	for {
+		rows, err := s.r.QueryContext(ctx, `SELECT c.file_id, f.filename, v.attributes, c.idx, c.text, cv.vector
+			FROM chunks c JOIN chunk_vectors cv ON cv.chunk_id = c.id JOIN files f ON f.id = c.file_id
+			JOIN vector_store_files v ON v.store_id = c.store_id AND v.file_id = c.file_id
+			WHERE c.store_id = ? AND (c.file_id, c.idx) > (?, ?) ORDER BY c.file_id, c.idx LIMIT ?`, storeID, afterFile, afterIdx, scanBatch)
+		if err != nil {
 			return fmt.Errorf("sqlite: scan chunks: %w", err)
 		}
-		if h.FileID != lastFile || raw != lastRaw {
-			if lastAttrs, err = decodeAttrs(raw); err != nil {
+		batch := make([]row, 0, scanBatch)
+		for rows.Next() {
+			var r row
+			var blob []byte
+			r.hit.VectorStoreID = storeID
+			if err := rows.Scan(&r.hit.FileID, &r.hit.Filename, &r.raw, &r.hit.ChunkIndex, &r.hit.Text, &blob); err != nil {
+				rows.Close()
 				return fmt.Errorf("sqlite: scan chunks: %w", err)
 			}
-			lastFile, lastRaw = h.FileID, raw
+			r.vec = decodeVector(blob)
+			batch = append(batch, r)
 		}
-		h.Attributes = make(map[string]any, len(lastAttrs))
-		for k, v := range lastAttrs {
-			h.Attributes[k] = v
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("sqlite: scan chunks: %w", err)
 		}
-		if err := fn(h, decodeVector(blob)); err != nil {
-			return err
+		for _, r := range batch {
+			if r.hit.FileID != lastFile || r.raw != lastRaw {
+				if lastAttrs, err = decodeAttrs(r.raw); err != nil {
+					return fmt.Errorf("sqlite: scan chunks: %w", err)
+				}
+				lastFile, lastRaw = r.hit.FileID, r.raw
+			}
+			r.hit.Attributes = make(map[string]any, len(lastAttrs))
+			for k, v := range lastAttrs {
+				r.hit.Attributes[k] = v
+			}
+			if err := fn(r.hit, r.vec); err != nil {
+				return err
+			}
 		}
+		if len(batch) < scanBatch {
+			return nil
+		}
+		last := batch[len(batch)-1].hit
+		afterFile, afterIdx = last.FileID, last.ChunkIndex
 	}
-	return rows.Err()
 }
 
 // ---- vectors
+
+// finite reports whether every component of v is a finite number.
+func finite(v []float32) bool {
+	for _, f := range v {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return false
+		}
+	}
+	return true
+}
 
 // encodeVector writes v as little-endian float32s into buf (resized).
 func encodeVector(buf []byte, v []float32) []byte {
@@ -709,15 +763,19 @@ func encodeVector(buf []byte, v []float32) []byte {
 	return buf
 }
 
-func decodeVector(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+func decodeVector(b []byte) []float32 { return appendVector(nil, b) }
+
+// appendVector appends the little-endian float32s of b to v.
+func appendVector(v []float32, b []byte) []float32 {
+	for i := 0; i+4 <= len(b); i += 4 {
+		v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
 	}
 	return v
 }
 
-// loadIndex reads every completed file's chunks into the index.
+// loadIndex reads every completed file's vectors into the index, in id
+// order (a sequential scan of chunk_vectors; a file's chunks are
+// consecutive).
 func (s *Store) loadIndex(ctx context.Context) error {
 	rows, err := s.r.QueryContext(ctx, `SELECT id, dimensions FROM vector_stores`)
 	if err != nil {
@@ -736,39 +794,89 @@ func (s *Store) loadIndex(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("sqlite: load the index: %w", err)
 	}
-	rows, err = s.r.QueryContext(ctx, `SELECT c.id, c.store_id, c.file_id, c.idx, c.vector, v.attributes
-		FROM chunks c JOIN vector_store_files v ON v.store_id = c.store_id AND v.file_id = c.file_id
-		WHERE v.status = 'completed' ORDER BY c.store_id, c.file_id, c.idx`)
+	rows, err = s.r.QueryContext(ctx, `SELECT store_id, sum(chunk_count) FROM vector_store_files WHERE status = ? GROUP BY store_id`, storage.StatusCompleted)
+	if err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlite: load the index: %w", err)
+		}
+		s.index.Reserve(id, n)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+	type key struct{ store, file string }
+	attrs := map[key]map[string]any{}
+	rows, err = s.r.QueryContext(ctx, `SELECT store_id, file_id, attributes FROM vector_store_files WHERE status = ?`, storage.StatusCompleted)
+	if err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+	for rows.Next() {
+		var k key
+		var raw string
+		if err := rows.Scan(&k.store, &k.file, &raw); err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlite: load the index: %w", err)
+		}
+		a, err := decodeAttrs(raw)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("sqlite: load the index: %w", err)
+		}
+		attrs[k] = a
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+
+	rows, err = s.r.QueryContext(ctx, `SELECT chunk_id, store_id, file_id, idx, vector FROM chunk_vectors ORDER BY chunk_id`)
 	if err != nil {
 		return fmt.Errorf("sqlite: load the index: %w", err)
 	}
 	defer rows.Close()
-	var store, file, raw string
+	var cur key
 	var batch []vecindex.Chunk
+	var arena []float32 // the current file's vectors, decoded in one block
+	done := map[key]bool{}
+	var split []key // files whose chunks were not consecutive (not expected)
 	flush := func() error {
-		if file == "" {
+		if cur.file == "" || len(batch) == 0 {
 			return nil
 		}
-		attrs, err := decodeAttrs(raw)
-		if err != nil {
-			return err
+		a, ok := attrs[cur]
+		if !ok {
+			return nil // a chunk of a file not completed: not searchable
 		}
-		return s.index.AddFile(store, file, attrs, batch)
+		if done[cur] {
+			split = append(split, cur)
+			return nil
+		}
+		done[cur] = true
+		return s.index.AddFile(cur.store, cur.file, a, batch)
 	}
 	for rows.Next() {
 		var c vecindex.Chunk
-		var st, fi, r string
+		var k key
 		var blob []byte
-		if err := rows.Scan(&c.Row, &st, &fi, &c.Index, &blob, &r); err != nil {
+		if err := rows.Scan(&c.Row, &k.store, &k.file, &c.Index, &blob); err != nil {
 			return fmt.Errorf("sqlite: load the index: %w", err)
 		}
-		if st != store || fi != file {
+		if k != cur {
 			if err := flush(); err != nil {
 				return fmt.Errorf("sqlite: load the index: %w", err)
 			}
-			store, file, raw, batch = st, fi, r, batch[:0]
+			cur, batch, arena = k, batch[:0], arena[:0]
 		}
-		c.Vector = decodeVector(blob)
+		off := len(arena)
+		arena = appendVector(arena, blob)
+		c.Vector = arena[off:len(arena):len(arena)]
 		batch = append(batch, c)
 	}
 	if err := rows.Err(); err != nil {
@@ -777,5 +885,34 @@ func (s *Store) loadIndex(ctx context.Context) error {
 	if err := flush(); err != nil {
 		return fmt.Errorf("sqlite: load the index: %w", err)
 	}
+	rows.Close()
+	for _, k := range split {
+		if err := s.reloadFile(ctx, k.store, k.file, attrs[k]); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// reloadFile reads one file's vectors into the index.
+func (s *Store) reloadFile(ctx context.Context, storeID, fileID string, attrs map[string]any) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT chunk_id, idx, vector FROM chunk_vectors WHERE store_id = ? AND file_id = ? ORDER BY chunk_id`, storeID, fileID)
+	if err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+	defer rows.Close()
+	var batch []vecindex.Chunk
+	for rows.Next() {
+		var c vecindex.Chunk
+		var blob []byte
+		if err := rows.Scan(&c.Row, &c.Index, &blob); err != nil {
+			return fmt.Errorf("sqlite: load the index: %w", err)
+		}
+		c.Vector = decodeVector(blob)
+		batch = append(batch, c)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: load the index: %w", err)
+	}
+	return s.index.AddFile(storeID, fileID, attrs, batch)
 }

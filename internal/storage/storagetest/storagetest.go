@@ -24,8 +24,8 @@ import (
 	"github.com/junction-router/junction/internal/storage"
 )
 
-// Run runs the suite; open returns a new, empty store (closed by the suite
-// or by the caller's cleanup; Close is called once by the suite).
+// Run runs the suite. open returns a new, empty store for each test; the
+// suite closes it (one test checks that calls after Close fail).
 func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 	tests := []struct {
 		name string
@@ -537,6 +537,8 @@ func testCompleteErrors(t *testing.T, s storage.Store) {
 	if hits := search(t, s, storage.Query{StoreIDs: []string{v.ID}, Vector: unit(4, 0), K: 5}); len(hits) != 0 {
 		t.Fatalf("a refused completion left hits: %v", hitKeys(hits))
 	}
+	err = s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: "a", Vector: []float32{0, float32(math.Inf(1)), 0, 0}}})
+	wantErr(t, err, storage.ErrInvalid, "an infinite component")
 	err = s.CompleteFile(ctx, v.ID, f.ID, []storage.Chunk{{Index: 0, Text: "a", Vector: unit(4, 0)}, {Index: 0, Text: "b", Vector: unit(4, 1)}})
 	if err == nil {
 		t.Fatal("a repeated chunk index was accepted")
@@ -772,6 +774,8 @@ func testSearchErrors(t *testing.T, s storage.Store) {
 	wantErr(t, err, storage.ErrInvalid, "no store")
 	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, K: 1})
 	wantErr(t, err, storage.ErrInvalid, "no vector")
+	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: []float32{1, float32(math.NaN()), 0, 0}, K: 1})
+	wantErr(t, err, storage.ErrInvalid, "a NaN in the query")
 	_, err = s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: unit(4, 0), K: 1, Filter: &storage.Filter{Type: "bogus"}})
 	wantErr(t, err, storage.ErrInvalid, "a malformed filter")
 	// An empty store answers nothing, not an error.
@@ -882,6 +886,44 @@ func testScanChunks(t *testing.T, s storage.Store) {
 	}
 	err = s.ScanChunks(ctx, []string{"vs_nope"}, func(storage.Hit, []float32) error { return nil })
 	wantErr(t, err, storage.ErrNotFound, "scan an unknown store")
+
+	// A long scan (more chunks than any batch a backend reads at once),
+	// with the store used from inside fn.
+	c := newStore(t, s, "long", 4)
+	for f := 0; f < 3; f++ {
+		vecs := make([][]float32, 300)
+		for i := range vecs {
+			vecs[i] = unit(4, i)
+		}
+		ingest(t, s, c.ID, fmt.Sprintf("long%d", f), nil, vecs...)
+	}
+	var prev storage.Hit
+	n = 0
+	err = s.ScanChunks(ctx, []string{c.ID}, func(h storage.Hit, v []float32) error {
+		if n > 0 && (h.FileID < prev.FileID || (h.FileID == prev.FileID && h.ChunkIndex != prev.ChunkIndex+1)) {
+			return fmt.Errorf("chunk %s#%d after %s#%d", h.FileID, h.ChunkIndex, prev.FileID, prev.ChunkIndex)
+		}
+		if h.FileID != prev.FileID && h.ChunkIndex != 0 {
+			return fmt.Errorf("file %s starts at chunk %d", h.FileID, h.ChunkIndex)
+		}
+		if v[h.ChunkIndex%4] != 1 {
+			return fmt.Errorf("chunk %d has vector %v", h.ChunkIndex, v)
+		}
+		if n%100 == 0 {
+			if _, err := s.GetFile(ctx, h.FileID); err != nil {
+				return err
+			}
+			if _, _, err := s.Remember(ctx, storage.Memory{Scope: "scan", Text: fmt.Sprint(n), EmbeddingModel: "m", Vector: v}); err != nil {
+				return err
+			}
+		}
+		prev = h
+		n++
+		return nil
+	})
+	if err != nil || n != 900 {
+		t.Fatalf("long scan: %d chunks, %v", n, err)
+	}
 }
 
 // ---- memories

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -92,6 +93,20 @@ func (x *Index) AddStore(id string, dim int) {
 	if _, ok := x.stores[id]; !ok {
 		x.stores[id] = &store{id: id, dim: dim, byID: map[string]*file{}}
 	}
+}
+
+// Reserve makes room for n more vectors in a store (a no-op for an unknown
+// store), so a bulk load does not copy the arena as it grows.
+func (x *Index) Reserve(id string, n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s, ok := x.stores[id]
+	if !ok || n <= 0 {
+		return
+	}
+	s.vecs = slices.Grow(s.vecs, n*s.dim)
+	s.rows = slices.Grow(s.rows, n)
+	s.chunk = slices.Grow(s.chunk, n)
 }
 
 // DropStore forgets a store and its vectors.

@@ -1,0 +1,15 @@
+// Command guest is the memory plugin as a WebAssembly module (build with
+// GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared; make plugins does).
+package main
+
+import (
+	"github.com/junction-router/junction/plugins/internal/guest"
+	"github.com/junction-router/junction/plugins/memory"
+)
+
+func init() {
+	guest.TuneGC(guest.DefaultGCPercent)
+	memory.Register()
+}
+
+func main() {}

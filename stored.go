@@ -1,0 +1,114 @@
+package junction
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/deploy"
+	"github.com/junction-router/junction/internal/embedding"
+	"github.com/junction-router/junction/internal/ingest"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/retrieval"
+	"github.com/junction-router/junction/internal/storage/sqlite"
+	"github.com/junction-router/junction/recipes"
+)
+
+// storedData is what a serving Junction keeps: the embedded store in the
+// data directory, the embedding model of stored data, the ingestion
+// pipeline and the retrieval library over them.
+type storedData struct {
+	dir          string
+	store        *sqlite.Store
+	model        embedding.Model
+	pipeline     *ingest.Pipeline
+	library      *retrieval.Library
+	maxFileBytes int64
+	runtime      atomic.Pointer[engine.Runtime] // the serving configuration, once there is one
+}
+
+// dataDir is where stored data lives: the option (--data-dir), else
+// global.storage.dir, else recipes.DefaultStorageDir.
+func dataDir(option string, cfg *recipes.Storage) string {
+	switch {
+	case option != "":
+		return option
+	case cfg != nil && cfg.Dir != "":
+		return cfg.Dir
+	}
+	return recipes.DefaultStorageDir
+}
+
+// openStoredData opens the store in the data directory (created 0700 on
+// first use), builds the embedding model global.storage.embedding names
+// (router: the signal models' embedder; deployments from deps), and starts
+// ingestion, which resumes the files a previous run left in progress. The
+// knowledge bases are the serving configuration's (see serve).
+func openStoredData(ctx context.Context, option string, doc *recipes.Document, router signal.Embedder, deps *deploy.Set, log *slog.Logger) (*storedData, error) {
+	var cfg recipes.Storage
+	if doc != nil && doc.Global.Storage != nil {
+		cfg = *doc.Global.Storage
+	}
+	sd := &storedData{dir: dataDir(option, &cfg), maxFileBytes: cfg.MaxFileBytes}
+	if sd.maxFileBytes <= 0 {
+		sd.maxFileBytes = recipes.DefaultMaxFileBytes
+	}
+	if router == nil {
+		router = signal.HashedEmbedder() // what the embedding signals use without a model
+	}
+	model, err := embedding.FromConfig(ctx, cfg.Embedding, router, deps.Embedder, os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("global.storage.embedding: %w", err)
+	}
+	sd.model = model
+	if sd.store, err = sqlite.Open(ctx, sd.dir, sqlite.Options{Logger: log}); err != nil {
+		return nil, fmt.Errorf("stored data in %s: %w (give a writable directory with --data-dir or global.storage.dir)", sd.dir, err)
+	}
+	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})
+	concurrency := cfg.IngestConcurrency
+	if concurrency <= 0 {
+		concurrency = recipes.DefaultIngestConcurrency
+	}
+	sd.pipeline = ingest.New(ingest.Options{Store: sd.store, Model: model, Concurrency: concurrency, Logger: log, OnChange: sd.library.Invalidate})
+	if err := sd.pipeline.Start(ctx); err != nil {
+		_ = sd.store.Close()
+		return nil, fmt.Errorf("resuming ingestion in %s: %w", sd.dir, err)
+	}
+	log.Info("stored data", "dir", sd.dir, "embedding", model.Name(), "dimensions", model.Dimensions())
+	return sd, nil
+}
+
+// serve makes rt's serving configuration the source of knowledge bases.
+func (sd *storedData) serve(rt *engine.Runtime) { sd.runtime.Store(rt) }
+
+// knowledgeBase finds a knowledge base of the configuration serving now.
+func (sd *storedData) knowledgeBase(name string) (recipes.KnowledgeBase, bool) {
+	rt := sd.runtime.Load()
+	if rt == nil {
+		return recipes.KnowledgeBase{}, false
+	}
+	return rt.Current().Document().KnowledgeBase(name)
+}
+
+// management is the management API's view of stored data.
+func (sd *storedData) management() *mgmt.StorageOptions {
+	return &mgmt.StorageOptions{Store: sd.store, Ingest: sd.pipeline, Library: sd.library, MaxFileBytes: sd.maxFileBytes}
+}
+
+// close stops ingestion (a file cut short stays in progress and is
+// ingested again at the next start), then closes the store.
+func (sd *storedData) close(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sd.pipeline.Close(ctx); err != nil {
+		log.Warn("stopping ingestion", "error", err)
+	}
+	if err := sd.store.Close(); err != nil {
+		log.Warn("closing the stored data", "dir", sd.dir, "error", err)
+	}
+}
