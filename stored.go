@@ -67,7 +67,7 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 	}
 	sd.model = model
 	if sd.store, err = sqlite.Open(ctx, sd.dir, sqlite.Options{Logger: log}); err != nil {
-		return nil, fmt.Errorf("stored data in %s: %w (give a writable directory with --data-dir or global.storage.dir)", sd.dir, err)
+		return nil, fmt.Errorf("stored data (--data-dir, global.storage.dir): %w", err)
 	}
 	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})
 	concurrency := cfg.IngestConcurrency
