@@ -73,6 +73,11 @@ type Config struct {
 	Logger interface {
 		Error(msg string, args ...any)
 	}
+	// Files opens the uploaded images that image parts name by file_id
+	// (input_image with file_id, or image_url with file_id); they are
+	// inlined as data URLs before the request goes upstream. nil answers
+	// such a part 400.
+	Files Files
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -82,11 +87,12 @@ type Plane struct {
 	plugins   plugin.Runner
 	backends  Backends
 	log       interface{ Error(string, ...any) }
+	files     Files
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}
@@ -326,6 +332,20 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			return
 		}
 		out.DropUsage = true
+	}
+	// Images named by file_id go upstream inline, after the plugins (they
+	// see the short reference, not megabytes of base64).
+	if e := p.inlineImages(ctx, req); e != nil {
+		if ctx.Err() != nil {
+			p.cancelled(out, label)
+			return
+		}
+		reason := metrics.ReasonParseError
+		if e.Status >= 500 {
+			reason = metrics.ReasonUnknown
+		}
+		p.fail(in, out, label, reason, e)
+		return
 	}
 	var body []byte
 	if anthropic {

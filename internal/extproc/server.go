@@ -79,6 +79,9 @@ type Options struct {
 	// Registerer, when set, receives ext_proc's own protocol counter
 	// (junction_extproc_unexpected_messages_total).
 	Registerer prometheus.Registerer
+	// Files opens the uploaded images that requests name by file_id (see
+	// dataplane.Config.Files); nil answers such a request 400.
+	Files dataplane.Files
 }
 
 // Server implements extprocv3.ExternalProcessorServer. It is safe for
@@ -111,7 +114,7 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true})
+	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files})
 	s.unexpected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "junction_extproc_unexpected_messages_total",
 		Help: "ext_proc messages that arrived where the protocol does not expect them, by message and what was done (ignored: answered so the request goes on; rejected: the stream was ended with an error).",

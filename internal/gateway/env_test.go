@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
@@ -183,6 +184,7 @@ type envConfig struct {
 	edit    func(yaml string) string
 	plugins plugin.Runner
 	noRun   bool
+	files   dataplane.Files
 }
 
 // withYAML edits the configuration (before the upstream URLs are filled in).
@@ -230,6 +232,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Plugins:   cfg.plugins,
 		Upstreams: upstreams,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Files:     cfg.files,
 	})
 	e.gw = httptest.NewServer(e.server)
 	t.Cleanup(e.gw.Close)

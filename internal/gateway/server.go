@@ -63,6 +63,9 @@ type Options struct {
 	Upstreams *Upstreams
 	// Logger receives one line per request (never its text); nil discards.
 	Logger *slog.Logger
+	// Files opens the uploaded images that requests name by file_id (see
+	// dataplane.Config.Files); nil answers such a request 400.
+	Files dataplane.Files
 }
 
 // Server is the data-plane HTTP handler.
@@ -84,7 +87,7 @@ func New(opts Options) *Server {
 	if s.ups == nil {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files})
 	return s
 }
 

@@ -136,12 +136,27 @@ func (p *Pipeline) Submit(storeID, fileID string) {
 
 // push queues j; p.mu is held.
 func (p *Pipeline) push(j job) {
-	if len(p.queue) == 0 && len(p.running) == 0 {
+	select {
+	case <-p.idle: // idle until now: Idle callers from here on wait
 		p.idle = make(chan struct{})
+	default:
 	}
 	p.queue = append(p.queue, j)
 	p.waiting[j] = true
 	p.cond.Signal()
+}
+
+// maybeIdle closes the idle channel once nothing is queued or running;
+// p.mu is held.
+func (p *Pipeline) maybeIdle() {
+	if len(p.queue) > 0 || len(p.running) > 0 {
+		return
+	}
+	select {
+	case <-p.idle:
+	default:
+		close(p.idle)
+	}
 }
 
 // Idle waits until nothing is queued or being ingested (or ctx ends).
@@ -164,6 +179,7 @@ func (p *Pipeline) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
 	p.queue, p.waiting = nil, map[job]bool{}
+	p.maybeIdle()
 	p.cancel()
 	p.cond.Broadcast()
 	p.mu.Unlock()
@@ -203,13 +219,7 @@ func (p *Pipeline) worker() {
 		if again && !p.closed && !p.waiting[j] {
 			p.push(j)
 		}
-		if len(p.queue) == 0 && len(p.running) == 0 {
-			select {
-			case <-p.idle:
-			default:
-				close(p.idle)
-			}
-		}
+		p.maybeIdle()
 		p.mu.Unlock()
 	}
 }
@@ -240,8 +250,8 @@ func (p *Pipeline) ingest(ctx context.Context, j job) {
 			return
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, storage.ErrNotFound):
-			return // detached or deleted meanwhile
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrConflict):
+			return // detached, deleted or no longer in progress meanwhile
 		case errors.Is(err, storage.ErrDimension):
 			f = &failure{CodeEmbeddingError, fmt.Sprintf("the embedding model %s gave vectors the vector store cannot take: %v", p.o.Model.Name(), err)}
 		default:
@@ -251,7 +261,7 @@ func (p *Pipeline) ingest(ctx context.Context, j job) {
 	}
 	reason := clip(f.reason, maxReason)
 	if err := st.FailFile(ctx, j.store, j.file, f.code, reason); err != nil {
-		if !errors.Is(err, storage.ErrNotFound) && ctx.Err() == nil {
+		if !errors.Is(err, storage.ErrNotFound) && !errors.Is(err, storage.ErrConflict) && ctx.Err() == nil {
 			p.log.Error("marking a file failed failed", "vector_store_id", j.store, "file_id", j.file, "error", err.Error())
 		}
 		return

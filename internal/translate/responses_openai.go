@@ -237,9 +237,11 @@ func inputContent(raw json.RawMessage, param string) (any, error) {
 		return s, nil
 	}
 	var parts []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		ImageURL string `json:"image_url"`
+		Type     string  `json:"type"`
+		Text     string  `json:"text"`
+		ImageURL string  `json:"image_url"`
+		FileID   *string `json:"file_id"`
+		Detail   string  `json:"detail"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return nil, badf(param, "content must be a string or a list of content parts")
@@ -250,10 +252,21 @@ func inputContent(raw json.RawMessage, param string) (any, error) {
 		case "input_text", "output_text", "text":
 			out = append(out, map[string]any{"type": "text", "text": p.Text})
 		case "input_image":
-			if p.ImageURL == "" {
-				return nil, badf(fmt.Sprintf("%s[%d].image_url", param, j), "an input_image part needs image_url (file_id needs a file store, which this service does not keep)")
+			img := map[string]any{}
+			switch {
+			case p.ImageURL != "":
+				img["url"] = p.ImageURL
+			case p.FileID != nil:
+				// The data plane inlines the uploaded image (a chat
+				// image_url part naming a file_id).
+				img["file_id"] = *p.FileID
+			default:
+				return nil, badf(fmt.Sprintf("%s[%d].image_url", param, j), "an input_image part needs image_url or file_id")
 			}
-			out = append(out, map[string]any{"type": "image_url", "image_url": map[string]any{"url": p.ImageURL}})
+			if p.Detail != "" {
+				img["detail"] = p.Detail
+			}
+			out = append(out, map[string]any{"type": "image_url", "image_url": img})
 		default:
 			return nil, badf(fmt.Sprintf("%s[%d].type", param, j), "content part %q is not served here", p.Type)
 		}

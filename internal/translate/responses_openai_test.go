@@ -28,3 +28,20 @@ func TestResponsesToChatFields(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+func TestResponsesToChatImageFileID(t *testing.T) {
+	chat, _, err := translate.ResponsesToChat([]byte(`{"model":"m","input":[{"role":"user","content":[
+	  {"type":"input_text","text":"what is this?"},{"type":"input_image","file_id":"file-abc","detail":"low"},
+	  {"type":"input_image","image_url":"data:image/png;base64,AAAA","detail":"high"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The data plane inlines the file (a chat image_url part naming it).
+	jsonEqual(t, chat, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"what is this?"},
+	  {"type":"image_url","image_url":{"file_id":"file-abc","detail":"low"}},
+	  {"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA","detail":"high"}}]}]}`)
+	_, _, err = translate.ResponsesToChat([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]}`))
+	if err == nil || !strings.Contains(err.Error(), "image_url or file_id") {
+		t.Errorf("input_image without an image: %v", err)
+	}
+}
