@@ -162,7 +162,8 @@ func (s *Server) run(ctx context.Context) error {
 		if o.DisableGateway {
 			break
 		}
-		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log})
+		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log,
+			Files: stored.store})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if a, ok := o.ListenerAddrs[l.Name]; ok {
 			addr = a
@@ -179,7 +180,8 @@ func (s *Server) run(ctx context.Context) error {
 		log.Info("gateway listening", "listener", l.Name, "addr", "http://"+addr, "recipe", recipe)
 	}
 	if !o.DisableExtproc {
-		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg}); err != nil {
+		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg,
+			Files: stored.store}); err != nil {
 			return fail(err)
 		}
 	}

@@ -4,8 +4,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -347,12 +351,16 @@ func (s *storedServer) memories(scope string) []memoryObject {
 }
 
 // chat sends a chat completion through the gateway, from user (when not
-// empty).
+// empty); text starting with [ is the message's content parts as JSON.
 func (s *storedServer) chat(user, text string) {
 	s.t.Helper()
-	body := fmt.Sprintf(`{"model":"MoM","messages":[{"role":"user","content":%q}]}`, text)
+	content, _ := json.Marshal(text)
+	if strings.HasPrefix(text, "[") { // content parts, as JSON
+		content = []byte(text)
+	}
+	body := fmt.Sprintf(`{"model":"MoM","messages":[{"role":"user","content":%s}]}`, content)
 	if user != "" {
-		body = fmt.Sprintf(`{"model":"MoM","user":%q,"messages":[{"role":"user","content":%q}]}`, user, text)
+		body = fmt.Sprintf(`{"model":"MoM","user":%q,"messages":[{"role":"user","content":%s}]}`, user, content)
 	}
 	resp, err := http.Post(s.gw+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -443,7 +451,7 @@ func TestServeRAGEndToEnd(t *testing.T) {
 }
 
 // Every acknowledged write survives kill -9: an uploaded file (and its
-// bytes), a vector store, a completed attachment and its chunks, a memory
+// bytes; an image is then inlined for a request that names it by file_id), a vector store, a completed attachment and its chunks, a memory
 // the memory plugin kept during a request; an attachment acknowledged but
 // not yet ingested is ingested after the restart.
 func TestServeStoredDataSurvivesKill(t *testing.T) {
@@ -458,6 +466,16 @@ func TestServeStoredDataSurvivesKill(t *testing.T) {
 	if len(memories) == 0 || !strings.Contains(fmt.Sprint(memories), "Lisbon") {
 		t.Fatalf("the memory plugin kept nothing: %+v\nserve said: %s", memories, s.stderr.String())
 	}
+
+	// An image for vision requests.
+	var pic bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 200, A: 255})
+	if err := png.Encode(&pic, img); err != nil {
+		t.Fatal(err)
+	}
+	var imgFile fileObject
+	s.call("POST", "/api/v1/storage/files", upload(t, "red.png", "vision", pic.String()), http.StatusOK, &imgFile)
 
 	// A second file attached just before the kill: acknowledged in
 	// progress (or already completed), it must be completed after restart.
@@ -503,6 +521,11 @@ func TestServeStoredDataSurvivesKill(t *testing.T) {
 	s.chat("ada", "Which city do I live in?")
 	if !strings.Contains(up.last(), "Lisbon") {
 		t.Errorf("the remembered fact was not injected after kill -9:\n%s", up.last())
+	}
+	// The image uploaded before the kill is inlined for the upstream.
+	s.chat("", `[{"type":"text","text":"what colour is this?"},{"type":"input_image","file_id":"`+imgFile.ID+`"}]`)
+	if want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pic.Bytes()); !strings.Contains(up.last(), want) {
+		t.Errorf("the image was not inlined after kill -9:\n%s", up.last())
 	}
 	s.call("GET", "/api/v1/storage/files/"+f2.ID, nil, http.StatusOK, nil)
 	s.awaitCompleted(vs2.ID, f2.ID)
