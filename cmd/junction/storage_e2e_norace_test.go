@@ -88,7 +88,8 @@ type storedServer struct {
 
 // storageConfig routes everything to model m on up, with rag on the
 // vector store named "handbook" (created later through the API) and memory
-// (scoped by the request's user).
+// (scoped by the request's user); a text with the word "policy" has rag on
+// the knowledge base "staff" instead (with the base's own top_k).
 func storageConfig(t *testing.T, up string) (cfg string, gw, mg int) {
 	gw, mg = freePort(t), freePort(t)
 	cfg = writeFile(t, fmt.Sprintf(`version: v1
@@ -99,7 +100,15 @@ providers:
     - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
 recipes:
   - name: default
+    signals:
+      keywords: [{name: policy, keywords: [policy]}]
     decisions:
+      - name: kb
+        priority: 10
+        rules: {operator: OR, conditions: [{type: keyword, name: policy}]}
+        modelRefs: [{model: m}]
+        plugins:
+          - {type: rag, configuration: {store: staff, on_failure: warn}}
       - name: all
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: m}]
@@ -396,6 +405,39 @@ func TestServeRAGEndToEnd(t *testing.T) {
 	s.chat("", question)
 	if !strings.Contains(up.last(), vacation) {
 		t.Errorf("after the restart the passage did not reach the upstream:\n%s", up.last())
+	}
+
+	// A knowledge base created through the API serves rag once its
+	// configuration is active, with its own top_k.
+	policy := "What is the vacation policy: how many days of paid vacation leave does an employee get?"
+	s.chat("", policy)
+	if strings.Contains(up.last(), vacation) {
+		t.Fatalf("retrieved from a knowledge base that does not exist yet:\n%s", up.last())
+	}
+	var mut struct {
+		ActivationStatus     string `json:"activation_status"`
+		GeneratedRuntimeHash string `json:"generated_runtime_hash"`
+	}
+	s.call("POST", "/api/v1/storage/knowledge-bases", map[string]any{"name": "staff", "vector_stores": []string{"handbook"}, "top_k": 1},
+		http.StatusAccepted, &mut)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var h struct {
+			ActiveRuntimeHash string `json:"active_runtime_hash"`
+			ActivationStatus  string `json:"activation_status"`
+		}
+		s.call("GET", "/api/v1/config/hash", nil, http.StatusOK, &h)
+		if h.ActiveRuntimeHash == mut.GeneratedRuntimeHash {
+			break
+		}
+		if h.ActivationStatus == "failed" || time.Now().After(deadline) {
+			t.Fatalf("the knowledge base's configuration did not activate: %+v", h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.chat("", policy)
+	if sent := up.last(); !strings.Contains(sent, vacation) || strings.Contains(sent, "car park") {
+		t.Errorf("rag on the knowledge base (top_k 1) sent:\n%s", sent)
 	}
 	s.stop()
 }
