@@ -45,7 +45,7 @@ func (p *Plane) inlineImages(ctx context.Context, req *chat.Request) *Error {
 	if err := json.Unmarshal(raw, &msgs); err != nil {
 		return nil // chat.Parse accepted it; nothing of this shape to change
 	}
-	in := &inliner{files: p.files, ctx: ctx, done: map[string]inlined{}}
+	in := &inliner{files: p.files, ctx: ctx, log: p.log, done: map[string]inlined{}}
 	changed := false
 	for i, m := range msgs {
 		if !bytes.Contains(m, fileIDKey) {
@@ -93,6 +93,7 @@ func marshal(v any) ([]byte, error) {
 type inliner struct {
 	files Files
 	ctx   context.Context
+	log   interface{ Error(string, ...any) }
 	total int64
 	done  map[string]inlined // by file id, for an image named twice
 }
@@ -220,7 +221,7 @@ func (in *inliner) dataURL(id, param string) (string, *Error) {
 		if in.ctx.Err() != nil {
 			return "", NewError(http.StatusBadRequest, TypeInvalidRequest, "the request was cancelled")
 		}
-		return "", NewError(http.StatusInternalServerError, TypeServer, fmt.Sprintf("reading file %q failed: %v", id, err))
+		return "", in.readFailed(id, err)
 	}
 	defer rc.Close()
 	if !strings.HasPrefix(f.MediaType, "image/") {
@@ -235,7 +236,7 @@ func (in *inliner) dataURL(id, param string) (string, *Error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(rc, left+1))
 	if err != nil {
-		return "", NewError(http.StatusInternalServerError, TypeServer, fmt.Sprintf("reading file %q failed: %v", id, err))
+		return "", in.readFailed(id, err)
 	}
 	if int64(len(b)) > left {
 		return "", tooLarge()
@@ -248,4 +249,11 @@ func (in *inliner) dataURL(id, param string) (string, *Error) {
 	u := string(out)
 	in.done[id] = inlined{url: u, bytes: int64(len(b))}
 	return u, nil
+}
+
+// readFailed is the 500 for a file the store could not read: the cause is
+// logged (it may name server paths), the client told what failed.
+func (in *inliner) readFailed(id string, err error) *Error {
+	in.log.Error("reading an image named by file_id failed", "file_id", id, "error", err.Error())
+	return NewError(http.StatusInternalServerError, TypeServer, fmt.Sprintf("reading file %q failed; try again", id))
 }

@@ -219,3 +219,12 @@ func TestChunkLinear(t *testing.T) {
 	}
 	checkPieces(t, text, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}, pieces)
 }
+
+// BenchmarkChunk cuts about 1 MB of prose into the default 800/400 chunks.
+func BenchmarkChunk(b *testing.B) {
+	text := strings.Repeat(words(1000)+"\n\n", 150)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		Chunk(text, storage.Chunking{})
+	}
+}
