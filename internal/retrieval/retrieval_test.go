@@ -33,7 +33,7 @@ func (m *countingModel) Embed(ctx context.Context, texts []string) ([][]float32,
 }
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	store storage.Store
 	model *countingModel
@@ -43,7 +43,7 @@ type fixture struct {
 
 // newFixture opens a real SQLite store in a temporary directory and a
 // library embedding with the router's hashed n-gram embedder.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, t.TempDir(), sqlite.Options{})
