@@ -2,6 +2,8 @@ package junction
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +11,19 @@ import (
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
+
+// Every server these tests run keeps its stored data in a temporary
+// directory (Options.DataDir): none may write into the repository.
+func TestMain(m *testing.M) {
+	_, before := os.Stat(recipes.DefaultStorageDir)
+	code := m.Run()
+	if _, after := os.Stat(recipes.DefaultStorageDir); before != nil && after == nil {
+		fmt.Fprintf(os.Stderr, "a test ran a server without Options.DataDir: it created %s in the repository\n", recipes.DefaultStorageDir)
+		_ = os.RemoveAll(recipes.DefaultStorageDir)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // A running server holds its data directory (a second server on it fails
 // to start, saying which directory) and closes the store on Shutdown.
