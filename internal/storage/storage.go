@@ -188,6 +188,14 @@ type Query struct {
 	HasMinScore bool
 	// Filter, when not nil, keeps chunks of files whose attributes match.
 	Filter *Filter
+	// Text, when not empty, is the query's text, and the search is hybrid:
+	// the backend ranks by fusing the chunks that match Text's words
+	// lexically (BM25 over the chunk texts) with the vector search's, by
+	// reciprocal rank fusion of the two candidate lists. Hit.Score stays the
+	// cosine similarity of the chunk to Vector (so MinScore and a score
+	// shown to users keep their meaning), but the order is the fused rank.
+	// Empty Text searches by Vector alone.
+	Text string
 }
 
 // Hit is one search result.
@@ -235,7 +243,8 @@ type VectorStores interface {
 	PendingFiles(ctx context.Context) ([]VectorStoreFile, error)
 
 	// Search returns the K best chunks, best first (ties by file id, then
-	// chunk index).
+	// chunk index): by cosine similarity, or by fused rank when q.Text is
+	// set.
 	Search(ctx context.Context, q Query) ([]Hit, error)
 	// ScanChunks calls fn with each chunk of the given stores (vectors
 	// included), in store, file and index order, without holding them all

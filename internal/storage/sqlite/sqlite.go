@@ -274,6 +274,24 @@ var schema = []string{
 	);
 	INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) SELECT id, store_id, file_id, idx, vector FROM chunks ORDER BY id;
 	ALTER TABLE chunks DROP COLUMN vector;`,
+
+	// 3: a full-text index of chunk texts for hybrid search (Query.Text):
+	// FTS5 over chunks (external content, so the text is stored once),
+	// kept in step by triggers in the transactions that insert and delete
+	// chunks (foreign-key cascades included), and filled from the chunks
+	// there are.
+	`CREATE VIRTUAL TABLE chunks_fts USING fts5(text, content='chunks', content_rowid='id', tokenize='porter unicode61');
+	CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+		INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+	END;
+	CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+		INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+	END;
+	CREATE TRIGGER chunks_fts_update AFTER UPDATE OF text ON chunks BEGIN
+		INSERT INTO chunks_fts (chunks_fts, rowid, text) VALUES ('delete', old.id, old.text);
+		INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
+	END;
+	INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild');`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

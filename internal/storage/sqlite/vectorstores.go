@@ -20,6 +20,9 @@ const (
 	maxDimensions = 16384
 	maxK          = 1000
 	maxNameBytes  = 256
+	// maxQueryText bounds a hybrid search's text (its first maxQueryTerms
+	// words are used).
+	maxQueryText = 64 << 10
 )
 
 const storeCols = `seq, id, coalesce(name, ''), embedding_model, dimensions, metadata, created_at, last_active_at`
@@ -579,7 +582,18 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		}
 		allow = func(_, _ string, attrs map[string]any) bool { return q.Filter.Match(attrs) }
 	}
-	res, err := s.index.Search(q.Vector, q.K, q.StoreIDs, allow)
+	match := ""
+	if len(q.Text) > maxQueryText {
+		return nil, fmt.Errorf("%w: the query text is over %d bytes", storage.ErrInvalid, maxQueryText)
+	}
+	if q.Text != "" {
+		match = matchExpr(q.Text)
+	}
+	n := q.K
+	if match != "" {
+		n = candidates(q.K)
+	}
+	res, err := s.index.Search(q.Vector, n, q.StoreIDs, allow)
 	switch {
 	case errors.Is(err, vecindex.ErrNoStore):
 		return nil, fmt.Errorf("%v: %w", err, storage.ErrNotFound)
@@ -587,6 +601,13 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		return nil, fmt.Errorf("%v: %w", err, storage.ErrDimension)
 	case err != nil:
 		return nil, err
+	}
+	if match != "" {
+		lex, err := s.lexical(ctx, match, q.Vector, q.StoreIDs, n, allow)
+		if err != nil {
+			return nil, err
+		}
+		res = fuse(res, lex)
 	}
 	t := now()
 	s.amu.Lock()
@@ -603,6 +624,9 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 			}
 		}
 		res = res[:n]
+	}
+	if len(res) > q.K {
+		res = res[:q.K]
 	}
 	if len(res) == 0 {
 		return []storage.Hit{}, nil

@@ -42,6 +42,9 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"SearchTies", testSearchTies},
 		{"SearchFilter", testSearchFilter},
 		{"SearchErrors", testSearchErrors},
+		{"SearchText", testSearchText},
+		{"SearchTextFilterAndStores", testSearchTextFilterAndStores},
+		{"SearchTextRemoved", testSearchTextRemoved},
 		{"DeleteCascades", testDeleteCascades},
 		{"ScanChunks", testScanChunks},
 		{"Memories", testMemories},
@@ -755,6 +758,177 @@ func testSearchFilter(t *testing.T, s storage.Store) {
 	}
 	if hits[0].Attributes["year"] != 2024.0 {
 		t.Fatalf("attributes %#v", hits[0].Attributes)
+	}
+}
+
+// ingestTexts attaches a file with attrs and completes it with one chunk
+// per text, all with vector vec.
+func ingestTexts(t *testing.T, s storage.Store, storeID, name string, attrs map[string]any, vec []float32, texts ...string) storage.File {
+	t.Helper()
+	ctx := context.Background()
+	f := upload(t, s, name, strings.Join(texts, "\n"))
+	must(s.AttachFile(ctx, storeID, f.ID, attrs, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}))
+	chunks := make([]storage.Chunk, len(texts))
+	for i, text := range texts {
+		chunks[i] = storage.Chunk{Index: i, Text: text, Tokens: len(strings.Fields(text)), Vector: vec}
+	}
+	if err := s.CompleteFile(ctx, storeID, f.ID, chunks); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func filenames(hits []storage.Hit) map[string]bool {
+	m := map[string]bool{}
+	for _, h := range hits {
+		m[h.Filename] = true
+	}
+	return m
+}
+
+// testSearchText: with Query.Text, a chunk holding the query's rare word
+// ranks in the top k though its vector is far from the query's; scores stay
+// cosine similarities and MinScore applies to them; text that looks like
+// full-text query syntax is only words.
+func testSearchText(t *testing.T, s storage.Store) {
+	const dim = 4
+	v := newStore(t, s, "kb", dim)
+	for i := 0; i < 12; i++ {
+		ingestTexts(t, s, v.ID, fmt.Sprintf("near%02d", i), nil, mix(dim, 0, 1, 10, float32(i)),
+			fmt.Sprintf("Opening hours of branch %d are posted at the entrance.", i))
+	}
+	ingestTexts(t, s, v.ID, "far", nil, unit(dim, 3), "Bicycles may be parked in the courtyard; the Zanzibar room is upstairs.")
+	q := storage.Query{StoreIDs: []string{v.ID}, Vector: unit(dim, 0), K: 3}
+	if filenames(search(t, s, q))["far"] {
+		t.Fatal("without text the far chunk is in the top 3")
+	}
+	q.Text = "Where is the zanzibar room?"
+	hits := search(t, s, q)
+	if len(hits) != 3 || hits[0].Filename != "far" {
+		t.Fatalf("with text %q: %v, want far first", q.Text, hitKeys(hits))
+	}
+	if math.Abs(float64(hits[0].Score)) > 1e-6 {
+		t.Fatalf("the far chunk scores %v, want its cosine 0", hits[0].Score)
+	}
+	if hits[1].Score < 0.99 || hits[1].Filename != "near00" {
+		t.Fatalf("second hit %+v, want near00 with its cosine", hits[1])
+	}
+	// Inflected forms match (bicycle, bicycles).
+	q.Text = "bicycle parking"
+	if hits := search(t, s, q); hits[0].Filename != "far" {
+		t.Fatalf("with text %q: %v, want far first", q.Text, hitKeys(hits))
+	}
+	// MinScore applies to the cosine: the far chunk is dropped.
+	q.Text, q.HasMinScore, q.MinScore = "zanzibar", true, 0.5
+	if hits := search(t, s, q); len(hits) != 3 || filenames(hits)["far"] {
+		t.Fatalf("min score 0.5 with text: %v", hitKeys(hits))
+	}
+	q.HasMinScore, q.MinScore = false, 0
+	// FTS-looking text is words, never syntax; stopwords alone search by
+	// vector only.
+	for _, text := range []string{`zanzibar" OR NEAR(a b) * -- ^x {col}: AND NOT`, `"`, `*`, `(`, "the of and", "ünïcödé 東京 zanzibar's"} {
+		q.Text = text
+		hits, err := s.Search(context.Background(), q)
+		if err != nil || len(hits) != 3 {
+			t.Fatalf("text %q: %d hits, %v", text, len(hits), err)
+		}
+	}
+	// K larger than the candidates: every chunk once.
+	q.Text, q.K = "zanzibar branch", 100
+	if hits := search(t, s, q); len(hits) != 13 || len(filenames(hits)) != 13 {
+		t.Fatalf("k=100 with text: %d hits", len(hits))
+	}
+}
+
+// testSearchTextFilterAndStores: lexical matches obey the filter and the
+// queried stores.
+func testSearchTextFilterAndStores(t *testing.T, s storage.Store) {
+	const dim = 4
+	a := newStore(t, s, "a", dim)
+	b := newStore(t, s, "b", dim)
+	for i := 0; i < 6; i++ {
+		ingestTexts(t, s, a.ID, fmt.Sprintf("a-near%d", i), map[string]any{"lang": "en"}, unit(dim, 0), "general information")
+	}
+	ingestTexts(t, s, a.ID, "a-en", map[string]any{"lang": "en"}, unit(dim, 2), "the marimba lesson is on Tuesday")
+	ingestTexts(t, s, a.ID, "a-de", map[string]any{"lang": "de"}, unit(dim, 2), "die Marimba Stunde ist am Dienstag")
+	ingestTexts(t, s, b.ID, "b-en", map[string]any{"lang": "en"}, unit(dim, 2), "marimba marimba marimba")
+	en, err := storage.ParseFilter([]byte(`{"type":"eq","key":"lang","value":"en"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := storage.Query{StoreIDs: []string{a.ID}, Vector: unit(dim, 0), K: 2, Text: "marimba", Filter: en}
+	hits := search(t, s, q)
+	if len(hits) != 2 || hits[0].Filename != "a-en" {
+		t.Fatalf("filtered text search: %v, want a-en first", hitKeys(hits))
+	}
+	for _, h := range hits {
+		if h.Attributes["lang"] != "en" || h.VectorStoreID != a.ID {
+			t.Fatalf("hit outside the filter or store: %+v", h)
+		}
+	}
+	q.Filter = nil
+	q.K = 3
+	got := filenames(search(t, s, q))
+	if !got["a-en"] || !got["a-de"] || got["b-en"] {
+		t.Fatalf("store a only: %v", got)
+	}
+	q.StoreIDs = []string{a.ID, b.ID}
+	if got := filenames(search(t, s, q)); !got["b-en"] {
+		t.Fatalf("both stores: %v", got)
+	}
+	q.StoreIDs = []string{b.ID}
+	if hits := search(t, s, q); len(hits) != 1 || hits[0].Filename != "b-en" {
+		t.Fatalf("store b only: %v", hitKeys(hits))
+	}
+}
+
+// testSearchTextRemoved: detached, deleted and failed files leave the
+// lexical results too.
+func testSearchTextRemoved(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	const dim = 4
+	v := newStore(t, s, "kb", dim)
+	other := newStore(t, s, "other", dim)
+	for i := 0; i < 4; i++ {
+		ingestTexts(t, s, v.ID, fmt.Sprintf("near%d", i), nil, unit(dim, 0), "general information")
+	}
+	detached := ingestTexts(t, s, v.ID, "detached", nil, unit(dim, 3), "the ocarina club meets weekly")
+	deleted := ingestTexts(t, s, v.ID, "deleted", nil, unit(dim, 3), "ocarina repairs at the front desk")
+	ingestTexts(t, s, other.ID, "other", nil, unit(dim, 3), "ocarina lessons")
+	pending := upload(t, s, "pending", "ocarina")
+	must(s.AttachFile(ctx, v.ID, pending.ID, nil, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}))
+	failed := upload(t, s, "failed", "ocarina")
+	must(s.AttachFile(ctx, v.ID, failed.ID, nil, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}))
+	if err := s.FailFile(ctx, v.ID, failed.ID, "invalid_file", "bad"); err != nil {
+		t.Fatal(err)
+	}
+	q := storage.Query{StoreIDs: []string{v.ID}, Vector: unit(dim, 0), K: 2, Text: "ocarina"}
+	if got := filenames(search(t, s, q)); !got["detached"] || !got["deleted"] {
+		t.Fatalf("before removal: %v", got)
+	}
+	if err := s.DetachFile(ctx, v.ID, detached.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteFile(ctx, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	q.K = 10
+	hits := search(t, s, q)
+	if got := filenames(hits); len(hits) != 4 || got["detached"] || got["deleted"] || got["pending"] || got["failed"] {
+		t.Fatalf("after removal: %v", hitKeys(hits))
+	}
+	// Re-attaching finds the text again; deleting the other store leaves
+	// this one's results alone.
+	must(s.AttachFile(ctx, v.ID, detached.ID, nil, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}))
+	if err := s.CompleteFile(ctx, v.ID, detached.ID, []storage.Chunk{{Index: 0, Text: "ocarina again", Tokens: 2, Vector: unit(dim, 3)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteVectorStore(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+	q.K = 1
+	if hits := search(t, s, q); len(hits) != 1 || hits[0].Filename != "detached" || hits[0].Text != "ocarina again" {
+		t.Fatalf("re-attached: %+v", hits)
 	}
 }
 

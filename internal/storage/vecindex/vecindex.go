@@ -311,6 +311,35 @@ func (x *Index) Search(query []float32, k int, storeIDs []string, allow func(sto
 	return h.results(), nil
 }
 
+// Lookup scores one chunk, named by its store, file and row id, against
+// query (cosine similarity, with the same kernel as Search). ok is false
+// when the chunk is not in the index (its file is not completed, was
+// removed, or the store is unknown) or allow refuses its file, or the query
+// is not the store's dimension.
+func (x *Index) Lookup(query []float32, storeID, fileID string, row int64, allow func(storeID, fileID string, attrs map[string]any) bool) (r Result, ok bool) {
+	q := append([]float32(nil), query...)
+	Normalize(q)
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	s, found := x.stores[storeID]
+	if !found || s.dim != len(q) {
+		return Result{}, false
+	}
+	f, found := s.byID[fileID]
+	if !found || (allow != nil && !allow(s.id, f.id, f.attrs)) {
+		return Result{}, false
+	}
+	for pos := f.start; pos < f.start+f.n; pos++ {
+		if s.rows[pos] != row {
+			continue
+		}
+		var out [1]float32
+		dots(q, s.vecs[pos*s.dim:(pos+1)*s.dim], out[:])
+		return Result{StoreID: s.id, FileID: f.id, ChunkIndex: int(s.chunk[pos]), Row: row, Score: out[0], Attributes: f.attrs}, true
+	}
+	return Result{}, false
+}
+
 // splitSpans cuts spans into n parts of about total/n vectors each.
 func splitSpans(spans []span, total, n int) [][]span {
 	per := (total + n - 1) / n

@@ -285,3 +285,32 @@ func TestConcurrentSearchAndWrites(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+func TestLookup(t *testing.T) {
+	x := New()
+	x.AddStore("s", 2)
+	if err := x.AddFile("s", "f", map[string]any{"k": "v"}, []Chunk{{Index: 0, Row: 10, Vector: []float32{3, 0}}, {Index: 1, Row: 11, Vector: []float32{1, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := x.Lookup([]float32{0, 2}, "s", "f", 11, nil)
+	if !ok || r.ChunkIndex != 1 || r.FileID != "f" || r.Attributes["k"] != "v" || r.Score < 0.7070 || r.Score > 0.7072 {
+		t.Fatalf("lookup: %+v %v", r, ok)
+	}
+	res, _ := x.Search([]float32{0, 2}, 1, []string{"s"}, nil)
+	if len(res) != 1 || res[0].Score != r.Score {
+		t.Fatalf("search scored %+v, lookup %v", res, r.Score)
+	}
+	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 12, nil); ok {
+		t.Fatal("an unknown row was found")
+	}
+	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 10, func(string, string, map[string]any) bool { return false }); ok {
+		t.Fatal("a refused file was found")
+	}
+	if _, ok := x.Lookup([]float32{0, 2, 1}, "s", "f", 10, nil); ok {
+		t.Fatal("a query of another dimension was scored")
+	}
+	x.RemoveFile("s", "f")
+	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 10, nil); ok {
+		t.Fatal("a removed file was found")
+	}
+}
