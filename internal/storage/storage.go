@@ -67,12 +67,12 @@ type ListOptions struct {
 
 // File is an uploaded file's record.
 type File struct {
-	ID        string    // "file-" + random
-	Filename  string    // the name it was uploaded with (base name only)
-	Purpose   string    // "assistants", "vision", ...
+	ID        string // "file-" + random
+	Filename  string // the name it was uploaded with (base name only)
+	Purpose   string // "assistants", "vision", ...
 	Bytes     int64
-	SHA256    string    // hex of the content
-	MediaType string    // detected from the extension ("text/markdown", "image/png", ...)
+	SHA256    string // hex of the content
+	MediaType string // detected from the extension ("text/markdown", "image/png", ...)
 	CreatedAt time.Time
 }
 
