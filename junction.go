@@ -3,9 +3,12 @@
 //
 // New, Run and Shutdown start a whole Junction from Go: the gateway
 // listeners, the Envoy ext_proc hook, the management API, /metrics, the model
-// deployments (managed or attached workers, signal binding, the native API)
-// and the plugin system, configured by Options as `junction serve` is by its
-// flags (cmd/junction is those flags and nothing more):
+// deployments (managed or attached workers, signal binding, the native API),
+// the plugin system and the stored data (uploaded files, vector stores and
+// memories in an embedded store in Options.DataDir, with ingestion and the
+// retrieval behind the rag and memory plugins), configured by Options as
+// `junction serve` is by its flags (cmd/junction is those flags and nothing
+// more):
 //
 //	srv, err := junction.New(junction.Options{ConfigPath: "config.yaml"})
 //	...

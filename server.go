@@ -20,7 +20,8 @@ import (
 )
 
 // Server is one Junction: its gateway listeners, Envoy ext_proc hook,
-// management API, metrics, model deployments and plugin system. Make one
+// management API, metrics, model deployments, plugin system and stored
+// data. Make one
 // with New, serve with Run, stop with Shutdown (or by ending Run's context).
 type Server struct {
 	opts Options

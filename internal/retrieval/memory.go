@@ -42,6 +42,8 @@ func (l *Library) Recall(ctx context.Context, scope, text string, k int, minScor
 		return nil, fmt.Errorf("%w: the recall text is empty; give the text to recall memories for", storage.ErrInvalid)
 	case k < 0 || k > MaxRecall:
 		return nil, fmt.Errorf("%w: k %d: recall 1 to %d memories (0 for %d)", storage.ErrInvalid, k, MaxRecall, DefaultK)
+	case !(minScore >= -1 && minScore <= 1): // NaN too
+		return nil, fmt.Errorf("%w: min_score %g: give a cosine similarity between -1 and 1", storage.ErrInvalid, minScore)
 	case k == 0:
 		k = DefaultK
 	}

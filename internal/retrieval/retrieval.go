@@ -155,7 +155,7 @@ func (l *Library) Search(ctx context.Context, q Query) (Result, error) {
 	if q.K < 0 || q.K > MaxK {
 		return Result{}, fmt.Errorf("%w: k %d: give 1 to %d (0 for the default)", storage.ErrInvalid, q.K, MaxK)
 	}
-	if q.MinScore != nil && (*q.MinScore < -1 || *q.MinScore > 1) {
+	if q.MinScore != nil && !(*q.MinScore >= -1 && *q.MinScore <= 1) { // NaN too
 		return Result{}, fmt.Errorf("%w: min_score %g: give a cosine similarity between -1 and 1", storage.ErrInvalid, *q.MinScore)
 	}
 	if q.Filter != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -210,6 +211,8 @@ func TestSearchRefuses(t *testing.T) {
 		"k too large": {Source: vs.ID, Text: "x", K: MaxK + 1},
 		"negative k":  {Source: vs.ID, Text: "x", K: -1},
 		"bad filter":  {Source: vs.ID, Text: "x", Filter: &storage.Filter{Type: "like"}},
+		"min score":   {Source: vs.ID, Text: "x", MinScore: ptr(float32(1.5))},
+		"NaN score":   {Source: vs.ID, Text: "x", MinScore: ptr(float32(math.NaN()))},
 	} {
 		if _, err := f.lib.Search(f.ctx, q); !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
@@ -412,6 +415,7 @@ func TestMemories(t *testing.T) {
 		"long scope":  second(f.lib.Remember(f.ctx, strings.Repeat("s", MaxScopeBytes+1), "x")),
 		"recall k":    err2(f.lib.Recall(f.ctx, "user:ada", "x", MaxRecall+1, 0)),
 		"recall text": err2(f.lib.Recall(f.ctx, "user:ada", "", 1, 0)),
+		"recall min":  err2(f.lib.Recall(f.ctx, "user:ada", "x", 1, float32(math.NaN()))),
 	} {
 		if !errors.Is(err, storage.ErrInvalid) {
 			t.Errorf("%s: %v", name, err)
@@ -442,6 +446,8 @@ func TestMemories(t *testing.T) {
 		t.Errorf("adapter remembered an empty text: %v", err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func second[T any](_ T, _ bool, err error) error { return err }
 func err2[T any](_ T, err error) error           { return err }
