@@ -51,7 +51,10 @@ type score struct {
 	misses      []string
 }
 
-func measure(t *testing.T, emb signal.Embedder, chunking storage.Chunking) score {
+// measure ingests the handbook with emb and chunking and scores each
+// ranking (retrieval.RankingHybrid, retrieval.RankingDense) over the same
+// store.
+func measure(t *testing.T, emb signal.Embedder, chunking storage.Chunking, rankings ...string) []score {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -103,9 +106,22 @@ func measure(t *testing.T, emb signal.Embedder, chunking storage.Chunking) score
 	if got.FileCounts.Completed != len(docs) {
 		t.Fatalf("ingestion: %+v, want %d completed", got.FileCounts, len(docs))
 	}
-	lib := retrieval.New(retrieval.Options{Store: st, Model: model})
-	var s score
+	var chunks int
+	_ = st.ScanChunks(ctx, []string{vs.ID}, func(storage.Hit, []float32) error { chunks++; return nil })
 	qs := loadQuestions(t)
+	out := make([]score, len(rankings))
+	for i, ranking := range rankings {
+		lib := retrieval.New(retrieval.Options{Store: st, Model: model, Ranking: ranking})
+		out[i] = rank(ctx, t, lib, qs)
+		out[i].chunks = chunks
+	}
+	return out
+}
+
+// rank scores one library over the questions.
+func rank(ctx context.Context, t *testing.T, lib *retrieval.Library, qs []question) score {
+	t.Helper()
+	var s score
 	for _, q := range qs {
 		res, err := lib.Search(ctx, retrieval.Query{Source: "handbook", Text: q.Question, K: 5, Fresh: true})
 		if err != nil {
@@ -133,15 +149,15 @@ func measure(t *testing.T, emb signal.Embedder, chunking storage.Chunking) score
 	}
 	n := float64(len(qs))
 	s.r1, s.r5, s.mrr = s.r1/n, s.r5/n, s.mrr/n
-	var chunks int
-	_ = st.ScanChunks(ctx, []string{vs.ID}, func(storage.Hit, []float32) error { chunks++; return nil })
-	s.chunks = chunks
 	return s
 }
 
-// TestRetrievalQuality reports recall@1/@5 of the labelled handbook set
-// with the router's default embedder (the ONNX GloVe model) and the lexical
-// fallback, and holds each to a floor a regression would break.
+// TestRetrievalQuality reports recall@1, recall@5 and MRR of the labelled
+// handbook set with the router's default embedder (the ONNX GloVe model)
+// and the lexical fallback (hashed n-grams), each ranked hybrid (the
+// default: BM25 fused with the vectors) and dense (vectors alone), and
+// holds the hybrid numbers to floors a regression would break (the dense
+// ones are reported for comparison).
 func TestRetrievalQuality(t *testing.T) {
 	ctx := context.Background()
 	models, closeModels, err := deploy.LocalModels(ctx, deploy.ModelsONNX, slog.New(slog.DiscardHandler))
@@ -153,27 +169,36 @@ func TestRetrievalQuality(t *testing.T) {
 		name     string
 		emb      signal.Embedder
 		chunking storage.Chunking
-		floor5   float64
+		// floor1 and floor5 are the hybrid recall@1 and recall@5 one
+		// question (0.025) under what was measured (docs/benchmarks.md).
+		floor1, floor5 float64
 	}
 	runs := []run{
-		{"hashed-ngrams (lexical fallback)", signal.HashedEmbedder(), storage.Chunking{MaxTokens: 100, OverlapTokens: 20}, 0.6},
+		{"hashed-ngrams (lexical fallback)", signal.HashedEmbedder(), storage.Chunking{MaxTokens: 100, OverlapTokens: 20}, 0.675, 0.875},
 	}
 	if models.Embedder != nil {
 		runs = append(runs,
-			run{"onnx glove (default), 100/20 tokens", models.Embedder, storage.Chunking{MaxTokens: 100, OverlapTokens: 20}, 0.6},
-			run{"onnx glove (default), 200/50 tokens", models.Embedder, storage.Chunking{MaxTokens: 200, OverlapTokens: 50}, 0.6},
+			run{"onnx glove (default)", models.Embedder, storage.Chunking{MaxTokens: 100, OverlapTokens: 20}, 0.65, 0.875},
+			run{"onnx glove (default)", models.Embedder, storage.Chunking{MaxTokens: 200, OverlapTokens: 50}, 0.725, 0.875},
 		)
 	} else if os.Getenv("JUNCTION_REQUIRE_ORT") != "" {
 		t.Fatal("JUNCTION_REQUIRE_ORT is set but the ONNX models did not load")
 	}
 	for _, r := range runs {
-		s := measure(t, r.emb, r.chunking)
-		t.Logf("%-38s chunks %3d  recall@1 %.3f  recall@5 %.3f  MRR %.3f", r.name, s.chunks, s.r1, s.r5, s.mrr)
-		for _, m := range s.misses {
-			t.Logf("    not in top 5: %s", m)
+		scores := measure(t, r.emb, r.chunking, retrieval.RankingHybrid, retrieval.RankingDense)
+		for i, ranking := range []string{retrieval.RankingHybrid, retrieval.RankingDense} {
+			s := scores[i]
+			t.Logf("%-32s %-6s %d/%d tokens  chunks %3d  recall@1 %.3f  recall@5 %.3f  MRR %.3f",
+				r.name, ranking, r.chunking.MaxTokens, r.chunking.OverlapTokens, s.chunks, s.r1, s.r5, s.mrr)
+			for _, m := range s.misses {
+				t.Logf("    not in top 5: %s", m)
+			}
 		}
-		if s.r5 < r.floor5 {
-			t.Errorf("%s: recall@5 %.3f is under its floor %.2f", r.name, s.r5, r.floor5)
+		h := scores[0]
+		const eps = 1e-9 // the recalls are multiples of 1/40
+		if h.r1 < r.floor1-eps || h.r5 < r.floor5-eps {
+			t.Errorf("%s %d/%d hybrid: recall@1 %.3f, recall@5 %.3f; floors %.2f, %.2f",
+				r.name, r.chunking.MaxTokens, r.chunking.OverlapTokens, h.r1, h.r5, r.floor1, r.floor5)
 		}
 	}
 }

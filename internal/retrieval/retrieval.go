@@ -73,7 +73,17 @@ type Options struct {
 	CacheEntries int
 	// CacheTTL is how long a cached result is served (0: one minute).
 	CacheTTL time.Duration
+	// Ranking is how stores rank chunks: RankingHybrid ("" too) passes the
+	// query text with its vector (storage.Query.Text: lexical matches fused
+	// with the vector search), RankingDense the vector alone.
+	Ranking string
 }
+
+// Rankings of Options.Ranking.
+const (
+	RankingHybrid = "hybrid"
+	RankingDense  = "dense"
+)
 
 // Library searches vector stores and knowledge bases and keeps memories.
 // It is safe for concurrent use.
@@ -82,6 +92,7 @@ type Library struct {
 	model embedding.Model
 	kb    func(string) (recipes.KnowledgeBase, bool)
 	now   func() time.Time
+	dense bool // Options.Ranking is RankingDense
 
 	queries *lru.Cache[[sha256.Size]byte, []float32] // query text → embedding
 	results *resultCache                             // nil: no result cache
@@ -89,7 +100,7 @@ type Library struct {
 
 // New returns a Library over o.Store embedding with o.Model.
 func New(o Options) *Library {
-	l := &Library{store: o.Store, model: o.Model, kb: o.KnowledgeBase, now: time.Now}
+	l := &Library{store: o.Store, model: o.Model, kb: o.KnowledgeBase, now: time.Now, dense: o.Ranking == RankingDense}
 	if l.kb == nil {
 		l.kb = func(string) (recipes.KnowledgeBase, bool) { return recipes.KnowledgeBase{}, false }
 	}
@@ -186,6 +197,9 @@ func (l *Library) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, err
 	}
 	sq := storage.Query{StoreIDs: res.StoreIDs, Vector: vec, K: k, Filter: filter}
+	if !l.dense {
+		sq.Text = text
+	}
 	if minScore != nil {
 		sq.MinScore, sq.HasMinScore = *minScore, true
 	}

@@ -81,22 +81,19 @@ func matchExpr(text string) string {
 // chunks of the given stores matching match, best BM25 first, that the
 // index holds and allow (nil: all) accepts, each scored by cosine against
 // vector.
+//
+// The full-text index covers every store; the ranked rows are kept or
+// dropped by the in-memory index (which knows each row's store and file),
+// so the query reads no chunk row. FTS5 computes BM25 for every matching
+// row whatever the LIMIT, so the rows are ranked once: the first n when
+// the stores searched hold every chunk and no filter applies, else as many
+// as it takes (read in rank order until n pass).
 func (s *Store) lexical(ctx context.Context, match string, vector []float32, storeIDs []string, n int, allow func(string, string, map[string]any) bool) ([]vecindex.Result, error) {
-	args := []any{match}
-	marks := make([]string, 0, len(storeIDs))
-	for _, id := range storeIDs {
-		marks = append(marks, "?")
-		args = append(args, id)
-	}
-	q := `SELECT c.id, c.store_id, c.file_id FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-		WHERE chunks_fts MATCH ? AND c.store_id IN (` + strings.Join(marks, ",") + `) ORDER BY bm25(chunks_fts)`
-	if allow == nil {
-		// Every chunk row of a store is searchable (CompleteFile inserts
-		// a file's chunks as it completes it), so the first n will do; with
-		// a filter, read on until n pass it.
+	q := `SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank`
+	if allow == nil && s.index.Covers(storeIDs) {
 		q += fmt.Sprintf(" LIMIT %d", n)
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.r.QueryContext(ctx, q, match)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: full-text search: %w", err)
 	}
@@ -104,11 +101,10 @@ func (s *Store) lexical(ctx context.Context, match string, vector []float32, sto
 	out := make([]vecindex.Result, 0, n)
 	for len(out) < n && rows.Next() {
 		var row int64
-		var storeID, fileID string
-		if err := rows.Scan(&row, &storeID, &fileID); err != nil {
+		if err := rows.Scan(&row); err != nil {
 			return nil, fmt.Errorf("sqlite: full-text search: %w", err)
 		}
-		if r, ok := s.index.Lookup(vector, storeID, fileID, row, allow); ok {
+		if r, ok := s.index.Lookup(vector, row, storeIDs, allow); ok {
 			out = append(out, r)
 		}
 	}

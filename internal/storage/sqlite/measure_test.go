@@ -19,7 +19,8 @@ import (
 // TestMeasure reports the numbers in docs/benchmarks.md ("Stored data"):
 // ingestion throughput (CompleteFile with real SQLite), search latency
 // (Store.Search end to end, texts read from SQLite) at 10k and 100k chunks
-// of 100 dimensions, with and without a filter, and the memory a 100k-chunk
+// of 100 dimensions, with and without a filter, dense and hybrid (with
+// Query.Text), and the memory a 100k-chunk
 // index takes after a reopen. It runs only with JUNCTION_STOREBENCH=1:
 //
 //	JUNCTION_STOREBENCH=1 go test -run TestMeasure -v ./internal/storage/sqlite/
@@ -39,7 +40,48 @@ func TestMeasure(t *testing.T) {
 		}
 		return v
 	}
-	text := strings.Repeat("lorem ipsum dolor sit amet ", textBytes/27+1)[:textBytes]
+	// Texts of words drawn from a Zipf distribution (s=1.1) over a
+	// vocabulary whose most frequent words are the English stopwords the
+	// query parser drops, then made-up words, as natural text is; queries
+	// are four words drawn the same way (most share a frequent word with
+	// thousands of chunks, the costly case for the full-text side).
+	vocab := make([]string, 20000)
+	sw := make([]string, 0, len(stopwords))
+	for w := range stopwords {
+		sw = append(sw, w)
+	}
+	sort.Strings(sw)
+	letters := "abcdefghijklmnopqrstuvwxyz"
+	for i := range vocab {
+		if i < len(sw) {
+			vocab[i] = sw[i]
+			continue
+		}
+		w := make([]byte, 3+r.IntN(7))
+		for j := range w {
+			w[j] = letters[r.IntN(len(letters))]
+		}
+		vocab[i] = string(w)
+	}
+	zipf := rand.NewZipf(r, 1.1, 1, uint64(len(vocab)-1))
+	words := func(n int) string {
+		var b strings.Builder
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(vocab[zipf.Uint64()])
+		}
+		return b.String()
+	}
+	newText := func() string {
+		var b strings.Builder
+		for b.Len() < textBytes {
+			b.WriteString(vocab[zipf.Uint64()])
+			b.WriteByte(' ')
+		}
+		return b.String()[:textBytes]
+	}
 
 	fill := func(name string, n int) (storage.VectorStore, time.Duration) {
 		v, err := s.CreateVectorStore(ctx, storage.NewVectorStore{Name: name, EmbeddingModel: "bench", Dimensions: dim})
@@ -57,7 +99,7 @@ func TestMeasure(t *testing.T) {
 			}
 			chunks := make([]storage.Chunk, perFile)
 			for c := range chunks {
-				chunks[c] = storage.Chunk{Index: c, Text: text, Tokens: 200, Vector: vec()}
+				chunks[c] = storage.Chunk{Index: c, Text: newText(), Tokens: 200, Vector: vec()}
 			}
 			start := time.Now()
 			if err := s.CompleteFile(ctx, v.ID, file.ID, chunks); err != nil {
@@ -75,8 +117,12 @@ func TestMeasure(t *testing.T) {
 	even, _ := storage.ParseFilter([]byte(`{"type":"eq","key":"even","value":true}`))
 	measure := func(label string, v storage.VectorStore, f *storage.Filter) {
 		queries := make([][]float32, 300)
+		texts := make([]string, len(queries))
 		for i := range queries {
 			queries[i] = vec()
+			for matchExpr(texts[i]) == "" { // four stopwords: a dense search
+				texts[i] = words(4)
+			}
 		}
 		for _, q := range queries[:20] { // warm up
 			s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: q, K: 10, Filter: f})
@@ -108,6 +154,26 @@ func TestMeasure(t *testing.T) {
 		sort.Slice(read, func(i, j int) bool { return read[i] < read[j] })
 		t.Logf("search %s: index scan p50 %v, reading 10 hits p50 %v", label, scan[len(scan)/2].Round(time.Microsecond), read[len(read)/2].Round(time.Microsecond))
 		t.Logf("search %s: p50 %v p99 %v (k=10, %d queries)", label, lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), len(lat))
+		// Hybrid: the same vectors with four words of text.
+		for i := range lat {
+			start := time.Now()
+			hits, err := s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: queries[i], Text: texts[i], K: 10, Filter: f})
+			lat[i] = time.Since(start)
+			if err != nil || len(hits) != 10 {
+				t.Fatalf("hybrid search: %d hits, %v", len(hits), err)
+			}
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		lexical := make([]time.Duration, len(queries))
+		for i := range lexical {
+			start := time.Now()
+			s.lexical(ctx, matchExpr(texts[i]), queries[i], []string{v.ID}, candidates(10), allow)
+			lexical[i] = time.Since(start)
+		}
+		sort.Slice(lexical, func(i, j int) bool { return lexical[i] < lexical[j] })
+		t.Logf("hybrid %s: p50 %v p99 %v (k=10, 4-word texts; the full-text candidates alone p50 %v p99 %v)", label,
+			lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond),
+			lexical[len(lexical)/2].Round(time.Microsecond), lexical[len(lexical)*99/100].Round(time.Microsecond))
 	}
 	measure("10k", small, nil)
 	measure("10k/filter", small, even)

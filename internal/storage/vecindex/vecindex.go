@@ -72,6 +72,7 @@ type store struct {
 	chunk []int32
 	files []*file // in arena order
 	byID  map[string]*file
+	byRow map[int64]*file // the file of each row id
 }
 
 type file struct {
@@ -91,7 +92,7 @@ func (x *Index) AddStore(id string, dim int) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if _, ok := x.stores[id]; !ok {
-		x.stores[id] = &store{id: id, dim: dim, byID: map[string]*file{}}
+		x.stores[id] = &store{id: id, dim: dim, byID: map[string]*file{}, byRow: map[int64]*file{}}
 	}
 }
 
@@ -137,6 +138,25 @@ func (x *Index) Len(id string) int {
 	return 0
 }
 
+// Covers reports whether the given stores hold every vector of the index.
+func (x *Index) Covers(storeIDs []string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	named := 0
+	seen := map[string]bool{}
+	for _, id := range storeIDs {
+		if s, ok := x.stores[id]; ok && !seen[id] {
+			seen[id] = true
+			named += len(s.rows)
+		}
+	}
+	total := 0
+	for _, s := range x.stores {
+		total += len(s.rows)
+	}
+	return named == total
+}
+
 // AddFile adds (or replaces) a file's vectors in a store. The vectors are
 // copied and normalised; a zero vector stays zero (it scores 0).
 func (x *Index) AddFile(storeID, fileID string, attrs map[string]any, chunks []Chunk) error {
@@ -160,6 +180,7 @@ func (x *Index) AddFile(storeID, fileID string, attrs map[string]any, chunks []C
 		Normalize(s.vecs[off:])
 		s.rows = append(s.rows, c.Row)
 		s.chunk = append(s.chunk, int32(c.Index))
+		s.byRow[c.Row] = f
 	}
 	s.files = append(s.files, f)
 	s.byID[fileID] = f
@@ -199,6 +220,9 @@ func (s *store) remove(fileID string) {
 		}
 	}
 	end := f.start + f.n
+	for _, row := range s.rows[f.start:end] {
+		delete(s.byRow, row)
+	}
 	s.vecs = append(s.vecs[:f.start*s.dim], s.vecs[end*s.dim:]...)
 	s.rows = append(s.rows[:f.start], s.rows[end:]...)
 	s.chunk = append(s.chunk[:f.start], s.chunk[end:]...)
@@ -311,31 +335,36 @@ func (x *Index) Search(query []float32, k int, storeIDs []string, allow func(sto
 	return h.results(), nil
 }
 
-// Lookup scores one chunk, named by its store, file and row id, against
-// query (cosine similarity, with the same kernel as Search). ok is false
-// when the chunk is not in the index (its file is not completed, was
-// removed, or the store is unknown) or allow refuses its file, or the query
-// is not the store's dimension.
-func (x *Index) Lookup(query []float32, storeID, fileID string, row int64, allow func(storeID, fileID string, attrs map[string]any) bool) (r Result, ok bool) {
-	q := append([]float32(nil), query...)
-	Normalize(q)
+// Lookup scores the chunk of row id row against query (cosine similarity,
+// with the same kernel as Search) when it is in one of the given stores and
+// allow (nil: all) accepts its file. ok is false otherwise: the row is in
+// no such store (its file is not completed or was removed), its file is
+// refused, or the query is not the store's dimension.
+func (x *Index) Lookup(query []float32, row int64, storeIDs []string, allow func(storeID, fileID string, attrs map[string]any) bool) (r Result, ok bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	s, found := x.stores[storeID]
-	if !found || s.dim != len(q) {
-		return Result{}, false
-	}
-	f, found := s.byID[fileID]
-	if !found || (allow != nil && !allow(s.id, f.id, f.attrs)) {
-		return Result{}, false
-	}
-	for pos := f.start; pos < f.start+f.n; pos++ {
-		if s.rows[pos] != row {
+	for _, id := range storeIDs {
+		s, found := x.stores[id]
+		if !found || s.dim != len(query) {
 			continue
 		}
-		var out [1]float32
-		dots(q, s.vecs[pos*s.dim:(pos+1)*s.dim], out[:])
-		return Result{StoreID: s.id, FileID: f.id, ChunkIndex: int(s.chunk[pos]), Row: row, Score: out[0], Attributes: f.attrs}, true
+		f, found := s.byRow[row]
+		if !found {
+			continue
+		}
+		if allow != nil && !allow(s.id, f.id, f.attrs) {
+			return Result{}, false
+		}
+		for pos := f.start; pos < f.start+f.n; pos++ {
+			if s.rows[pos] != row {
+				continue
+			}
+			q := append([]float32(nil), query...)
+			Normalize(q)
+			var out [1]float32
+			dots(q, s.vecs[pos*s.dim:(pos+1)*s.dim], out[:])
+			return Result{StoreID: s.id, FileID: f.id, ChunkIndex: int(s.chunk[pos]), Row: row, Score: out[0], Attributes: f.attrs}, true
+		}
 	}
 	return Result{}, false
 }

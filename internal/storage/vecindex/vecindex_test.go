@@ -289,10 +289,11 @@ func TestConcurrentSearchAndWrites(t *testing.T) {
 func TestLookup(t *testing.T) {
 	x := New()
 	x.AddStore("s", 2)
+	x.AddStore("other", 2)
 	if err := x.AddFile("s", "f", map[string]any{"k": "v"}, []Chunk{{Index: 0, Row: 10, Vector: []float32{3, 0}}, {Index: 1, Row: 11, Vector: []float32{1, 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	r, ok := x.Lookup([]float32{0, 2}, "s", "f", 11, nil)
+	r, ok := x.Lookup([]float32{0, 2}, 11, []string{"s"}, nil)
 	if !ok || r.ChunkIndex != 1 || r.FileID != "f" || r.Attributes["k"] != "v" || r.Score < 0.7070 || r.Score > 0.7072 {
 		t.Fatalf("lookup: %+v %v", r, ok)
 	}
@@ -300,17 +301,30 @@ func TestLookup(t *testing.T) {
 	if len(res) != 1 || res[0].Score != r.Score {
 		t.Fatalf("search scored %+v, lookup %v", res, r.Score)
 	}
-	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 12, nil); ok {
+	if _, ok := x.Lookup([]float32{0, 2}, 12, []string{"s"}, nil); ok {
 		t.Fatal("an unknown row was found")
 	}
-	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 10, func(string, string, map[string]any) bool { return false }); ok {
+	if _, ok := x.Lookup([]float32{0, 2}, 10, []string{"s"}, func(string, string, map[string]any) bool { return false }); ok {
 		t.Fatal("a refused file was found")
 	}
-	if _, ok := x.Lookup([]float32{0, 2, 1}, "s", "f", 10, nil); ok {
+	if _, ok := x.Lookup([]float32{0, 2, 1}, 10, []string{"s"}, nil); ok {
 		t.Fatal("a query of another dimension was scored")
 	}
+	if _, ok := x.Lookup([]float32{0, 2}, 10, []string{"other", "s"}, nil); !ok {
+		t.Fatal("a row of the second store named was not found")
+	}
+	if _, ok := x.Lookup([]float32{0, 2}, 10, []string{"other"}, nil); ok {
+		t.Fatal("a row of a store not named was found")
+	}
+	if !x.Covers([]string{"s"}) || !x.Covers([]string{"other", "s"}) {
+		t.Fatal("store s holds every vector")
+	}
+	x.AddFile("other", "g", nil, []Chunk{{Row: 20, Vector: []float32{1, 0}}})
+	if x.Covers([]string{"s", "s"}) || !x.Covers([]string{"other", "s"}) {
+		t.Fatal("Covers does not count store other's vector")
+	}
 	x.RemoveFile("s", "f")
-	if _, ok := x.Lookup([]float32{0, 2}, "s", "f", 10, nil); ok {
+	if _, ok := x.Lookup([]float32{0, 2}, 10, []string{"s"}, nil); ok {
 		t.Fatal("a removed file was found")
 	}
 }
