@@ -593,7 +593,20 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	if match != "" {
 		n = candidates(q.K)
 	}
+	// The full-text candidates are read beside the vector scan.
+	var lex []vecindex.Result
+	var lexErr error
+	lexDone := make(chan struct{})
+	if match != "" {
+		go func() {
+			defer close(lexDone)
+			lex, lexErr = s.lexical(ctx, match, q.Vector, q.StoreIDs, n, allow)
+		}()
+	} else {
+		close(lexDone)
+	}
 	res, err := s.index.Search(q.Vector, n, q.StoreIDs, allow)
+	<-lexDone
 	switch {
 	case errors.Is(err, vecindex.ErrNoStore):
 		return nil, fmt.Errorf("%v: %w", err, storage.ErrNotFound)
@@ -603,9 +616,8 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		return nil, err
 	}
 	if match != "" {
-		lex, err := s.lexical(ctx, match, q.Vector, q.StoreIDs, n, allow)
-		if err != nil {
-			return nil, err
+		if lexErr != nil {
+			return nil, lexErr
 		}
 		res = fuse(res, lex)
 	}
