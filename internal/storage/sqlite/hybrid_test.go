@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -165,6 +166,11 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if _, err := s.w.Exec(`INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)`); err != nil {
 		t.Fatalf("full-text index after migration: %v", err)
 	}
+	// Version 4: the vocabulary counts the migrated chunks' terms.
+	var docs int
+	if err := s.w.QueryRow(`SELECT doc FROM chunks_fts_terms WHERE term = ?`, porterStem("rental")).Scan(&docs); err != nil || docs != 1 {
+		t.Fatalf("vocabulary after migration: %d chunks hold %q (%v), want 1", docs, porterStem("rental"), err)
+	}
 	if err := s.DetachFile(context.Background(), "vs_a", "file-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -172,5 +178,105 @@ func TestMigrateFromVersion2(t *testing.T) {
 	s.w.QueryRow(`SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'kayak'`).Scan(&left)
 	if left != 0 {
 		t.Fatalf("%d full-text rows left after detaching the file", left)
+	}
+}
+
+// TestPorterStemMatchesFTS5: porterStem gives the terms FTS5's porter
+// tokenizer indexes (read back from an fts5vocab table).
+func TestPorterStemMatchesFTS5(t *testing.T) {
+	words := strings.Fields(`caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated
+		troubled sized hopping tanned falling hissing fizzed failing filing happy sky relational conditional rational
+		valenci hesitanci digitizer conformabli radicalli differentli vileli analogousli vietnamization predication
+		operator feudalism decisiveness hopefulness callousness formaliti sensitiviti sensibiliti triplicate formative
+		formalize electriciti electrical hopeful goodness revival allowance inference airliner gyroscopic adjustable
+		defensible irritant replacement adjustment dependent adoption homologou communism activate angulariti homologous
+		effective bowdlerize probate rate cease controll roll generalizations oscillators running runs library libraries
+		opening sunday bikes searched searching searches agreement ability abilities dvds cycling univers universities
+		zyx aaa eee yyy ooed being ees`)
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{
+		`CREATE VIRTUAL TABLE f USING fts5(t, tokenize='porter unicode61')`,
+		`CREATE VIRTUAL TABLE v USING fts5vocab(f, row)`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, w := range words {
+		if _, err := db.Exec(`DELETE FROM f`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO f (t) VALUES (?)`, w); err != nil {
+			t.Fatal(err)
+		}
+		var term string
+		if err := db.QueryRow(`SELECT term FROM v`).Scan(&term); err != nil {
+			t.Fatal(err)
+		}
+		if got := porterStem(w); got != term {
+			t.Errorf("porterStem(%q) = %q, FTS5 indexes %q", w, got, term)
+		}
+	}
+}
+
+// TestCommonWordsLeftOut: a query word in more chunks than the bound is left
+// out of the full-text side (so it neither costs nor ranks), looked up
+// under its stem; a rare word still brings its chunk to the top.
+func TestCommonWordsLeftOut(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	s.commonDocs = func(int) int { return 5 }
+	v, err := s.CreateVectorStore(ctx, storage.NewVectorStore{Name: "kb", EmbeddingModel: "m", Dimensions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.CreateFile(ctx, storage.NewFile{Filename: "f", Purpose: "assistants"}, strings.NewReader("f"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AttachFile(ctx, v.ID, f.ID, nil, storage.Chunking{}); err != nil {
+		t.Fatal(err)
+	}
+	// Ten chunks say "searching"; chunk 9 alone says "zeppelin", and its
+	// vector is the farthest from the query's.
+	var chunks []storage.Chunk
+	for i := 0; i < 10; i++ {
+		text := fmt.Sprintf("searching text %d", i)
+		if i == 9 {
+			text += " zeppelin"
+		}
+		chunks = append(chunks, storage.Chunk{Index: i, Text: text, Vector: []float32{1, float32(i) / 10}})
+	}
+	if err := s.CompleteFile(ctx, v.ID, f.ID, chunks); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.rareTerms(ctx, []string{"searches", "zeppelin", "nowhere"})
+	if err != nil || strings.Join(got, " ") != "zeppelin nowhere" {
+		t.Fatalf("rare terms %q (%v), want zeppelin nowhere", got, err)
+	}
+	search := func(text string) []storage.Hit {
+		hits, err := s.Search(ctx, storage.Query{StoreIDs: []string{v.ID}, Vector: []float32{1, 0}, K: 3, Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hits
+	}
+	dense := search("")
+	if common := search("searches"); fmt.Sprint(common) != fmt.Sprint(dense) {
+		t.Fatalf("a common word's search %+v, want the dense one %+v", common, dense)
+	}
+	if hits := search("searches zeppelin"); hits[0].ChunkIndex != 9 {
+		t.Fatalf("the rare word's chunk is not first: %+v", hits)
+	}
+	// Under a looser bound the common word is kept.
+	s.commonDocs = func(int) int { return 10 }
+	if got, err := s.rareTerms(ctx, []string{"searches", "zeppelin"}); err != nil || len(got) != 2 {
+		t.Fatalf("rare terms under a loose bound %q (%v)", got, err)
 	}
 }

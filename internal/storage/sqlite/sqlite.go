@@ -61,6 +61,9 @@ type Store struct {
 	lock   *os.File             // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
+	// commonDocs is the document count over which a query word is left
+	// out of a full-text search of an index of total chunks.
+	commonDocs func(total int) int
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -93,7 +96,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		unlock(lock)
 		return nil, err
 	}
-	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{})}
+	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{}), commonDocs: defaultCommonDocs}
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -292,6 +295,12 @@ var schema = []string{
 		INSERT INTO chunks_fts (rowid, text) VALUES (new.id, new.text);
 	END;
 	INSERT INTO chunks_fts (chunks_fts) VALUES ('rebuild');`,
+
+	// 4: the full-text index's vocabulary (a view FTS5 computes, no data):
+	// how many chunks hold each term, read by hybrid search to leave out
+	// query words so common that ranking their matches would cost more
+	// than their small BM25 weight is worth.
+	`CREATE VIRTUAL TABLE chunks_fts_terms USING fts5vocab(chunks_fts, row);`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

@@ -582,25 +582,25 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		}
 		allow = func(_, _ string, attrs map[string]any) bool { return q.Filter.Match(attrs) }
 	}
-	match := ""
 	if len(q.Text) > maxQueryText {
 		return nil, fmt.Errorf("%w: the query text is over %d bytes", storage.ErrInvalid, maxQueryText)
 	}
+	var terms []string
 	if q.Text != "" {
-		match = matchExpr(q.Text)
+		terms = queryTerms(q.Text)
 	}
 	n := q.K
-	if match != "" {
+	if len(terms) > 0 {
 		n = candidates(q.K)
 	}
 	// The full-text candidates are read beside the vector scan.
 	var lex []vecindex.Result
 	var lexErr error
 	lexDone := make(chan struct{})
-	if match != "" {
+	if len(terms) > 0 {
 		go func() {
 			defer close(lexDone)
-			lex, lexErr = s.lexical(ctx, match, q.Vector, q.StoreIDs, n, allow)
+			lex, lexErr = s.lexical(ctx, terms, q.Vector, q.StoreIDs, n, allow)
 		}()
 	} else {
 		close(lexDone)
@@ -615,7 +615,7 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	case err != nil:
 		return nil, err
 	}
-	if match != "" {
+	if len(terms) > 0 {
 		if lexErr != nil {
 			return nil, lexErr
 		}

@@ -138,6 +138,17 @@ func (x *Index) Len(id string) int {
 	return 0
 }
 
+// Total is the number of vectors of all stores.
+func (x *Index) Total() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	total := 0
+	for _, s := range x.stores {
+		total += len(s.rows)
+	}
+	return total
+}
+
 // Covers reports whether the given stores hold every vector of the index.
 func (x *Index) Covers(storeIDs []string) bool {
 	x.mu.RLock()

@@ -205,6 +205,9 @@ func TestTiesAndErrors(t *testing.T) {
 	if x.Len("s1") != 7 {
 		t.Fatalf("after replacing a file: %d vectors", x.Len("s1"))
 	}
+	if x.Total() != x.Len("s1")+x.Len("s2") {
+		t.Fatalf("Total %d, stores hold %d and %d", x.Total(), x.Len("s1"), x.Len("s2"))
+	}
 	x.RemoveFileEverywhere("f1")
 	if x.Len("s1") != 6 || x.Len("s2") != 0 {
 		t.Fatalf("after removing f1 everywhere: %d, %d", x.Len("s1"), x.Len("s2"))
