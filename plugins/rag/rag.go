@@ -23,7 +23,6 @@ import (
 	"strings"
 
 	"github.com/junction-router/junction/hostapi/abi"
-	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
 )
@@ -110,9 +109,15 @@ func ParseConfig(raw []byte) (*Config, error) {
 		return nil, pconfig.Errorf("min_score", "must be between -1 and 1, not %v", *m)
 	}
 	if f := strings.TrimSpace(string(c.Filters)); f != "" && f != "null" {
-		if _, err := storage.ParseFilter([]byte(f)); err != nil {
-			msg := strings.TrimPrefix(err.Error(), storage.ErrInvalid.Error()+": ")
-			return nil, pconfig.Errorf("filters", "is not a valid filter (%s); want {\"type\": eq|ne|gt|gte|lt|lte|in|nin, \"key\", \"value\"} or {\"type\": and|or, \"filters\": [...]}", msg)
+		// The grammar is checked here (for the configuration's own error) and
+		// again by the host at every retrieve; the plugin imports nothing of
+		// the host's, so it keeps this small copy.
+		var v any
+		if err := json.Unmarshal([]byte(f), &v); err != nil {
+			return nil, pconfig.Errorf("filters", "must be a filter object: %v", err)
+		}
+		if err := checkFilter(v, "filters", 0); err != nil {
+			return nil, err
 		}
 		var compact bytes.Buffer
 		_ = json.Compact(&compact, []byte(f)) // it parsed, so it is valid JSON
@@ -342,4 +347,48 @@ func truncateUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// checkFilter checks an OpenAI vector-store filter: {type: eq|ne|gt|gte|lt|
+// lte|in|nin, key, value} or {type: and|or, filters: [...]}.
+func checkFilter(v any, path string, depth int) error {
+	const want = `want {"type": eq|ne|gt|gte|lt|lte|in|nin, "key", "value"} or {"type": and|or, "filters": [...]}`
+	f, ok := v.(map[string]any)
+	if !ok || depth > 8 {
+		return pconfig.Errorf(path, "is not a valid filter; %s", want)
+	}
+	typ, _ := f["type"].(string)
+	switch typ {
+	case "and", "or":
+		subs, _ := f["filters"].([]any)
+		if len(subs) == 0 {
+			return pconfig.Errorf(path+".filters", "an %q filter needs filters", typ)
+		}
+		for i, sub := range subs {
+			if err := checkFilter(sub, fmt.Sprintf("%s.filters[%d]", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "eq", "ne", "gt", "gte", "lt", "lte", "in", "nin":
+		if k, _ := f["key"].(string); k == "" {
+			return pconfig.Errorf(path, "a %q comparison needs a key", typ)
+		}
+		list, isList := f["value"].([]any)
+		if isList != (typ == "in" || typ == "nin") {
+			return pconfig.Errorf(path+".value", "must be an array for in and nin, and a string, number or boolean otherwise")
+		}
+		if !isList {
+			list = []any{f["value"]}
+		}
+		for _, e := range list {
+			switch e.(type) {
+			case string, float64, bool:
+			default:
+				return pconfig.Errorf(path+".value", "values must be strings, numbers or booleans")
+			}
+		}
+		return nil
+	}
+	return pconfig.Errorf(path+".type", "must be eq, ne, gt, gte, lt, lte, in, nin, and or or (got %v); %s", f["type"], want)
 }

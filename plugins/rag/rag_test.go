@@ -122,8 +122,8 @@ func TestConfigErrors(t *testing.T) {
 		`{"store":"kb","top_k":0.5}`:            "configuration.top_k",
 		`{"store":"kb","top_k":51}`:             "configuration.top_k",
 		`{"store":"kb","min_score":2}`:          "configuration.min_score",
-		`{"store":"kb","filters":{"type":"like","key":"a","value":1}}`:                "configuration.filters is not a valid filter (filters: type must be",
-		`{"store":"kb","filters":{"type":"and","filters":[{"type":"eq","value":1}]}}`: "filters.filters[0]: a \"eq\" comparison needs a key",
+		`{"store":"kb","filters":{"type":"like","key":"a","value":1}}`:                "configuration.filters.type must be eq, ne",
+		`{"store":"kb","filters":{"type":"and","filters":[{"type":"eq","value":1}]}}`: "configuration.filters.filters[0] a \"eq\" comparison needs a key",
 		`{"store":"kb","filters":"lang=en"}`:                                          "configuration.filters",
 	} {
 		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
