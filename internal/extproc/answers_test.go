@@ -171,7 +171,7 @@ func TestModelsAndOtherPaths(t *testing.T) {
 	}{
 		{"POST", "/v1/models", 405, "GET"},
 		{"GET", "/v1/chat/completions", 405, "POST"},
-		{"POST", "/v1/responses", 400, ""}, // no body
+		{"POST", "/v1/responses", 400, ""},       // no body
 		{"GET", "/v1/responses/resp_1", 404, ""}, // no response store
 		{"DELETE", "/v1/responses/resp_1/input_items", 405, "GET"},
 	} {

@@ -1,6 +1,8 @@
 package translate_test
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -43,5 +45,44 @@ func TestResponsesToChatImageFileID(t *testing.T) {
 	_, _, err = translate.ResponsesToChat([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_image"}]}]}`))
 	if err == nil || !strings.Contains(err.Error(), "image_url or file_id") {
 		t.Errorf("input_image without an image: %v", err)
+	}
+}
+
+func TestResponsesToChatFromHistory(t *testing.T) {
+	history := func(id string) ([]byte, error) {
+		if id != "resp_prev" {
+			return nil, errors.New("unknown " + id)
+		}
+		return []byte(`[{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"before"}]},
+			{"id":"msg_2","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"answer","annotations":[]}]}]`), nil
+	}
+	chat, r, err := translate.ResponsesToChatFrom([]byte(`{"model":"m","instructions":"S","previous_response_id":"resp_prev","input":"now"}`), history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ Messages []map[string]any }
+	json.Unmarshal(chat, &c)
+	if len(c.Messages) != 4 || c.Messages[0]["role"] != "system" || c.Messages[2]["role"] != "assistant" || c.Messages[3]["content"] != "now" {
+		t.Fatalf("messages %s", chat)
+	}
+	if !r.Store || r.PreviousResponseID != "resp_prev" || len(r.Input) != 1 || !strings.Contains(string(r.Input[0]), `"id":"msg_`) {
+		t.Fatalf("request %+v %s", r, r.Input)
+	}
+	input, conv, err := r.Stored([]byte(`{"output":[{"id":"msg_3","type":"message","role":"assistant","content":[{"type":"output_text","text":"later"}]}]}`))
+	if err != nil || !strings.Contains(string(input), `"text":"now"`) {
+		t.Fatalf("input %s %v", input, err)
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(conv, &items) != nil || len(items) != 4 {
+		t.Fatalf("conversation %s", conv)
+	}
+	if _, _, err := translate.ResponsesToChatFrom([]byte(`{"model":"m","previous_response_id":"resp_x","input":"now"}`), history); err == nil {
+		t.Fatal("an unknown previous_response_id is accepted")
+	}
+	if _, r, _ := translate.ResponsesToChatFrom([]byte(`{"model":"m","store":false,"input":"now"}`), history); r.Store {
+		t.Fatal("store:false is to be kept")
+	}
+	if _, r, _ := translate.ResponsesToChat([]byte(`{"model":"m","input":"now"}`)); r.Store {
+		t.Fatal("without a store nothing is to be kept")
 	}
 }

@@ -3,6 +3,7 @@ package memresponses_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,5 +43,20 @@ func TestBounds(t *testing.T) {
 	now = now.Add(2 * time.Minute)
 	if _, err := s.GetResponse(ctx, "big"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("past the TTL: %v, want ErrNotFound", err)
+	}
+}
+
+// BenchmarkPutResponse is one stored-response write: a 2 KiB response
+// object, 512 B of input items, a 4 KiB conversation.
+func BenchmarkPutResponse(b *testing.B) {
+	s := memresponses.New(memresponses.Options{})
+	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512), Conversation: make([]byte, 4096)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.ID = "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
