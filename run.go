@@ -97,6 +97,10 @@ func (s *Server) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A knowledge-base change activates in the background; let it finish
+	// (it writes the history and uses the plugins and stored data) before
+	// those close.
+	defer conf.WaitActivations()
 	rt := conf.Runtime()
 	stored.serve(rt)
 	gen := rt.Current()
