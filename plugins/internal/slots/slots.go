@@ -71,11 +71,10 @@ func diff(a, b []string) string {
 }
 
 type token struct {
-	raw    string // as written (punctuation inside kept, edges trimmed)
-	lower  string
-	start  bool // first word of a sentence
-	prev   string
-	quoted bool
+	raw   string // as written (punctuation inside kept, edges trimmed)
+	lower string
+	start bool // first word of a sentence
+	prev  string
 }
 
 // Extract reads the slots and content words of text.
@@ -228,7 +227,7 @@ func tokenize(text string) []token {
 			}
 			break
 		}
-		end := strings.IndexAny(f, ".!?") >= 0 && strings.ContainsAny(f[len(f)-1:], ".!?")
+		end := f != "" && strings.ContainsAny(f[len(f)-1:], ".!?")
 		raw := strings.TrimFunc(f, func(r rune) bool {
 			return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '_' || r == '%' || r == '€' || r == '$' || r == '£')
 		})

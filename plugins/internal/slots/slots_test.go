@@ -20,6 +20,7 @@ func TestExtract(t *testing.T) {
 		{"How do I get from Paris to London?", "entity:from:paris entity:to:london", ""},
 		{"Use `git rebase` or getUserName", "code:getUserName code:git rebase", ""},
 		{"Is 2.50 the same as 2.5?", "num:2.5", "sam"},
+		{"Pay $ 5 now. $", "num:5 unit:dollar", "now pay"},
 	} {
 		s := Extract(tc.text)
 		if got := strings.Join(s.Slots, " "); got != tc.slots {
@@ -52,5 +53,13 @@ func TestAgree(t *testing.T) {
 	long := strings.Repeat("word ", MaxText)
 	if s := Extract(long); !slices.Contains(s.Content, "word") || len(s.Content) > 2 {
 		t.Errorf("long text: %v", s.Content)
+	}
+}
+
+// TestExtractOddInput: odd input never panics.
+func TestExtractOddInput(t *testing.T) {
+	for _, s := range []string{"", "'", "`", `""`, "n't", "$", "€€€ £", "1,,,", ".5", "\xff\xfe", "“unclosed", "a.b. c_ d", "--", "()", "0", "00.00", "1:2:3", "'''", "isn't'"} {
+		_ = Extract(s)
+		_ = Extract(s + " " + s + ". " + s)
 	}
 }
