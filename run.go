@@ -66,6 +66,14 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer stored.close(log) // after the plugins, listeners and ingestion that use it
+	var responseCfg recipes.ResponseAPI
+	if peeked != nil {
+		responseCfg = peeked.Global.Services.ResponseAPI
+	}
+	responses, err := responseStore(responseCfg, stored.store)
+	if err != nil {
+		return err
+	}
 	cacheDir := o.PluginCacheDir
 	switch cacheDir {
 	case "":
@@ -167,7 +175,7 @@ func (s *Server) run(ctx context.Context) error {
 			break
 		}
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log,
-			Files: stored.store})
+			Files: stored.store, Responses: responses})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if a, ok := o.ListenerAddrs[l.Name]; ok {
 			addr = a
@@ -185,7 +193,7 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	if !o.DisableExtproc {
 		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg,
-			Files: stored.store}); err != nil {
+			Files: stored.store, Responses: responses}); err != nil {
 			return fail(err)
 		}
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/junction-router/junction/internal/chat"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/translate"
 	"github.com/junction-router/junction/recipes"
 )
@@ -78,6 +79,10 @@ type Config struct {
 	// inlined as data URLs before the request goes upstream. nil answers
 	// such a part 400.
 	Files Files
+	// Responses is the Responses API's response store
+	// (global.services.response_api); nil keeps nothing, and the stored-
+	// response routes and previous_response_id say the store is off.
+	Responses storage.Responses
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -88,11 +93,12 @@ type Plane struct {
 	backends  Backends
 	log       interface{ Error(string, ...any) }
 	files     Files
+	responses storage.Responses
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}

@@ -134,12 +134,13 @@ func ResponsesNotServed() *Error {
 }
 
 // NoResponseStore answers the stored-response routes (GET and DELETE
-// /v1/responses/{id}, …/input_items): no response store is kept, so there is
-// nothing to retrieve; 501 says the feature is off, where 404 would say the
-// id is wrong.
+// /v1/responses/{id}, …/input_items) when the response store is off: a 404
+// (what OpenAI answers for a response it does not have; its SDKs do not
+// retry it, where they retry a 501) whose code and message say why.
 func NoResponseStore() *Error {
-	return NewError(http.StatusNotImplemented, TypeNotImplemented,
-		"responses are not stored (no response store is configured under global.services.response_api), so they cannot be retrieved or deleted; keep the answer when it arrives")
+	return NewError(http.StatusNotFound, TypeInvalidRequest,
+		"responses are not stored here: the response store is off (turn it on with global.services.response_api: {enabled: true, store: memory}), so they cannot be retrieved or deleted; keep the answer when it arrives").
+		WithCode("response_store_disabled")
 }
 
 // BadBody is the 400 for a body that could not be read.

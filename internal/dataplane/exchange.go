@@ -36,6 +36,8 @@ type Exchange struct {
 	category, model string // metric labels
 
 	responses *translate.ResponsesRequest // a Responses API request, translated on the way in
+	storeCtx  context.Context             // the request's context without its cancel, for keep
+	kept      bool                        // the response went to the response store
 	anthropic bool                        // the backend speaks the Messages API
 	sent      time.Time                   // when the request went upstream
 
@@ -91,20 +93,31 @@ func (x *Exchange) Record(endpoint string, status int, d time.Duration) {
 
 // ResponsesRequest translates a POST /v1/responses body into the chat
 // completion the rest of the data plane reads; the answer will be
-// translated back. A body that cannot be translated is answered 400 (a,
-// with the headers in h) and counted.
-func (x *Exchange) ResponsesRequest(body []byte, h http.Header) (chatBody []byte, a *Answer) {
-	chatBody, req, err := translate.ResponsesToChat(body)
+// translated back. With a response store (Config.Responses),
+// previous_response_id's conversation goes in front of the input, and the
+// answer is kept when the request asks to store it (OpenAI's default). A
+// body that cannot be translated is answered 400 (a, with the headers in
+// h) and counted; an unknown previous_response_id 404.
+func (x *Exchange) ResponsesRequest(ctx context.Context, body []byte, h http.Header) (chatBody []byte, a *Answer) {
+	chatBody, req, err := translate.ResponsesToChatFrom(body, x.history(ctx))
 	if err != nil {
 		x.plane.metrics.Error(metrics.UnknownModel, metrics.ReasonParseError)
-		e := NewError(http.StatusBadRequest, TypeInvalidRequest, err.Error())
-		var te *translate.Error
-		if errors.As(err, &te) && te.Param != "" {
-			e = e.WithParam(te.Param)
+		var e *Error
+		if !errors.As(err, &e) {
+			e = NewError(http.StatusBadRequest, TypeInvalidRequest, err.Error())
+			var te *translate.Error
+			if errors.As(err, &te) && te.Param != "" {
+				e = e.WithParam(te.Param)
+			}
 		}
-		return nil, ErrorAnswer(e, h)
+		a := ErrorAnswer(e, h)
+		if e.Status/100 == 4 {
+			noRetry(a)
+		}
+		return nil, a
 	}
 	x.responses = req
+	x.storeCtx = context.WithoutCancel(ctx)
 	return chatBody, nil
 }
 
@@ -117,8 +130,9 @@ func (x *Exchange) Run(ctx context.Context, in *Request) *Outcome {
 	if out.Answer != nil {
 		if x.responses != nil && out.Answer.Status/100 == 2 {
 			stream := IsEventStream(out.Answer.Header.Get("Content-Type"))
-			if b, err := translate.ResponsesBody(out.Answer.Body, stream, x.responses, time.Now().Unix()); err == nil {
+			if b, final, err := translate.ResponsesBody(out.Answer.Body, stream, x.responses, time.Now().Unix()); err == nil {
 				out.Answer.Body = b
+				x.keep(final)
 			}
 		}
 		return out
@@ -216,6 +230,7 @@ func (x *Exchange) JSONAnswer(body []byte, inPlace bool) (out []byte, changed bo
 			return nil, true, x.upstreamFailure("the backend's answer could not be given as a response: " + err.Error())
 		}
 		body, changed = r, true
+		x.keep(r)
 	}
 	return body, changed, nil
 }
@@ -356,6 +371,9 @@ func (x *Exchange) chatEvent(dst, raw, data []byte, rewrite, upstream bool) []by
 		events, err := x.rStream.Chunk(data)
 		if err != nil {
 			return dst // not a chunk: nothing a response stream can say
+		}
+		if x.rStream.Ended() {
+			x.keep(x.rStream.Final()) // before response.completed reaches the client
 		}
 		return translate.AppendEvents(dst, events)
 	}

@@ -78,7 +78,7 @@ func TestExchangeStream(t *testing.T) {
 func TestExchangeResponsesAPI(t *testing.T) {
 	e := newEnv(t, nil)
 	x := e.plane.NewExchange(time.Now())
-	chatBody, a := x.ResponsesRequest([]byte(`{"model":"MoM","input":"hello"}`), nil)
+	chatBody, a := x.ResponsesRequest(context.Background(), []byte(`{"model":"MoM","input":"hello"}`), nil)
 	if a != nil {
 		t.Fatalf("refused: %s", a.Body)
 	}
@@ -91,7 +91,7 @@ func TestExchangeResponsesAPI(t *testing.T) {
 	if err != nil || !strings.Contains(string(body), `"object":"response"`) {
 		t.Fatalf("answer %s err %v", body, err)
 	}
-	if _, a := x.ResponsesRequest([]byte(`{"model":"MoM","input":"hi","background":true}`), nil); a == nil || a.Status != http.StatusBadRequest {
+	if _, a := x.ResponsesRequest(context.Background(), []byte(`{"model":"MoM","input":"hi","background":true}`), nil); a == nil || a.Status != http.StatusBadRequest {
 		t.Fatalf("background was not refused: %+v", a)
 	}
 }

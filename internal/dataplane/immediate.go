@@ -104,18 +104,10 @@ func ModelList(gen *engine.Generation, created time.Time, h http.Header) *Answer
 	if gen == nil {
 		return ErrorAnswer(NoGeneration(), h)
 	}
-	ts := created.Unix()
 	out := struct {
 		Object string       `json:"object"`
 		Data   []ModelEntry `json:"data"`
-	}{Object: "list", Data: []ModelEntry{{ID: engine.ModelMoM, Object: "model", Created: ts, OwnedBy: "junction"}}}
-	for _, m := range gen.Document().Providers.Models {
-		owner := "junction"
-		if len(m.BackendRefs) > 0 && m.BackendRefs[0].Provider != "" {
-			owner = m.BackendRefs[0].Provider
-		}
-		out.Data = append(out.Data, ModelEntry{ID: m.Name, Object: "model", Created: ts, OwnedBy: owner})
-	}
+	}{Object: "list", Data: modelEntries(gen, created)}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return ErrorAnswer(NewError(http.StatusInternalServerError, TypeServer, "could not encode the model list"), h)
@@ -125,4 +117,33 @@ func ModelList(gen *engine.Generation, created time.Time, h http.Header) *Answer
 	}
 	h.Set("Content-Type", "application/json")
 	return &Answer{Status: http.StatusOK, Header: h, Body: append(b, '\n')}
+}
+
+// modelEntries is the model list: MoM, then the configured models.
+func modelEntries(gen *engine.Generation, created time.Time) []ModelEntry {
+	ts := created.Unix()
+	out := []ModelEntry{{ID: engine.ModelMoM, Object: "model", Created: ts, OwnedBy: "junction"}}
+	for _, m := range gen.Document().Providers.Models {
+		owner := "junction"
+		if len(m.BackendRefs) > 0 && m.BackendRefs[0].Provider != "" {
+			owner = m.BackendRefs[0].Provider
+		}
+		out = append(out, ModelEntry{ID: m.Name, Object: "model", Created: ts, OwnedBy: owner})
+	}
+	return out
+}
+
+// Model answers GET /v1/models/{id}: the model list's entry for id (MoM or
+// a configured model), or OpenAI's 404 for a model that is not there.
+func Model(gen *engine.Generation, id string, created time.Time, h http.Header) *Answer {
+	if gen == nil {
+		return ErrorAnswer(NoGeneration(), h)
+	}
+	for _, m := range modelEntries(gen, created) {
+		if m.ID == id {
+			return jsonAnswer(m, h)
+		}
+	}
+	return noRetry(ErrorAnswer(NewError(http.StatusNotFound, TypeInvalidRequest,
+		"The model '"+id+"' does not exist; GET /v1/models lists the models served here").WithParam("model").WithCode("model_not_found"), h))
 }

@@ -172,7 +172,7 @@ func TestModelsAndOtherPaths(t *testing.T) {
 		{"POST", "/v1/models", 405, "GET"},
 		{"GET", "/v1/chat/completions", 405, "POST"},
 		{"POST", "/v1/responses", 400, ""}, // no body
-		{"GET", "/v1/responses/resp_1", 501, ""},
+		{"GET", "/v1/responses/resp_1", 404, ""}, // no response store
 		{"DELETE", "/v1/responses/resp_1/input_items", 405, "GET"},
 	} {
 		s := e.open(envoytest.Standard)
@@ -209,7 +209,7 @@ func TestModelsAndOtherPaths(t *testing.T) {
 	}
 	s.Close()
 	eventually(t, "requests recorded", func() bool {
-		return e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "501"}) == 1 &&
+		return e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "404"}) == 1 &&
 			e.scalar("router_requests_total", map[string]string{"endpoint": "/v1/responses", "status": "400"}) == 1
 	})
 	if v := e.scalar("router_requests_total", map[string]string{"endpoint": "other"}); v != 0 {

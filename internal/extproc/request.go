@@ -2,6 +2,7 @@ package extproc
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,12 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 			return x.methodNotAllowed(ri.method, path, http.MethodGet)
 		}
 		return x.answer(dataplane.ModelList(x.gen, x.s.started, x.idHeader()))
+	case strings.HasPrefix(path, "/v1/models/"):
+		x.endpoint = dataplane.EndpointModels
+		if ri.method != http.MethodGet {
+			return x.methodNotAllowed(ri.method, path, http.MethodGet)
+		}
+		return x.answer(dataplane.Model(x.gen, strings.TrimPrefix(path, "/v1/models/"), x.s.started, x.idHeader()))
 	case path == "/v1/responses":
 		x.endpoint = dataplane.EndpointResponses
 		if ri.method != http.MethodPost {
@@ -59,7 +66,12 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 		}
 		for _, m := range allow {
 			if ri.method == m {
-				return x.answer(dataplane.ErrorAnswer(dataplane.NoResponseStore(), x.idHeader()))
+				id, sub := dataplane.StoredResponsePath(path)
+				var query url.Values
+				if _, raw, ok := strings.Cut(ri.path, "?"); ok {
+					query, _ = url.ParseQuery(raw)
+				}
+				return x.answer(x.s.plane.StoredResponse(x.ctx, ri.method, id, sub, query, x.idHeader()))
 			}
 		}
 		return x.methodNotAllowed(ri.method, path, strings.Join(allow, ", "))
@@ -212,7 +224,7 @@ func (x *exchange) tooLarge() error {
 // the body mode needs), or an immediate answer.
 func (x *exchange) decide(trailers bool) error {
 	if x.responsesAPI {
-		chatBody, a := x.dp.ResponsesRequest(x.body, x.idHeader())
+		chatBody, a := x.dp.ResponsesRequest(x.ctx, x.body, x.idHeader())
 		if a != nil {
 			return x.answer(a)
 		}

@@ -40,6 +40,7 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -82,6 +83,9 @@ type Options struct {
 	// Files opens the uploaded images that requests name by file_id (see
 	// dataplane.Config.Files); nil answers such a request 400.
 	Files dataplane.Files
+	// Responses is the Responses API's response store; nil keeps nothing
+	// (see dataplane.Config.Responses).
+	Responses storage.Responses
 }
 
 // Server implements extprocv3.ExternalProcessorServer. It is safe for
@@ -114,7 +118,7 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files})
+	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses})
 	s.unexpected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "junction_extproc_unexpected_messages_total",
 		Help: "ext_proc messages that arrived where the protocol does not expect them, by message and what was done (ignored: answered so the request goes on; rejected: the stream was ended with an error).",

@@ -22,6 +22,7 @@ import (
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -185,7 +186,11 @@ type envConfig struct {
 	plugins plugin.Runner
 	noRun   bool
 	files   dataplane.Files
+	store   storage.Responses
 }
+
+// withResponseStore keeps Responses API answers in r.
+func withResponseStore(r storage.Responses) envOption { return func(c *envConfig) { c.store = r } }
 
 // withYAML edits the configuration (before the upstream URLs are filled in).
 func withYAML(edit func(string) string) envOption { return func(c *envConfig) { c.edit = edit } }
@@ -233,6 +238,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Upstreams: upstreams,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Files:     cfg.files,
+		Responses: cfg.store,
 	})
 	e.gw = httptest.NewServer(e.server)
 	t.Cleanup(e.gw.Close)

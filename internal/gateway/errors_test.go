@@ -82,9 +82,10 @@ func TestRoutesAndMethods(t *testing.T) {
 		typ          string
 	}{
 		{"POST", "/v1/responses", 400, "invalid_request_error"}, // no body
-		{"GET", "/v1/responses/resp_123", 501, "not_implemented"},
-		{"DELETE", "/v1/responses/resp_123", 501, "not_implemented"},
-		{"GET", "/v1/responses/resp_123/input_items", 501, "not_implemented"},
+		{"GET", "/v1/responses/resp_123", 404, "invalid_request_error"},
+		{"DELETE", "/v1/responses/resp_123", 404, "invalid_request_error"},
+		{"GET", "/v1/responses/resp_123/input_items", 404, "invalid_request_error"},
+		{"GET", "/v1/models/nope", 404, "invalid_request_error"},
 		{"GET", "/v1/chat/completions", 405, "invalid_request_error"},
 		{"POST", "/v1/models", 405, "invalid_request_error"},
 		{"PUT", "/v1/responses", 405, "invalid_request_error"},

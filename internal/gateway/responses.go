@@ -18,7 +18,7 @@ func (x *exchange) responses() {
 	if !ok {
 		return
 	}
-	chatBody, a := x.dp.ResponsesRequest(body, nil)
+	chatBody, a := x.dp.ResponsesRequest(x.r.Context(), body, nil)
 	if a != nil {
 		x.answer(a)
 		return

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -166,8 +167,9 @@ func TestResponsesErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ = io.ReadAll(get.Body)
 	get.Body.Close()
-	if get.StatusCode != 501 {
-		t.Fatalf("stored responses: %d", get.StatusCode)
+	if get.StatusCode != 404 || get.Header.Get("x-should-retry") != "false" || *decodeError(t, b).Error.Code != "response_store_disabled" {
+		t.Fatalf("stored responses without a store: %d %v %s", get.StatusCode, get.Header, b)
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -66,6 +67,9 @@ type Options struct {
 	// Files opens the uploaded images that requests name by file_id (see
 	// dataplane.Config.Files); nil answers such a request 400.
 	Files dataplane.Files
+	// Responses is the Responses API's response store; nil keeps nothing
+	// (see dataplane.Config.Responses).
+	Responses storage.Responses
 }
 
 // Server is the data-plane HTTP handler.
@@ -87,7 +91,7 @@ func New(opts Options) *Server {
 	if s.ups == nil {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses})
 	return s
 }
 
@@ -120,6 +124,12 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			return
 		}
 		x.models()
+	case strings.HasPrefix(path, "/v1/models/"):
+		x.endpoint = endpointModels
+		if !x.allow(http.MethodGet) || !x.authorized() {
+			return
+		}
+		x.model(strings.TrimPrefix(path, "/v1/models/"))
 	case path == "/v1/responses":
 		x.endpoint = endpointResponses
 		if !x.allow(http.MethodPost) || !x.authorized() {
@@ -135,7 +145,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		if !x.allow(methods...) || !x.authorized() {
 			return
 		}
-		x.noResponseStore()
+		x.storedResponse()
 	default:
 		writeError(x.w, dataplane.NotFound(r.Method, r.URL.Path))
 	}

@@ -93,13 +93,17 @@ func (r *ResponsesRequest) response(status string, created int64, model string, 
 	if output == nil {
 		output = []any{}
 	}
+	var previous any
+	if r.PreviousResponseID != "" {
+		previous = r.PreviousResponseID
+	}
 	return map[string]any{
 		"id": r.ID, "object": "response", "created_at": created, "status": status, "model": model,
 		"output": output, "usage": usage, "error": nil, "incomplete_details": details,
 		"instructions": r.Instructions, "max_output_tokens": r.MaxOutputTokens,
 		"temperature": r.Temperature, "top_p": r.TopP, "parallel_tool_calls": r.ParallelToolCalls,
 		"tool_choice": toolChoice, "tools": tools, "text": text, "metadata": metadata, "reasoning": reasoning,
-		"previous_response_id": nil, "store": false, "truncation": "disabled",
+		"previous_response_id": previous, "store": r.Store, "truncation": "disabled",
 	}
 }
 
@@ -179,6 +183,7 @@ type ResponsesStream struct {
 	finish  string
 	usage   map[string]any
 	ended   bool
+	final   []byte // the response of response.completed (or .incomplete)
 }
 
 type streamCall struct {
@@ -326,22 +331,54 @@ func (s *ResponsesStream) finishAll(out []ResponseEvent) []ResponseEvent {
 	if status == "incomplete" {
 		name = "response.incomplete"
 	}
-	return s.emit(out, name, map[string]any{"response": s.r.response(status, s.created, s.model, s.output, s.usage, reason)})
+	resp := s.r.response(status, s.created, s.model, s.output, s.usage, reason)
+	s.final, _ = json.Marshal(resp)
+	return s.emit(out, name, map[string]any{"response": resp})
 }
 
 // Ended reports whether the stream is over ([DONE] or an error seen).
 func (s *ResponsesStream) Ended() bool { return s.ended }
 
+// Final is the response object of a stream that ended complete (its
+// response.completed or response.incomplete event); nil otherwise (not
+// over yet, or ended by an error).
+func (s *ResponsesStream) Final() []byte { return s.final }
+
+// Stored is what the response store keeps of response (the object the
+// client received, answering r): this turn's input items and the whole
+// conversation (r's history, its input, the response's output items), each
+// a JSON array.
+func (r *ResponsesRequest) Stored(response []byte) (input, conversation []byte, err error) {
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(response, &resp); err != nil {
+		return nil, nil, fmt.Errorf("the response to store is not a response object: %w", err)
+	}
+	in := r.Input
+	if in == nil {
+		in = []json.RawMessage{}
+	}
+	if input, err = json.Marshal(in); err != nil {
+		return nil, nil, err
+	}
+	conv := make([]json.RawMessage, 0, len(r.History)+len(r.Input)+len(resp.Output))
+	conv = append(append(append(conv, r.History...), r.Input...), resp.Output...)
+	conversation, err = json.Marshal(conv)
+	return input, conversation, err
+}
+
 // ResponsesBody translates a complete chat answer, a chat.completion or (with
 // stream) a whole chat event stream, into the Responses API: for answers a
 // front end holds whole, such as fast responses. created is the response's
-// Unix time for a stream.
-func ResponsesBody(body []byte, stream bool, r *ResponsesRequest, created int64) ([]byte, error) {
+// Unix time for a stream. final is the response object (for the response
+// store), nil when the stream ended in an error.
+func ResponsesBody(body []byte, stream bool, r *ResponsesRequest, created int64) (out, final []byte, err error) {
 	if !stream {
-		return ChatToResponse(body, r)
+		out, err = ChatToResponse(body, r)
+		return out, out, err
 	}
 	s := NewResponsesStream(r, created)
-	var out []byte
 	for _, ev := range strings.Split(string(body), "\n\n") {
 		for _, line := range strings.Split(ev, "\n") {
 			data, ok := strings.CutPrefix(line, "data:")
@@ -350,7 +387,7 @@ func ResponsesBody(body []byte, stream bool, r *ResponsesRequest, created int64)
 			}
 			events, err := s.Chunk([]byte(strings.TrimPrefix(data, " ")))
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = AppendEvents(out, events)
 		}
@@ -358,7 +395,7 @@ func ResponsesBody(body []byte, stream bool, r *ResponsesRequest, created int64)
 	if !s.Ended() {
 		out = AppendEvents(out, s.finishAll(nil))
 	}
-	return out, nil
+	return out, s.Final(), nil
 }
 
 // AppendEvents appends events in server-sent-event form to dst.

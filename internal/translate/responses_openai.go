@@ -23,7 +23,21 @@ type ResponsesRequest struct {
 	Metadata           json.RawMessage
 	Stream             bool
 	PreviousResponseID string
+	// Store: the answer is to be kept (the request's store, true when
+	// absent, and a response store to keep it in).
+	Store bool
+	// Input is this turn's input items, each with an id (a string input is
+	// one user message), as the response store lists them.
+	Input []json.RawMessage
+	// History is the conversation before this turn (previous_response_id's
+	// stored conversation), as input items.
+	History []json.RawMessage
 }
+
+// History returns the stored conversation (a JSON array of input items)
+// that ends with the response id; an error is given back unchanged (the
+// caller answers it: an unknown id is a 404).
+type History func(id string) ([]byte, error)
 
 // responsesKnown are the Responses API fields translation consumes (or
 // accepts and ignores); others pass through to the chat request.
@@ -37,17 +51,24 @@ var responsesKnown = map[string]bool{
 
 // ResponsesToChat translates a Responses API request body into a chat
 // completion request body (streamed answers always carry usage: the answer
-// reports it). Responses-only features this service cannot provide
-// (previous_response_id and background need the response store; built-in
-// tools such as web_search) are refused with an *Error naming the field.
-// store is accepted and ignored: nothing is stored, so nothing can be
-// retrieved later (GET /v1/responses/{id} says so).
+// reports it), without a response store: previous_response_id is refused,
+// and nothing is to be stored.
 func ResponsesToChat(body []byte) ([]byte, *ResponsesRequest, error) {
+	return ResponsesToChatFrom(body, nil)
+}
+
+// ResponsesToChatFrom is ResponsesToChat with a response store: history
+// looks up previous_response_id's conversation, which goes in front of
+// this turn's input (instructions are this turn's only, as OpenAI does).
+// Features this service cannot provide (background; built-in tools such as
+// web_search; previous_response_id without a store) are refused with an
+// *Error naming the field.
+func ResponsesToChatFrom(body []byte, history History) ([]byte, *ResponsesRequest, error) {
 	var f map[string]json.RawMessage
 	if err := json.Unmarshal(body, &f); err != nil || f == nil {
 		return nil, nil, badf("", "the request body must be a JSON object with model and input")
 	}
-	r := &ResponsesRequest{ID: newID("resp_"), ParallelToolCalls: true}
+	r := &ResponsesRequest{ID: newID("resp_"), ParallelToolCalls: true, Store: history != nil}
 	if err := unmarshalField(f, "model", &r.Model); err != nil {
 		return nil, nil, err
 	}
@@ -62,21 +83,46 @@ func ResponsesToChat(body []byte) ([]byte, *ResponsesRequest, error) {
 		msgs = append(msgs, map[string]any{"role": "system", "content": s})
 	}
 	in, ok := f["input"]
+	var err error
 	if !ok || isNullOrEmpty(in) {
 		return nil, nil, badf("input", "input is required: a string, or a list of input items")
 	}
-	items, err := inputMessages(in)
+	if raw, ok := f["background"]; ok && !isNullOrEmpty(raw) && string(raw) != "false" {
+		return nil, nil, badf("background", "background responses are not served here; leave background out (or false)")
+	}
+	if raw, ok := f["store"]; ok && !isNullOrEmpty(raw) {
+		var store bool
+		if err := json.Unmarshal(raw, &store); err != nil {
+			return nil, nil, badf("store", "store must be a boolean")
+		}
+		r.Store = r.Store && store
+	}
+	if raw, ok := f["previous_response_id"]; ok && !isNullOrEmpty(raw) {
+		if err := json.Unmarshal(raw, &r.PreviousResponseID); err != nil || r.PreviousResponseID == "" {
+			return nil, nil, badf("previous_response_id", "previous_response_id must be a response id (resp_…)")
+		}
+		if history == nil {
+			return nil, nil, badf("previous_response_id", "previous_response_id needs the response store, which is off (global.services.response_api: {enabled: true, store: memory}); send the whole conversation in input")
+		}
+		conv, err := history(r.PreviousResponseID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(conv, &r.History); err != nil {
+			return nil, nil, fmt.Errorf("the stored conversation of %s is not a list of items: %w", r.PreviousResponseID, err)
+		}
+	}
+	var given []json.RawMessage
+	if r.Input, given, err = inputItems(in); err != nil {
+		return nil, nil, err
+	}
+	items, err := inputMessages(r.History, given)
 	if err != nil {
 		return nil, nil, err
 	}
 	msgs = append(msgs, items...)
 	chat["messages"] = msgs
 
-	for _, name := range []string{"previous_response_id", "background"} {
-		if raw, ok := f[name]; ok && !isNullOrEmpty(raw) && string(raw) != "false" {
-			return nil, nil, badf(name, "%s needs the response store, which this service does not keep; send the whole conversation in input", name)
-		}
-	}
 	if raw, ok := f["max_output_tokens"]; ok && !isNullOrEmpty(raw) {
 		var n int64
 		if err := json.Unmarshal(raw, &n); err != nil || n < 1 {
@@ -166,15 +212,73 @@ func ResponsesToChat(body []byte) ([]byte, *ResponsesRequest, error) {
 	return b, r, nil
 }
 
-// inputMessages turns input (a string or a list of items) into chat
-// messages. Function calls become assistant tool_calls (consecutive ones in
-// one message) and their outputs tool messages.
-func inputMessages(raw json.RawMessage) ([]map[string]any, error) {
+// inputItems turns input (a string or a list of items) into the items the
+// response store lists (each with an id and a type, a message's string
+// content as one text part) and the items as given (a string is one user
+// message), which become the chat messages.
+func inputItems(raw json.RawMessage) (stored, given []json.RawMessage, err error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return []map[string]any{{"role": "user", "content": s}}, nil
+		b, err := json.Marshal(map[string]any{"id": newID("msg_"), "type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": s}}})
+		g, _ := json.Marshal(map[string]any{"role": "user", "content": s})
+		return []json.RawMessage{b}, []json.RawMessage{g}, err
 	}
-	var items []struct {
+	var items []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, nil, badf("input", "input must be a string or a list of input items")
+	}
+	if err := json.Unmarshal(raw, &given); err != nil {
+		return nil, nil, badf("input", "input must be a string or a list of input items")
+	}
+	out := make([]json.RawMessage, 0, len(items))
+	for i, it := range items {
+		if it == nil {
+			return nil, nil, badf(fmt.Sprintf("input[%d]", i), "an input item must be an object")
+		}
+		var typ string
+		_ = json.Unmarshal(it["type"], &typ)
+		if typ == "" {
+			typ = "message"
+			it["type"] = json.RawMessage(`"message"`)
+		}
+		if _, ok := it["id"]; !ok {
+			prefix := "msg_"
+			switch typ {
+			case "function_call":
+				prefix = "fc_"
+			case "function_call_output":
+				prefix = "fco_"
+			}
+			it["id"], _ = json.Marshal(newID(prefix))
+		}
+		var text string
+		if typ == "message" && json.Unmarshal(it["content"], &text) == nil {
+			part := "input_text"
+			if string(it["role"]) == `"assistant"` {
+				part = "output_text"
+			}
+			it["content"], _ = json.Marshal([]any{map[string]any{"type": part, "text": text}})
+		}
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, nil, badf(fmt.Sprintf("input[%d]", i), "input item %d cannot be read: %v", i, err)
+		}
+		out = append(out, b)
+	}
+	return out, given, nil
+}
+
+// inputMessages turns input items (a conversation's earlier ones, then
+// this turn's; see inputItems) into chat messages. Function calls become
+// assistant tool_calls (consecutive ones in one message) and their outputs
+// tool messages.
+func inputMessages(history, input []json.RawMessage) ([]map[string]any, error) {
+	all := input
+	if len(history) > 0 {
+		all = append(append(make([]json.RawMessage, 0, len(history)+len(input)), history...), input...)
+	}
+	type item struct {
 		Type      string          `json:"type"`
 		Role      string          `json:"role"`
 		Content   json.RawMessage `json:"content"`
@@ -183,12 +287,17 @@ func inputMessages(raw json.RawMessage) ([]map[string]any, error) {
 		Arguments string          `json:"arguments"`
 		Output    json.RawMessage `json:"output"`
 	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, badf("input", "input must be a string or a list of input items")
-	}
 	var msgs []map[string]any
-	for i, it := range items {
+	for k, raw := range all {
+		var it item
+		i := k - len(history)
 		p := fmt.Sprintf("input[%d]", i)
+		if i < 0 {
+			p = fmt.Sprintf("the conversation of previous_response_id, item %d", k)
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return nil, badf(p, "an input item must be an object")
+		}
 		switch it.Type {
 		case "", "message":
 			switch it.Role {

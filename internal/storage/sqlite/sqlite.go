@@ -301,6 +301,17 @@ var schema = []string{
 	// query words so common that ranking their matches would cost more
 	// than their small BM25 weight is worth.
 	`CREATE VIRTUAL TABLE chunks_fts_terms USING fts5vocab(chunks_fts, row);`,
+
+	// 5: the Responses API's stored responses (responses.go): the response
+	// object, its input items and the conversation up to it, as JSON.
+	`CREATE TABLE responses (
+		id TEXT PRIMARY KEY,
+		created_at INTEGER NOT NULL,
+		response BLOB NOT NULL,
+		input BLOB NOT NULL,
+		conversation BLOB NOT NULL
+	);
+	CREATE INDEX responses_created ON responses(created_at);`,
 }
 
 // migrate brings the schema to the newest version, one transaction per
