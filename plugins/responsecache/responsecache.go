@@ -2,12 +2,14 @@
 // request from earlier answers. Mode exact matches the request itself (every
 // message and every parameter that shapes the answer); semantic matches the
 // user's last message by embedding similarity, among requests whose other
-// messages and parameters are identical; exact_then_semantic tries exact
-// first. Entries are scoped per model and per decision (each can be turned
-// off), expire after ttl_seconds, and are written only from 2xx answers that
-// hold one plain assistant message. A request carrying the bypass header
-// (x-cache-bypass: true by default) is neither answered from nor stored in the
-// cache.
+// messages and parameters are identical and whose last user messages agree
+// on their slots and content words (Agree; plugins/internal/slots);
+// exact_then_semantic tries exact first. Entries are scoped per model and per
+// decision (each can be turned off), expire after ttl_seconds, and are
+// written only from 2xx answers that hold one plain assistant message, never
+// for a request that says Cache-Control: no-store. A request carrying the
+// bypass header (x-cache-bypass: true by default) is neither answered from
+// nor stored in the cache.
 //
 // The package is the plugin's logic (keys, scope, what may be stored), testable
 // on the host; guest/ wraps it as a wasm module that uses the host's cache
@@ -27,6 +29,7 @@ import (
 
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
+	"github.com/junction-router/junction/plugins/internal/slots"
 )
 
 // Type is the plugin type recipes name; Version is the plugin's version.
@@ -56,6 +59,11 @@ const (
 	// StatusHeader and SimilarityHeader are the headers a hit carries.
 	StatusHeader     = "x-cache-status"
 	SimilarityHeader = "x-cache-similarity"
+	// HitValue is the report value that says which kind of hit answered:
+	// HitExact or HitSemantic.
+	HitValue    = "hit"
+	HitExact    = "exact"
+	HitSemantic = "semantic"
 )
 
 // Config is the plugin's configuration.
@@ -162,10 +170,30 @@ func (c *Config) Bypassed(headers []Header) bool {
 	return false
 }
 
+// NoStore reports whether the request says Cache-Control: no-store: its
+// answer is not stored (it may still be answered from the cache).
+func NoStore(headers []Header) bool {
+	for _, h := range headers {
+		if strings.EqualFold(h.Name, "Cache-Control") {
+			for _, d := range strings.Split(h.Value, ",") {
+				if strings.EqualFold(strings.TrimSpace(d), "no-store") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // Keys are what a request is looked up and stored under.
 type Keys struct {
 	// Namespace separates scopes: model and decision when scoped.
 	Namespace string
+	// Slots is the signature of the last user message's slots (numbers,
+	// units, dates, identifiers, entities, quotes, negation, languages,
+	// code identifiers; see plugins/internal/slots): semantic matches happen
+	// only among requests with the same Slots.
+	Slots string
 	// Exact is the hash of the whole request (every message, every parameter
 	// that shapes the answer).
 	Exact string
@@ -198,7 +226,7 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 		return Keys{}, err
 	}
 	var ns strings.Builder
-	ns.WriteString("response_cache/v1")
+	ns.WriteString("response_cache/v2")
 	if *c.Scope.Model {
 		ns.WriteString("/model=" + model)
 	}
@@ -237,6 +265,7 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 	if last >= 0 {
 		k.Query = msgs[last].Text
 	}
+	k.Slots = slots.Extract(k.Query).Signature()
 	return k, nil
 }
 
@@ -368,5 +397,44 @@ func fromEvents(body []byte) (string, string) {
 	return b.String(), ""
 }
 
-// FormatSimilarity writes a similarity the way a hit reports it.
-func FormatSimilarity(s float64) string { return fmt.Sprintf("%.4f", s) }
+// FormatSimilarity writes a similarity the way a hit reports it. 1.0000 is
+// for exact hits only: a semantic similarity is rounded down and shown as at
+// most 0.9999 (two different texts can embed to the same vector).
+func FormatSimilarity(s float64, exact bool) string {
+	if exact {
+		return "1.0000"
+	}
+	s = math.Floor(s*10000) / 10000
+	return fmt.Sprintf("%.4f", math.Min(s, 0.9999))
+}
+
+// Agree reports whether a semantic candidate may answer a query: both
+// texts must have the same slots and the same content words (up to order,
+// inflection and function words), whatever their embeddings' similarity;
+// why says what differs. The slots are also in the namespace, so the host
+// only compares candidates with the same slots; the content words are
+// checked here against the query stored with the entry.
+func Agree(query, candidate string) (bool, string) {
+	return slots.Agree(slots.Extract(query), slots.Extract(candidate))
+}
+
+// entry is what an entry holds: the query it answers and the answer.
+type entry struct {
+	Query  string `json:"q"`
+	Answer string `json:"a"`
+}
+
+// EncodeEntry is the stored value of an answer to query.
+func EncodeEntry(query, answer string) []byte {
+	b, _ := json.Marshal(entry{query, answer})
+	return b
+}
+
+// DecodeEntry reads a stored value.
+func DecodeEntry(b []byte) (query, answer string, err error) {
+	var e entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return "", "", fmt.Errorf("a cache entry is not one this plugin wrote: %v", err)
+	}
+	return e.Query, e.Answer, nil
+}

@@ -1,6 +1,7 @@
 package responsecache
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -110,4 +111,61 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%s: %v, want %s", cfg, err, want)
 		}
 	}
+}
+
+func TestNoStore(t *testing.T) {
+	if !NoStore([]Header{{"Cache-Control", "no-cache, No-Store"}}) || NoStore([]Header{{"Cache-Control", "no-cache"}}) || NoStore(nil) {
+		t.Error("Cache-Control: no-store")
+	}
+}
+
+func TestFormatSimilarity(t *testing.T) {
+	for _, tc := range []struct {
+		s     float64
+		exact bool
+		want  string
+	}{{1, true, "1.0000"}, {0.99999, false, "0.9999"}, {1, false, "0.9999"}, {0.92349, false, "0.9234"}, {0.5, true, "1.0000"}} {
+		if got := FormatSimilarity(tc.s, tc.exact); got != tc.want {
+			t.Errorf("FormatSimilarity(%v, %v) = %s, want %s", tc.s, tc.exact, got, tc.want)
+		}
+	}
+}
+
+func TestEntry(t *testing.T) {
+	q, a, err := DecodeEntry(EncodeEntry("what is go", "a language"))
+	if err != nil || q != "what is go" || a != "a language" {
+		t.Fatalf("%q %q %v", q, a, err)
+	}
+	if _, _, err := DecodeEntry([]byte("plain text")); err == nil {
+		t.Error("a value not written by the plugin decoded")
+	}
+}
+
+// TestSlotsInKeys: the slots of the last user message are in the keys, so
+// a semantic lookup compares only requests whose slots agree; the issue's
+// examples get different slots.
+func TestSlotsInKeys(t *testing.T) {
+	c, _ := ParseConfig([]byte(`{"mode":"exact_then_semantic","semantic":{"similarity_threshold":0.92}}`))
+	body := func(q string) string { return `{"messages":[{"role":"user","content":` + strconvQuote(q) + `}]}` }
+	for _, p := range [][2]string{
+		{"Convert 100 dollars to euros", "Convert 250 dollars to euros"},
+		{"What is the status of flight AB123?", "What is the status of flight XY987?"},
+		{"Translate dog to French", "Translate dog to German"},
+		{"Is it safe?", "Is it not safe?"},
+	} {
+		if keys(t, c, body(p[0]), "d", "m").Slots == keys(t, c, body(p[1]), "d", "m").Slots {
+			t.Errorf("%q and %q have the same slots", p[0], p[1])
+		}
+	}
+	if keys(t, c, body("Convert $1,000 to euros"), "d", "m").Slots != keys(t, c, body("convert 1000 dollars into EUR please"), "d", "m").Slots {
+		t.Error("1,000 dollars and $1000 have different slots")
+	}
+	if ok, _ := Agree("translate dog", "translate cat"); ok {
+		t.Error("dog and cat agree")
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -25,33 +25,42 @@ var Descriptor = sdk.Descriptor{
 // Register declares the plugin to the SDK; the guest's init calls it.
 func Register() { guest.Register(Descriptor, ParseConfig) }
 
-// lookupArgs are the namespace, key and embedding a request is looked up and
-// stored under. Semantic matches are confined to requests with the same
-// context (every message but the last user message, every parameter).
-func (c *Config) lookupArgs(body []byte, decision, model string) (ns, key string, emb []float32, note string, err error) {
+// lookup are the namespace, key, query and embedding a request is looked up
+// and stored under. Semantic matches are confined to requests with the same
+// context (every message but the last user message, every parameter) and,
+// when the mode matches by similarity, the same slots of the last user
+// message (the exact key then lives in that namespace too: the same text has
+// the same slots).
+type lookup struct {
+	ns, key, query string
+	emb            []float32
+	note           string
+}
+
+func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error) {
 	k, err := c.Keys(body, decision, model)
 	if err != nil {
-		return "", "", nil, "", err
+		return lookup{}, err
 	}
-	ns = k.Namespace + "/context=" + k.Context[:32]
-	if c.Exact() {
-		key = k.Exact
+	l := lookup{ns: k.Namespace + "/context=" + k.Context[:32], key: k.Exact, query: k.Query}
+	if c.Similar() {
+		l.ns += "/slots=" + k.Slots
 	}
 	if c.Similar() && k.Query != "" {
 		v, err := sdk.Embed(k.Query)
 		switch {
 		case err == nil:
-			emb = v
+			l.emb = v
 		case c.Exact():
-			note = "semantic matching unavailable (" + err.Error() + "); exact only"
+			l.note = "semantic matching unavailable (" + err.Error() + "); exact only"
 		default:
-			return "", "", nil, "", fmt.Errorf("semantic cache: %w", err)
+			return lookup{}, fmt.Errorf("semantic cache: %w", err)
 		}
 	}
-	if key == "" && emb == nil {
-		return ns, "", nil, note, errors.New("nothing to look up: semantic mode needs a user message")
+	if !c.Exact() && l.emb == nil {
+		return l, errors.New("nothing to look up: semantic mode needs a user message")
 	}
-	return ns, key, emb, note, nil
+	return l, nil
 }
 
 // OnRequest answers from the cache on a hit.
@@ -68,33 +77,73 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		}
 		res.Value("namespace", k.Namespace)
 		res.Value("exact_key", k.Exact)
+		res.Value("slots", k.Slots)
 		res.Skip(fmt.Sprintf("%s: the response cache is used in live mode only (mode %s, %s)", req.Mode(), c.Mode, k.Namespace))
 		return nil
 	}
-	ns, key, emb, note, err := c.lookupArgs(req.Body(), req.Decision(), req.Model())
+	l, err := c.lookupArgs(req.Body(), req.Decision(), req.Model())
 	if err != nil {
 		return err
 	}
-	entry, err := sdk.CacheLookup(ns, key, emb, float32(*c.Semantic.SimilarityThreshold))
-	if errors.Is(err, sdk.ErrNotFound) {
-		res.CacheStatus("miss")
-		res.Detail(joinNote("miss ("+c.Mode+")", note))
-		return nil
+	threshold := float32(*c.Semantic.SimilarityThreshold)
+	why := "miss (" + c.Mode + ")"
+	if c.Exact() {
+		entry, err := sdk.CacheLookup(l.ns, l.key, nil, threshold)
+		switch {
+		case err == nil:
+			_, answer, err := DecodeEntry(entry.Value)
+			if err != nil {
+				return err
+			}
+			c.hit(res, answer, HitExact, 1, l.note)
+			return nil
+		case !errors.Is(err, sdk.ErrNotFound):
+			return err
+		}
 	}
-	if err != nil {
-		return err
+	if l.emb != nil {
+		// An empty key: the exact key was tried (or is not used); this is
+		// the similarity lookup alone.
+		entry, err := sdk.CacheLookup(l.ns, "", l.emb, threshold)
+		switch {
+		case err == nil:
+			query, answer, err := DecodeEntry(entry.Value)
+			if err != nil {
+				return err
+			}
+			ok, diff := Agree(l.query, query)
+			if ok {
+				c.hit(res, answer, HitSemantic, float64(entry.Similarity), l.note)
+				return nil
+			}
+			why += fmt.Sprintf("; the nearest entry (similarity %s) was refused: %s", FormatSimilarity(float64(entry.Similarity), false), diff)
+		case !errors.Is(err, sdk.ErrNotFound):
+			return err
+		}
 	}
-	res.CacheStatus("hit")
-	res.Value("similarity", FormatSimilarity(float64(entry.Similarity)))
-	res.Respond(200, string(entry.Value))
-	res.Detail(joinNote(fmt.Sprintf("hit (%s, similarity %s)", c.Mode, FormatSimilarity(float64(entry.Similarity))), note))
+	res.CacheStatus("miss")
+	res.Detail(joinNote(why, l.note))
 	return nil
+}
+
+func (c *Config) hit(res *sdk.Result, answer, kind string, similarity float64, note string) {
+	sim := FormatSimilarity(similarity, kind == HitExact)
+	res.CacheStatus("hit")
+	res.Value(HitValue, kind)
+	res.Value("similarity", sim)
+	res.Respond(200, answer)
+	res.Detail(joinNote(fmt.Sprintf("%s hit (%s, similarity %s)", kind, c.Mode, sim), note))
 }
 
 // OnResponse stores a cacheable answer.
 func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
-	if c.Bypassed(headers(resp.Request)) {
+	hs := headers(resp.Request)
+	if c.Bypassed(hs) {
 		res.Skip("bypassed: the request carries " + c.BypassHeader)
+		return nil
+	}
+	if NoStore(hs) {
+		res.Skip("not stored: the request says Cache-Control: no-store")
 		return nil
 	}
 	content, why := c.Storable(resp.Status(), resp.Body())
@@ -106,18 +155,14 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 		res.Skip("not stored: only live requests are stored")
 		return nil
 	}
-	ns, key, emb, note, err := c.lookupArgs(resp.RequestBody(), resp.Decision(), resp.Model())
+	l, err := c.lookupArgs(resp.RequestBody(), resp.Decision(), resp.Model())
 	if err != nil {
 		return err
 	}
-	if key == "" {
-		k, _ := c.Keys(resp.RequestBody(), resp.Decision(), resp.Model())
-		key = k.Exact
-	}
-	if err := sdk.CacheStore(ns, key, []byte(content), int(c.TTLSeconds), emb); err != nil {
+	if err := sdk.CacheStore(l.ns, l.key, EncodeEntry(l.query, content), int(c.TTLSeconds), l.emb); err != nil {
 		return err
 	}
-	res.Detail(joinNote(fmt.Sprintf("stored %d bytes for %ds", len(content), c.TTLSeconds), note))
+	res.Detail(joinNote(fmt.Sprintf("stored %d bytes for %ds", len(content), c.TTLSeconds), l.note))
 	return nil
 }
 
