@@ -563,6 +563,23 @@ func TestResponseCacheRoundTrip(t *testing.T) {
 	if res = call(t, b, request(t, abi.ModeProbe, body)); res.Immediate != nil || res.BackendCalls != 0 {
 		t.Fatalf("probe used the cache: %+v", res)
 	}
+	// Per user: another user misses; a request naming no user is skipped.
+	pu := bind(t, h, "response_cache", `{"mode":"exact","scope":{"user":true}}`)
+	u1 := `{"model":"small","user":"u1","messages":[{"role":"user","content":"what is the capital of france"}]}`
+	store := request(t, abi.ModeLive, u1)
+	store.Phase, store.Status, store.ResponseBody = abi.PhaseResponse, 200, resp.ResponseBody
+	if res = call(t, pu, store); !res.Persisted {
+		t.Fatalf("per-user store: %+v", res)
+	}
+	if res = call(t, pu, request(t, abi.ModeLive, u1)); res.CacheStatus != "hit" {
+		t.Fatalf("same user: %+v", res)
+	}
+	if res = call(t, pu, request(t, abi.ModeLive, strings.Replace(u1, "u1", "u2", 1))); res.CacheStatus != "miss" {
+		t.Fatalf("another user hit: %+v", res)
+	}
+	if res = call(t, pu, request(t, abi.ModeLive, body)); !res.Skipped || res.Immediate != nil || res.BackendCalls != 0 {
+		t.Fatalf("no user: %+v", res)
+	}
 }
 
 func TestContextCompressionInHost(t *testing.T) {

@@ -91,6 +91,10 @@ type Scope struct {
 	Model *bool `json:"model,omitempty"`
 	// Decision: entries are per matched decision (default true).
 	Decision *bool `json:"decision,omitempty"`
+	// User: entries are per user, named by the body's user or
+	// safety_identifier field (default false). A request that names no user
+	// is then neither answered from nor stored in the cache.
+	User bool `json:"user,omitempty"`
 }
 
 // ParseConfig decodes and checks a configuration.
@@ -202,6 +206,8 @@ type Keys struct {
 	Context string
 	// Query is the last user message, embedded for semantic matching.
 	Query string
+	// NoUser: scope.user is on and the request names no user.
+	NoUser bool
 }
 
 // ignored are body fields that do not change the answer's content: how it is
@@ -232,6 +238,19 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 	}
 	if *c.Scope.Decision {
 		ns.WriteString("/decision=" + decision)
+	}
+	if c.Scope.User {
+		var user string
+		for _, f := range []string{"user", "safety_identifier"} {
+			if raw, ok := fields[f]; ok && user == "" {
+				_ = json.Unmarshal(raw, &user)
+			}
+		}
+		if user == "" {
+			return Keys{NoUser: true}, nil
+		}
+		sum := sha256.Sum256([]byte(user))
+		ns.WriteString("/user=" + hex.EncodeToString(sum[:12]))
 	}
 	k := Keys{Namespace: ns.String()}
 	params := make(map[string]any, len(fields))

@@ -104,7 +104,7 @@ func TestConfig(t *testing.T) {
 		`{"semantic":{"similarity_threshold":1.5}}`: "configuration.semantic.similarity_threshold",
 		`{"semantic":{"threshold":0.5}}`:            "configuration.semantic.threshold",
 		`{"ttl_seconds":-5}`:                        "configuration.ttl_seconds",
-		`{"scope":{"user":true}}`:                   "configuration.scope.user",
+		`{"scope":{"tenant":true}}`:                 "configuration.scope.tenant",
 		`{"bypass_header":"bad header"}`:            "configuration.bypass_header",
 	} {
 		if _, err := ParseConfig([]byte(cfg)); err == nil || !strings.Contains(err.Error(), want) {
@@ -168,4 +168,24 @@ func TestSlotsInKeys(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+func TestScopeUser(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"scope":{"user":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := keys(t, c, `{"user":"u1","messages":[{"role":"user","content":"hi"}]}`, "d", "m")
+	b := keys(t, c, `{"user":"u2","messages":[{"role":"user","content":"hi"}]}`, "d", "m")
+	s := keys(t, c, `{"safety_identifier":"u1","messages":[{"role":"user","content":"hi"}]}`, "d", "m")
+	if a.Namespace == b.Namespace || a.Exact == b.Exact || a.Namespace != s.Namespace || strings.Contains(a.Namespace, "u1") {
+		t.Errorf("per-user namespaces: %q %q %q", a.Namespace, b.Namespace, s.Namespace)
+	}
+	if !keys(t, c, `{"messages":[{"role":"user","content":"hi"}]}`, "d", "m").NoUser {
+		t.Error("a request without a user is scoped")
+	}
+	def, _ := ParseConfig(nil)
+	if keys(t, def, `{"user":"u1","messages":[{"role":"user","content":"hi"}]}`, "d", "m").Exact != keys(t, def, `{"user":"u2","messages":[{"role":"user","content":"hi"}]}`, "d", "m").Exact {
+		t.Error("without scope.user, users share entries")
+	}
 }

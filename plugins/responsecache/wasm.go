@@ -42,6 +42,9 @@ func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error)
 	if err != nil {
 		return lookup{}, err
 	}
+	if k.NoUser {
+		return lookup{}, errNoUser
+	}
 	l := lookup{ns: k.Namespace + "/context=" + k.Context[:32], key: k.Exact, query: k.Query}
 	if c.Similar() {
 		l.ns += "/slots=" + k.Slots
@@ -63,6 +66,9 @@ func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error)
 	return l, nil
 }
 
+// errNoUser: scope.user is on and the request names no user.
+var errNoUser = errors.New("scope.user is on and the request names no user (user or safety_identifier)")
+
 // OnRequest answers from the cache on a hit.
 func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	if c.Bypassed(headers(req)) {
@@ -82,6 +88,10 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		return nil
 	}
 	l, err := c.lookupArgs(req.Body(), req.Decision(), req.Model())
+	if errors.Is(err, errNoUser) {
+		res.Skip("not looked up: " + err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -156,6 +166,10 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 		return nil
 	}
 	l, err := c.lookupArgs(resp.RequestBody(), resp.Decision(), resp.Model())
+	if errors.Is(err, errNoUser) {
+		res.Skip("not stored: " + err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}
