@@ -24,14 +24,14 @@ const (
 	HeaderCacheStatus     = "X-Cache-Status"
 	HeaderCacheSimilarity = "X-Cache-Similarity"
 	// HeaderCacheHit says which kind of hit answered: exact or semantic.
-	HeaderCacheHit = "X-Cache-Hit"
-	HeaderProcessingTime  = "X-Processing-Time"
-	HeaderClassification  = "X-Classification-Time"
-	HeaderSecurity        = "X-Security-Checks"
-	HeaderToolsSelected   = "X-Tools-Selected"
-	HeaderDecision        = "X-Junction-Decision"
-	HeaderReasonCode      = "X-Junction-Reason-Code"
-	HeaderPlugins         = "X-Junction-Plugins"
+	HeaderCacheHit       = "X-Cache-Hit"
+	HeaderProcessingTime = "X-Processing-Time"
+	HeaderClassification = "X-Classification-Time"
+	HeaderSecurity       = "X-Security-Checks"
+	HeaderToolsSelected  = "X-Tools-Selected"
+	HeaderDecision       = "X-Junction-Decision"
+	HeaderReasonCode     = "X-Junction-Reason-Code"
+	HeaderPlugins        = "X-Junction-Plugins"
 )
 
 // Cache statuses of x-cache-status.
