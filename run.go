@@ -87,6 +87,7 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer plugins.Close()
+	plugins.WatchMetrics(m)
 	catalogOK, nativeOK := deploy.CatalogGuard(peeked), deploy.NativeAPIGuard(peeked)
 	guard := func(d *recipes.Document) error {
 		d, err := o.Model.Apply(d) // the model options hold for every version
@@ -137,7 +138,7 @@ func (s *Server) run(ctx context.Context) error {
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
 		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
-			Storage: stored.management()})
+			Storage: stored.management(), ResponseCache: plugins.Cache()})
 		if err != nil {
 			return err
 		}

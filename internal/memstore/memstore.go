@@ -34,8 +34,32 @@ type Cache struct {
 	DefaultTTL time.Duration // default 10 minutes
 	Now        func() time.Time
 
-	mu  sync.Mutex
-	nss map[string]*namespace
+	mu     sync.Mutex
+	nss    map[string]*namespace
+	counts CacheCounts
+	epochs map[string]uint64 // flush scope (namespace prefix, "" global) -> epoch
+}
+
+// CacheCounts are a cache's lookup and removal counters since it was made.
+// A lookup with an embedding that misses counts as a semantic miss; one
+// without, an exact miss.
+type CacheCounts struct {
+	ExactHits, SemanticHits     uint64
+	ExactMisses, SemanticMisses uint64
+	Evictions                   uint64 // pushed out by the per-namespace entry bound
+	Expirations                 uint64 // past their time to live when met
+	Invalidated                 uint64 // removed by Invalidate
+	Flushed                     uint64 // removed by Flush
+}
+
+// HitRatio is hits/(hits+misses), 0 before any lookup.
+func (c CacheCounts) HitRatio() float64 {
+	h := c.ExactHits + c.SemanticHits
+	t := h + c.ExactMisses + c.SemanticMisses
+	if t == 0 {
+		return 0
+	}
+	return float64(h) / float64(t)
 }
 
 type namespace struct {
@@ -47,6 +71,7 @@ type entry struct {
 	key       string
 	value     []byte
 	embedding []float32
+	created   time.Time
 	expires   time.Time
 }
 
@@ -66,8 +91,13 @@ func (c *Cache) now() time.Time {
 func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	miss := &c.counts.ExactMisses
+	if len(embedding) > 0 {
+		miss = &c.counts.SemanticMisses
+	}
 	n := c.nss[ns]
 	if n == nil {
+		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
 	now := c.now()
@@ -75,11 +105,14 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		e := el.Value.(*entry)
 		if now.Before(e.expires) {
 			n.lru.MoveToFront(el)
+			c.counts.ExactHits++
 			return abi.CacheEntry{Similarity: 1, Value: e.value}, true, nil
 		}
 		n.remove(el)
+		c.counts.Expirations++
 	}
 	if len(embedding) == 0 {
+		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
 	var best *list.Element
@@ -89,6 +122,7 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		e := el.Value.(*entry)
 		if !now.Before(e.expires) {
 			n.remove(el)
+			c.counts.Expirations++
 		} else if len(e.embedding) == len(embedding) {
 			if s := cosine(e.embedding, embedding); s > bestSim {
 				best, bestSim = el, s
@@ -100,8 +134,10 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		}
 	}
 	if best == nil || bestSim < threshold {
+		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
+	c.counts.SemanticHits++
 	n.lru.MoveToFront(best)
 	return abi.CacheEntry{Similarity: bestSim, Value: best.Value.(*entry).value}, true, nil
 }
@@ -135,7 +171,8 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 		n = &namespace{lru: list.New(), keys: make(map[string]*list.Element)}
 		c.nss[ns] = n
 	}
-	e := &entry{key: key, value: value, embedding: append([]float32(nil), embedding...), expires: c.now().Add(ttl)}
+	now := c.now()
+	e := &entry{key: key, value: value, embedding: append([]float32(nil), embedding...), created: now, expires: now.Add(ttl)}
 	if el, ok := n.keys[key]; ok {
 		el.Value = e
 		n.lru.MoveToFront(el)
@@ -144,6 +181,7 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 	n.keys[key] = n.lru.PushFront(e)
 	for n.lru.Len() > maxEntries {
 		n.remove(n.lru.Back())
+		c.counts.Evictions++
 	}
 	return nil
 }

@@ -93,8 +93,7 @@ type Metrics struct {
 	requestDuration        *prometheus.HistogramVec
 	classificationAccuracy *prometheus.GaugeVec
 	classificationDuration prometheus.Histogram
-	cacheHitRatio          prometheus.Gauge
-	cacheSize              prometheus.Gauge
+	cache                  *cacheCollector
 	piiDetections          *prometheus.CounterVec
 	jailbreakAttempts      *prometheus.CounterVec
 	requestErrors          *prometheus.CounterVec
@@ -149,14 +148,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time spent computing a request's signals.",
 			Buckets: classificationBuckets,
 		}),
-		cacheHitRatio: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "router_cache_hit_ratio",
-			Help: "Share of response-cache lookups that hit, between 0 and 1.",
-		}),
-		cacheSize: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "router_cache_size",
-			Help: "Entries held by the response cache.",
-		}),
+		cache: newCacheCollector(),
 		piiDetections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_pii_detections_total",
 			Help: "Requests in which personal data was detected, by the action taken (blocked or allowed).",
@@ -218,7 +210,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(
 		m.requests, m.requestDuration, m.classificationAccuracy, m.classificationDuration,
-		m.cacheHitRatio, m.cacheSize, m.piiDetections, m.jailbreakAttempts,
+		m.cache, m.piiDetections, m.jailbreakAttempts,
 		m.requestErrors, m.modelRequests, m.reasoningDecisions, m.templateUsage,
 		m.effortUsage, m.modelCost, m.reasonCodes, m.ttft, m.tpot,
 		m.promptTokens, m.completionTokens, m.responsePhaseSkipped,

@@ -160,13 +160,15 @@ func (m *Metrics) TPOT(model string, afterFirstToken time.Duration, completionTo
 }
 
 // SetCache publishes the response cache's size and hit ratio (router_cache_size,
-// router_cache_hit_ratio). The cache owner calls it; both read 0 until then.
+// router_cache_hit_ratio) when no source is watched (WatchCache); both read 0
+// until then.
 func (m *Metrics) SetCache(entries int, hitRatio float64) {
 	if m == nil {
 		return
 	}
-	m.cacheSize.Set(float64(entries))
-	m.cacheHitRatio.Set(hitRatio)
+	m.cache.mu.Lock()
+	m.cache.entries, m.cache.hitRatio = float64(entries), hitRatio
+	m.cache.mu.Unlock()
 }
 
 // SetClassificationAccuracy publishes the measured accuracy of category

@@ -16,18 +16,19 @@ import (
 // Permissions routes require. PermPublic marks GET /health, the one route that
 // never asks for a token.
 const (
-	PermPublic         = ""
-	PermReadyRead      = "ready.read"
-	PermConfigRead     = "config.read"
-	PermConfigWrite    = "config.write"
-	PermSecretView     = "secret_view"
-	PermDataRead       = "data.read"
-	PermDataWrite      = "data.write"
-	PermClassifyInvoke = "classify.invoke"
-	PermAuditRead      = "audit.read"
-	PermLearningIngest = "learning.ingest"
-	PermCacheRead      = "cache.read"
-	PermCacheManage    = "cache.manage"
+	PermPublic          = ""
+	PermReadyRead       = "ready.read"
+	PermConfigRead      = "config.read"
+	PermConfigWrite     = "config.write"
+	PermSecretView      = "secret_view"
+	PermDataRead        = "data.read"
+	PermDataWrite       = "data.write"
+	PermClassifyInvoke  = "classify.invoke"
+	PermAuditRead       = "audit.read"
+	PermLearningIngest  = "learning.ingest"
+	PermCacheRead       = "cache.read"
+	PermCacheManage     = "cache.manage"
+	PermCacheInvalidate = "cache.invalidate"
 )
 
 // Principal is who made a management request.

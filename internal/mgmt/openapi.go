@@ -45,6 +45,9 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 			*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema(), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()))
 		case "filter":
 			*s = *filterSchema()
+		case "seconds-or-time":
+			*s = *openapi3.NewOneOfSchema(openapi3.NewFloat64Schema().WithMin(0), openapi3.NewDateTimeSchema())
+			s.Description = "seconds of age, or an RFC 3339 time"
 		}
 		return nil
 	}))

@@ -53,6 +53,9 @@ type Options struct {
 	// Storage serves the stored-data routes (files, vector stores,
 	// knowledge bases, memories); nil answers them 503.
 	Storage *StorageOptions
+	// ResponseCache serves /api/v1/storage/response-cache/*; nil answers
+	// them 503.
+	ResponseCache ResponseCache
 }
 
 // Server is the management API.

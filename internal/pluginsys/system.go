@@ -28,6 +28,7 @@ import (
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/wasm"
@@ -47,6 +48,7 @@ import (
 // validator and the management API's PluginRuntime.
 type System struct {
 	host   *hostapi.Host
+	cache  *memstore.Cache // the response cache behind cache_lookup and cache_store
 	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
 	mu     sync.Mutex       // serialises loads
@@ -89,7 +91,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	backends, _, _, err := EngineBackends(models)
+	backends, cache, _, err := EngineBackends(models)
 	if err != nil {
 		return nil, fmt.Errorf("plugin host backends: %w", err)
 	}
@@ -105,10 +107,15 @@ func New(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
-	p := &System{host: host, base: base, log: log}
+	p := &System{host: host, cache: cache, base: base, log: log}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
+
+// Cache is the in-memory response cache the plugins' cache_lookup and
+// cache_store use (the management API's response-cache routes and the
+// router_cache_* metrics read it).
+func (p *System) Cache() *memstore.Cache { return p.cache }
 
 // Prepare loads the modules doc's plugin references need that are not
 // loaded yet, and warms an instance pool for each reference.

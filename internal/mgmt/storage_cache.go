@@ -1,0 +1,252 @@
+package mgmt
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/junction-router/junction/internal/memstore"
+)
+
+// ResponseCache is the response cache the plugins' cache_lookup and
+// cache_store use (internal/memstore's Cache in one process). The
+// management API reads its counts and invalidates or flushes it.
+type ResponseCache interface {
+	Stats(topN int) memstore.CacheStats
+	Flush(scope string) (epoch uint64, removed int)
+	Invalidate(f memstore.CacheFilter, dryRun bool) (entries, namespaces int)
+}
+
+// The response_cache plugin's namespaces: response_cache/v2, then
+// /model=<model>, /decision=<decision>, /user=<hash> as its scope says.
+const (
+	cacheNamespaceRoot = "response_cache/v2"
+	maxCacheScope      = 512
+	defaultCacheTop    = 20
+	maxCacheTop        = 100
+)
+
+// cacheRoute answers 503 while no response cache is wired in.
+func (s *Server) cacheRoute(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.ResponseCache == nil {
+			writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable,
+				"the response cache is unavailable: this server has no plugin host (junction serve provides one)"))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// CacheCapabilities say what the response cache supports.
+type CacheCapabilities struct {
+	Backend           string   `json:"backend"`
+	Backends          []string `json:"backends"`
+	Persistent        bool     `json:"persistent"`
+	Modes             []string `json:"modes"`
+	Scopes            []string `json:"scopes"`
+	Namespace         string   `json:"namespace"`
+	InvalidationKinds []string `json:"invalidation_kinds"`
+	FlushScopes       []string `json:"flush_scopes"`
+	MaxTopNamespaces  int      `json:"max_top_namespaces"`
+}
+
+func (s *Server) cacheCapabilities(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, CacheCapabilities{
+		Backend: "memory", Backends: []string{"memory"}, Persistent: false,
+		Modes:             []string{"exact", "semantic", "exact_then_semantic"},
+		Scopes:            []string{"model", "decision", "user"},
+		Namespace:         cacheNamespaceRoot + "[/model=<model>][/decision=<decision>][/user=<sha256 prefix>]",
+		InvalidationKinds: []string{"dry_run", "namespace_prefix", "model", "decision", "key_prefix", "older_than"},
+		FlushScopes:       []string{"global", "namespace_prefix"},
+		MaxTopNamespaces:  maxCacheTop,
+	})
+}
+
+// CacheHealth says whether the cache answers.
+type CacheHealth struct {
+	Status    string `json:"status"`
+	Backend   string `json:"backend"`
+	Reachable bool   `json:"reachable"`
+	Entries   int    `json:"entries"`
+}
+
+func (s *Server) cacheHealth(w http.ResponseWriter, _ *http.Request) {
+	st := s.opts.ResponseCache.Stats(0)
+	writeJSON(w, http.StatusOK, CacheHealth{Status: "ok", Backend: "memory", Reachable: true, Entries: st.Entries})
+}
+
+// CacheKinds are counts by lookup kind.
+type CacheKinds struct {
+	Exact    uint64 `json:"exact"`
+	Semantic uint64 `json:"semantic"`
+}
+
+// CacheEvictions are removals by reason.
+type CacheEvictions struct {
+	Capacity    uint64 `json:"capacity"`
+	Expired     uint64 `json:"expired"`
+	Invalidated uint64 `json:"invalidated"`
+	Flushed     uint64 `json:"flushed"`
+}
+
+// CacheNamespaceCount is one namespace's entries.
+type CacheNamespaceCount struct {
+	Namespace string `json:"namespace"`
+	Entries   int    `json:"entries"`
+}
+
+// CacheEpoch is a flush scope's epoch.
+type CacheEpoch struct {
+	Scope string `json:"scope"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// CacheStatsBody is what the cache holds and how its lookups went since the
+// process started.
+type CacheStatsBody struct {
+	Backend       string                `json:"backend"`
+	Entries       int                   `json:"entries"`
+	Bytes         int64                 `json:"bytes"`
+	Namespaces    int                   `json:"namespaces"`
+	Hits          CacheKinds            `json:"hits"`
+	Misses        CacheKinds            `json:"misses"`
+	HitRatio      float64               `json:"hit_ratio"`
+	Evictions     CacheEvictions        `json:"evictions"`
+	TopNamespaces []CacheNamespaceCount `json:"top_namespaces"`
+	Epochs        []CacheEpoch          `json:"epochs"`
+}
+
+func (s *Server) cacheStats(w http.ResponseWriter, r *http.Request) {
+	top := defaultCacheTop
+	if v := r.URL.Query().Get("top"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxCacheTop {
+			writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "top must be a whole number from 0 to %d (the largest namespaces listed)", maxCacheTop))
+			return
+		}
+		top = n
+	}
+	st := s.opts.ResponseCache.Stats(top)
+	k := st.Counts
+	out := CacheStatsBody{Backend: "memory", Entries: st.Entries, Bytes: st.Bytes, Namespaces: st.Namespaces,
+		Hits: CacheKinds{Exact: k.ExactHits, Semantic: k.SemanticHits}, Misses: CacheKinds{Exact: k.ExactMisses, Semantic: k.SemanticMisses},
+		HitRatio:      k.HitRatio(),
+		Evictions:     CacheEvictions{Capacity: k.Evictions, Expired: k.Expirations, Invalidated: k.Invalidated, Flushed: k.Flushed},
+		TopNamespaces: []CacheNamespaceCount{}, Epochs: []CacheEpoch{}}
+	for _, n := range st.Top {
+		out.TopNamespaces = append(out.TopNamespaces, CacheNamespaceCount{Namespace: n.Namespace, Entries: n.Entries})
+	}
+	for scope, e := range st.Epochs {
+		out.Epochs = append(out.Epochs, CacheEpoch{Scope: scope, Epoch: e})
+	}
+	sortEpochs(out.Epochs)
+	writeJSON(w, http.StatusOK, out)
+}
+
+func sortEpochs(es []CacheEpoch) {
+	for i := 1; i < len(es); i++ {
+		for j := i; j > 0 && es[j].Scope < es[j-1].Scope; j-- {
+			es[j], es[j-1] = es[j-1], es[j]
+		}
+	}
+}
+
+// CacheFlushRequest names the scope to flush: a namespace prefix
+// ("response_cache/v2/model=m1"), or empty for every entry.
+type CacheFlushRequest struct {
+	Scope string `json:"scope,omitempty"`
+}
+
+// CacheFlushed is a flush's outcome: the scope's new epoch and the entries
+// it removed.
+type CacheFlushed struct {
+	Scope   string `json:"scope"`
+	Epoch   uint64 `json:"epoch"`
+	Removed int    `json:"removed"`
+}
+
+func (s *Server) cacheFlush(w http.ResponseWriter, r *http.Request) {
+	var req CacheFlushRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(req.Scope) > maxCacheScope {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "scope is longer than %d bytes", maxCacheScope))
+		return
+	}
+	epoch, removed := s.opts.ResponseCache.Flush(req.Scope)
+	writeJSON(w, http.StatusOK, CacheFlushed{Scope: req.Scope, Epoch: epoch, Removed: removed})
+}
+
+// CacheInvalidateRequest selects entries to remove; every given field must
+// match. older_than is seconds of age or an RFC 3339 time.
+type CacheInvalidateRequest struct {
+	DryRun          bool   `json:"dry_run,omitempty"`
+	NamespacePrefix string `json:"namespace_prefix,omitempty"`
+	Model           string `json:"model,omitempty"`
+	Decision        string `json:"decision,omitempty"`
+	KeyPrefix       string `json:"key_prefix,omitempty"`
+	OlderThan       any    `json:"older_than,omitempty" oas:"seconds-or-time"`
+}
+
+// CacheInvalidated counts what an invalidation removed (or, in a dry run,
+// would remove).
+type CacheInvalidated struct {
+	DryRun     bool `json:"dry_run"`
+	Entries    int  `json:"entries"`
+	Namespaces int  `json:"namespaces"`
+}
+
+func (s *Server) cacheInvalidate(w http.ResponseWriter, r *http.Request) {
+	var req CacheInvalidateRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	f, err := cacheFilter(req, time.Now())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	n, nss := s.opts.ResponseCache.Invalidate(f, req.DryRun)
+	writeJSON(w, http.StatusOK, CacheInvalidated{DryRun: req.DryRun, Entries: n, Namespaces: nss})
+}
+
+func cacheFilter(req CacheInvalidateRequest, now time.Time) (memstore.CacheFilter, error) {
+	f := memstore.CacheFilter{NamespacePrefix: req.NamespacePrefix, KeyPrefix: req.KeyPrefix}
+	for name, v := range map[string]string{"namespace_prefix": req.NamespacePrefix, "model": req.Model, "decision": req.Decision, "key_prefix": req.KeyPrefix} {
+		if len(v) > maxCacheScope {
+			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "%s is longer than %d bytes", name, maxCacheScope)
+		}
+		if (name == "model" || name == "decision") && strings.Contains(v, "/") {
+			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "%s must not contain '/'", name)
+		}
+	}
+	if req.Model != "" {
+		f.Segments = append(f.Segments, "model="+req.Model)
+	}
+	if req.Decision != "" {
+		f.Segments = append(f.Segments, "decision="+req.Decision)
+	}
+	switch v := req.OlderThan.(type) {
+	case nil:
+	case float64:
+		if v < 0 {
+			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "older_than in seconds must not be negative")
+		}
+		f.OlderThan = now.Add(-time.Duration(v * float64(time.Second)))
+	case string:
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "older_than must be seconds (a number) or an RFC 3339 time such as 2026-01-02T15:04:05Z: %v", err)
+		}
+		f.OlderThan = t
+	default:
+		return f, newErr(http.StatusBadRequest, CodeInvalidInput, "older_than must be seconds (a number) or an RFC 3339 time")
+	}
+	return f, nil
+}
+

@@ -1,0 +1,184 @@
+package mgmt_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/pluginsys"
+	"github.com/junction-router/junction/recipes"
+)
+
+// cacheEnv is a management server over the real plugin system's response
+// cache, filled by the built-in response_cache plugin answering n questions
+// for model demo (and one for model other), each looked up twice.
+func cacheEnv(t *testing.T, config string, n int) (*env, *pluginsys.System) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: plugintest.CacheDir(), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	doc, err := recipes.Parse([]byte(`
+version: v1
+providers:
+  defaults: {default_model: demo}
+  models: [{name: demo, backend_refs: [{provider: demo}]}]
+recipes:
+  - name: default
+    decisions:
+      - name: all
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: demo}]
+        plugins: [{type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Prepare(ctx, doc); err != nil {
+		t.Fatal(err)
+	}
+	refs := doc.Recipes[0].Decisions[0].Plugins
+	ask := func(model, q string) {
+		t.Helper()
+		for range 2 {
+			c, err := chat.Parse([]byte(fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":%q}]}`, model, q)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &plugin.Request{Chat: c, Decision: "all", Model: model}
+			if _, err := p.Request(ctx, refs, r); err != nil {
+				t.Fatal(err)
+			}
+			answer := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"demo","choices":[{"index":0,"message":{"role":"assistant","content":"yes"},"finish_reason":"stop"}]}`
+			if _, err := p.Response(ctx, refs, &plugin.Response{Request: r, Status: 200, Body: []byte(answer)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range n {
+		ask("demo", fmt.Sprintf("question %d", i))
+	}
+	ask("other", "question 0")
+	e := newEnvOpts(t, writeConfig(t, config), compiler(t), func(o *mgmt.Options) { o.ResponseCache = p.Cache() })
+	return e, p
+}
+
+func TestResponseCacheRoutes(t *testing.T) {
+	e, _ := cacheEnv(t, baseConfig(t), 3)
+	c := must(t, e.call("GET", "/api/v1/storage/response-cache/capabilities", nil), 200).json(t)
+	if c["backend"] != "memory" || !strings.Contains(fmt.Sprint(c["modes"]), "exact_then_semantic") {
+		t.Fatalf("capabilities: %v", c)
+	}
+	h := must(t, e.call("GET", "/api/v1/storage/response-cache/health", nil), 200).json(t)
+	if h["reachable"] != true || h["entries"] != 4.0 {
+		t.Fatalf("health: %v", h)
+	}
+	s := must(t, e.call("GET", "/api/v1/storage/response-cache/stats?top=1", nil), 200).json(t)
+	if s["entries"] != 4.0 || s["namespaces"] != 2.0 || s["hit_ratio"] != 0.5 || s["hits"].(map[string]any)["exact"] != 4.0 {
+		t.Fatalf("stats: %v", s)
+	}
+	top := s["top_namespaces"].([]any)
+	if len(top) != 1 || top[0].(map[string]any)["entries"] != 3.0 || !strings.HasPrefix(top[0].(map[string]any)["namespace"].(string), "response_cache/v2") {
+		t.Fatalf("top namespaces: %v", top)
+	}
+	must(t, e.call("GET", "/api/v1/storage/response-cache/stats?top=1000", nil), 400)
+
+	// A dry run counts; nothing goes.
+	inv := must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "model": "demo"}), 200).json(t)
+	if inv["entries"] != 3.0 || inv["namespaces"] != 1.0 || inv["dry_run"] != true {
+		t.Fatalf("dry run: %v", inv)
+	}
+	// Nothing is older than an hour; everything is older than a future time.
+	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "older_than": 3600}), 200).json(t)
+	if inv["entries"] != 0.0 {
+		t.Fatalf("older than an hour: %v", inv)
+	}
+	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "older_than": "2999-01-01T00:00:00Z"}), 200).json(t)
+	if inv["entries"] != 4.0 {
+		t.Fatalf("older than 2999: %v", inv)
+	}
+	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"older_than": "yesterday"}), 400)
+	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "a/b"}), 400)
+	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "other"}), 200).json(t)
+	if inv["entries"] != 1.0 || inv["dry_run"] != false {
+		t.Fatalf("invalidate: %v", inv)
+	}
+	if got := must(t, e.call("GET", "/api/v1/storage/response-cache/health", nil), 200).json(t)["entries"]; got != 3.0 {
+		t.Fatalf("entries after invalidation: %v", got)
+	}
+
+	f := must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"scope": "response_cache/v2/model=demo"}), 200).json(t)
+	if f["epoch"] != 1.0 || f["removed"] != 3.0 {
+		t.Fatalf("flush: %v", f)
+	}
+	f = must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{}), 200).json(t)
+	if f["epoch"] != 1.0 || f["removed"] != 0.0 || f["scope"] != "" {
+		t.Fatalf("global flush: %v", f)
+	}
+	s = must(t, e.call("GET", "/api/v1/storage/response-cache/stats", nil), 200).json(t)
+	if s["entries"] != 0.0 || len(s["epochs"].([]any)) != 2 || s["evictions"].(map[string]any)["flushed"] != 3.0 || s["evictions"].(map[string]any)["invalidated"] != 1.0 {
+		t.Fatalf("stats after flushes: %v", s)
+	}
+	must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{}), 503)
+}
+
+// Without a response cache the routes keep their 503.
+func TestResponseCacheNotConfigured(t *testing.T) {
+	e := newEnv(t, writeConfig(t, baseConfig(t)))
+	for _, p := range []string{"capabilities", "health", "stats"} {
+		must(t, e.call("GET", "/api/v1/storage/response-cache/"+p, nil), 503)
+	}
+	must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{}), 503)
+}
+
+// cache.read reads, cache.invalidate invalidates, cache.manage flushes; both
+// mutations are audited.
+func TestResponseCachePermissions(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_READER", "reader-token-1")
+	t.Setenv("JUNCTION_TEST_INVAL", "inval-token-2")
+	t.Setenv("JUNCTION_TEST_ADMIN", "admin-token-3")
+	cfg := strings.Replace(baseConfig(t), "    api: {batch_classification: {max_batch_size: 4}}", `    api: {batch_classification: {max_batch_size: 4}}
+    management_api:
+      auth:
+        mode: bearer
+        roles:
+          - {name: reader, permissions: [cache.read]}
+          - {name: inval, permissions: [cache.read, cache.invalidate]}
+          - {name: admin, permissions: [cache.read, cache.invalidate, cache.manage, audit.read]}
+        tokens:
+          - {name: rita, roles: [reader], env: JUNCTION_TEST_READER}
+          - {name: ivan, roles: [inval], env: JUNCTION_TEST_INVAL}
+          - {name: ada, roles: [admin], env: JUNCTION_TEST_ADMIN}`, 1)
+	e, _ := cacheEnv(t, cfg, 1)
+	must(t, e.call("GET", "/api/v1/storage/response-cache/stats", nil), 401)
+	e.token = "reader-token-1"
+	must(t, e.call("GET", "/api/v1/storage/response-cache/stats", nil), 200)
+	r := must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true}), 403)
+	if r.json(t)["error"].(map[string]any)["required_permission"] != "cache.invalidate" {
+		t.Fatalf("403: %s", r.body)
+	}
+	e.token = "inval-token-2"
+	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "other"}), 200)
+	r = must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{}), 403)
+	if r.json(t)["error"].(map[string]any)["required_permission"] != "cache.manage" {
+		t.Fatalf("403: %s", r.body)
+	}
+	e.token = "admin-token-3"
+	must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{}), 200)
+	for action, who := range map[string]string{"storage.response_cache.invalidate": "ivan", "storage.response_cache.flush": "ada"} {
+		a := must(t, e.call("GET", "/api/v1/observability/audit?action="+action, nil), 200).json(t)
+		entries := a["entries"].([]any)
+		if len(entries) != 1 || entries[0].(map[string]any)["principal"] != who || entries[0].(map[string]any)["status"] != 200.0 {
+			t.Fatalf("audit of %s: %v", action, a)
+		}
+	}
+}
