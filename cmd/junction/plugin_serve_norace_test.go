@@ -121,8 +121,8 @@ global:
 	if h1.Get("x-cache-status") != "miss" || h2.Get("x-cache-status") != "hit" {
 		t.Errorf("x-cache-status %q then %q (plugins %s, %s)", h1.Get("x-cache-status"), h2.Get("x-cache-status"), h1.Get("x-junction-plugins"), h2.Get("x-junction-plugins"))
 	}
-	if h1.Get("x-cache-similarity") != "" || h2.Get("x-cache-similarity") != "1.0000" {
-		t.Errorf("x-cache-similarity %q then %q; an exact hit has similarity 1.0000", h1.Get("x-cache-similarity"), h2.Get("x-cache-similarity"))
+	if h1.Get("x-cache-similarity") != "" || h2.Get("x-cache-similarity") != "1.0000" || h1.Get("x-cache-hit") != "" || h2.Get("x-cache-hit") != "exact" {
+		t.Errorf("x-cache-similarity %q then %q, x-cache-hit %q then %q; an exact hit has similarity 1.0000", h1.Get("x-cache-similarity"), h2.Get("x-cache-similarity"), h1.Get("x-cache-hit"), h2.Get("x-cache-hit"))
 	}
 	if !strings.Contains(second, "[demo:small]") || !strings.Contains(first, "cacheme now") {
 		t.Errorf("cached answer %s, first %s", second, first)

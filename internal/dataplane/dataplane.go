@@ -459,7 +459,7 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 	rt.Plugins = po.Reports
 	rt.CacheStatus = po.CacheStatus
 	if po.CacheStatus == CacheHit {
-		rt.CacheSimilarity = cacheSimilarity(po.Reports)
+		rt.CacheSimilarity, rt.CacheHit = cacheReport(po.Reports)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -23,13 +23,15 @@ const (
 	HeaderRequestID       = "X-Request-Id"
 	HeaderCacheStatus     = "X-Cache-Status"
 	HeaderCacheSimilarity = "X-Cache-Similarity"
-	HeaderProcessingTime  = "X-Processing-Time"
-	HeaderClassification  = "X-Classification-Time"
-	HeaderSecurity        = "X-Security-Checks"
-	HeaderToolsSelected   = "X-Tools-Selected"
-	HeaderDecision        = "X-Junction-Decision"
-	HeaderReasonCode      = "X-Junction-Reason-Code"
-	HeaderPlugins         = "X-Junction-Plugins"
+	// HeaderCacheHit says which kind of hit answered: exact or semantic.
+	HeaderCacheHit       = "X-Cache-Hit"
+	HeaderProcessingTime = "X-Processing-Time"
+	HeaderClassification = "X-Classification-Time"
+	HeaderSecurity       = "X-Security-Checks"
+	HeaderToolsSelected  = "X-Tools-Selected"
+	HeaderDecision       = "X-Junction-Decision"
+	HeaderReasonCode     = "X-Junction-Reason-Code"
+	HeaderPlugins        = "X-Junction-Plugins"
 )
 
 // Cache statuses of x-cache-status.
@@ -88,6 +90,9 @@ type Routing struct {
 	// request, as the cache plugin reported it (1 for an exact hit); empty
 	// when no cache answered.
 	CacheSimilarity string
+	// CacheHit is the kind of hit (exact, semantic) the cache plugin
+	// reported; empty when no cache answered or it did not say.
+	CacheHit string
 	// Processing is the time from receiving the request to the end of the
 	// request phase (forwarding it, or answering it).
 	Processing time.Duration
@@ -135,6 +140,9 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	if rt.CacheSimilarity != "" {
 		fn(HeaderCacheSimilarity, rt.CacheSimilarity)
 	}
+	if rt.CacheHit != "" {
+		fn(HeaderCacheHit, rt.CacheHit)
+	}
 	fn(HeaderProcessingTime, millis(rt.Processing))
 	fn(HeaderClassification, millis(res.ClassificationTime))
 	fn(HeaderSecurity, securityChecks(res))
@@ -146,17 +154,17 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	}
 }
 
-// cacheSimilarity is the "similarity" value the plugin that answered from
-// the cache reported.
-func cacheSimilarity(reports []plugin.Report) string {
+// cacheReport is what the plugin that answered from the cache reported:
+// the similarity of its entry and the kind of hit (exact or semantic).
+func cacheReport(reports []plugin.Report) (similarity, kind string) {
 	for i := len(reports) - 1; i >= 0; i-- {
 		if m := reports[i].Module; m != nil {
 			if v, ok := m.Values["similarity"]; ok {
-				return v
+				return v, m.Values["hit"]
 			}
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // SetUpstreamHeaders writes the routing headers the spec says the service

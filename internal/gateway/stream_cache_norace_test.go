@@ -71,8 +71,8 @@ func TestStreamedAnswerIsCachedAndServed(t *testing.T) {
 	if got := chattest.CompletionContent(t, hit); got != first {
 		t.Fatalf("plain hit content %q, streamed answer %q", got, first)
 	}
-	if resp.Header.Get("x-cache-similarity") != "1.0000" {
-		t.Fatalf("x-cache-similarity %q", resp.Header.Get("x-cache-similarity"))
+	if resp.Header.Get("x-cache-similarity") != "1.0000" || resp.Header.Get("x-cache-hit") != "exact" {
+		t.Fatalf("x-cache-similarity %q, x-cache-hit %q", resp.Header.Get("x-cache-similarity"), resp.Header.Get("x-cache-hit"))
 	}
 
 	// A streamed request hits too, answered as events; with include_usage the
