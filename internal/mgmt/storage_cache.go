@@ -249,4 +249,3 @@ func cacheFilter(req CacheInvalidateRequest, now time.Time) (memstore.CacheFilte
 	}
 	return f, nil
 }
-

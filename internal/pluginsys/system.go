@@ -48,7 +48,7 @@ import (
 // validator and the management API's PluginRuntime.
 type System struct {
 	host   *hostapi.Host
-	cache  *memstore.Cache // the response cache behind cache_lookup and cache_store
+	cache  *memstore.Cache   // the response cache behind cache_lookup and cache_store
 	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
 	mu     sync.Mutex       // serialises loads
