@@ -30,6 +30,7 @@ import (
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
 	"github.com/junction-router/junction/plugins/internal/slots"
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Type is the plugin type recipes name; Version is the plugin's version.
@@ -223,11 +224,18 @@ var ignored = map[string]bool{
 // Keys computes the cache keys of a request body for the decision and model
 // that routing chose.
 func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return Keys{}, fmt.Errorf("the request body is not a JSON object: %v", err)
+	return c.keys(body, decision, model, true)
+}
+
+// keys is Keys; withSlots false leaves Slots empty (exact lookups do not
+// use them, and extracting them is a good part of a miss's cost in the
+// guest).
+func (c *Config) keys(body []byte, decision, model string, withSlots bool) (Keys, error) {
+	fields, err := members(body)
+	if err != nil {
+		return Keys{}, err
 	}
-	msgs, err := chatmsg.Parse(fields["messages"])
+	msgs, err := chatmsg.Parse(jsonscan.Lookup(fields, "messages"))
 	if err != nil {
 		return Keys{}, err
 	}
@@ -242,7 +250,7 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 	if c.Scope.User {
 		var user string
 		for _, f := range []string{"user", "safety_identifier"} {
-			if raw, ok := fields[f]; ok && user == "" {
+			if raw := jsonscan.Lookup(fields, f); raw != nil && user == "" {
 				_ = json.Unmarshal(raw, &user)
 			}
 		}
@@ -253,49 +261,83 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 		ns.WriteString("/user=" + hex.EncodeToString(sum[:12]))
 	}
 	k := Keys{Namespace: ns.String()}
-	params := make(map[string]any, len(fields))
-	for name, raw := range fields {
-		if ignored[name] || name == "messages" {
+	head, _ := json.Marshal(k.Namespace)
+	head = append(append([]byte(`{"ns":`), head...), `,"p":{`...)
+	n := 0
+	for _, f := range fields {
+		if ignored[f.Name] || f.Name == "messages" {
 			continue
 		}
-		var v any
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return Keys{}, fmt.Errorf("%s: %v", name, err)
+		if n > 0 {
+			head = append(head, ',')
 		}
-		params[name] = v
+		n++
+		head = appendString(head, f.Name)
+		head = append(head, ':')
+		if head, err = appendCanon(head, f.Value); err != nil {
+			return Keys{}, fmt.Errorf("%s: %v", f.Name, err)
+		}
 	}
+	head = append(head, `},"m":[`...)
 	last := chatmsg.LastUser(msgs)
-	all := make([]any, 0, len(msgs))
-	ctx := make([]any, 0, len(msgs))
+	// The keys hash {"ns":…,"p":…,"m":[…]} as encoding/json writes it
+	// (params and messages decoded, then encoded again: sorted object keys,
+	// no spaces, numbers and escapes normalized). Each part is encoded
+	// once and shared by both keys; the context key has "<query>" in
+	// place of the last user message.
+	exact, context := sha256.New(), sha256.New()
+	exact.Write(head)
+	context.Write(head)
+	var buf []byte
 	for i, m := range msgs {
-		var v any
-		if err := json.Unmarshal(m.Raw, &v); err != nil {
+		enc, err := appendCanon(buf[:0], m.Raw)
+		if err != nil {
 			return Keys{}, fmt.Errorf("messages[%d]: %v", i, err)
 		}
-		all = append(all, v)
+		buf = enc
+		if i > 0 {
+			exact.Write([]byte{','})
+			context.Write([]byte{','})
+		}
+		exact.Write(enc)
 		if i == last {
-			ctx = append(ctx, "<query>")
+			context.Write([]byte(`"\u003cquery\u003e"`))
 		} else {
-			ctx = append(ctx, v)
+			context.Write(enc)
 		}
 	}
-	k.Exact = hash(k.Namespace, params, all)
-	k.Context = hash(k.Namespace, params, ctx)
+	exact.Write([]byte("]}"))
+	context.Write([]byte("]}"))
+	k.Exact = hex.EncodeToString(exact.Sum(nil))
+	k.Context = hex.EncodeToString(context.Sum(nil))
 	if last >= 0 {
 		k.Query = msgs[last].Text
 	}
-	k.Slots = slots.Extract(k.Query).Signature()
+	if withSlots {
+		k.Slots = slots.Extract(k.Query).Signature()
+	}
 	return k, nil
 }
 
-func hash(ns string, params map[string]any, msgs []any) string {
-	b, _ := json.Marshal(struct {
-		NS       string         `json:"ns"`
-		Params   map[string]any `json:"p"`
-		Messages []any          `json:"m"`
-	}{ns, params, msgs})
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+// members are the members of the body's JSON object, sorted by name, the
+// last of duplicates only (as decoding into a map keeps them).
+func members(body []byte) ([]jsonscan.Member, error) {
+	if json.Valid(body) {
+		if ms, err := jsonscan.Members(body); err == nil {
+			return lastOfEach(ms), nil
+		}
+	}
+	// Not an object (or not JSON): encoding/json says why, and decodes
+	// null as no members.
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("the request body is not a JSON object: %v", err)
+	}
+	ms := make([]jsonscan.Member, 0, len(fields))
+	for name, raw := range fields {
+		ms = append(ms, jsonscan.Member{Name: name, Value: raw})
+	}
+	return lastOfEach(ms), nil
 }
 
 // Storable returns the assistant text of an upstream answer worth caching, or

@@ -38,7 +38,7 @@ type lookup struct {
 }
 
 func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error) {
-	k, err := c.Keys(body, decision, model)
+	k, err := c.keys(body, decision, model, c.Similar())
 	if err != nil {
 		return lookup{}, err
 	}
