@@ -66,3 +66,31 @@ func TestCacheCountsFlushAndInvalidate(t *testing.T) {
 		t.Fatalf("after flushes %d %+v", n, k)
 	}
 }
+
+// A peeking lookup answers like any other but counts nowhere and leaves the
+// LRU order alone.
+func TestCachePeekingLookup(t *testing.T) {
+	ctx := context.Background()
+	c := &Cache{MaxEntries: 2}
+	for _, k := range []string{"a", "b"} {
+		if err := c.Store(ctx, "ns", k, []byte(k), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, _ := c.Lookup(Peeking(ctx), "ns", "a", nil, 0); !ok {
+		t.Fatal("peek missed")
+	}
+	if _, ok, _ := c.Lookup(Peeking(ctx), "ns", "zz", nil, 0); ok {
+		t.Fatal("peek hit an unknown key")
+	}
+	if k, _ := c.Counts(); k != (CacheCounts{}) {
+		t.Fatalf("peeks counted: %+v", k)
+	}
+	// "a" is still the least recent: a third entry evicts it.
+	if err := c.Store(ctx, "ns", "c", []byte("c"), time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.Lookup(ctx, "ns", "a", nil, 0); ok {
+		t.Fatal("the peek made a recent")
+	}
+}

@@ -87,13 +87,24 @@ func (c *Cache) now() time.Time {
 	return time.Now()
 }
 
+type peekKey struct{}
+
+// Peeking marks ctx so that the cache's lookups under it are not counted and
+// do not make entries recent: what a dry run (the management API's test of
+// a request) needs.
+func Peeking(ctx context.Context) context.Context { return context.WithValue(ctx, peekKey{}, true) }
+
 // Lookup implements hostapi.Cache.
 func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	miss := &c.counts.ExactMisses
+	counts := &c.counts
+	if ctx.Value(peekKey{}) != nil {
+		counts = &CacheCounts{} // a dry run: counted nowhere
+	}
+	miss := &counts.ExactMisses
 	if len(embedding) > 0 {
-		miss = &c.counts.SemanticMisses
+		miss = &counts.SemanticMisses
 	}
 	n := c.nss[ns]
 	if n == nil {
@@ -104,8 +115,10 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 	if el, ok := n.keys[key]; ok {
 		e := el.Value.(*entry)
 		if now.Before(e.expires) {
-			n.lru.MoveToFront(el)
-			c.counts.ExactHits++
+			if counts == &c.counts {
+				n.lru.MoveToFront(el)
+			}
+			counts.ExactHits++
 			return abi.CacheEntry{Similarity: 1, Value: e.value}, true, nil
 		}
 		n.remove(el)
@@ -137,8 +150,10 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
-	c.counts.SemanticHits++
-	n.lru.MoveToFront(best)
+	counts.SemanticHits++
+	if counts == &c.counts {
+		n.lru.MoveToFront(best)
+	}
 	return abi.CacheEntry{Similarity: bestSim, Value: best.Value.(*entry).value}, true, nil
 }
 

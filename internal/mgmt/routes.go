@@ -186,19 +186,19 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/v1/storage/response-cache/capabilities", perm: PermCacheRead, summary: "what the response cache supports: backends, modes, scopes, invalidation kinds, flush scopes", out: CacheCapabilities{}, h: s.cacheCapabilities},
 		{method: "GET", path: "/api/v1/storage/response-cache/health", perm: PermCacheRead, summary: "whether the response cache's backend answers, and its entries", out: CacheHealth{}, h: s.cacheHealth},
 		{method: "GET", path: "/api/v1/storage/response-cache/stats", perm: PermCacheRead, summary: "entries, bytes, hits and misses by kind, hit ratio, evictions, the largest namespaces (top, 0-100, default 20), flush epochs", query: []string{"top"}, out: CacheStatsBody{}, errs: []int{400}, h: s.cacheStats},
+		{method: "POST", path: "/api/v1/storage/response-cache/test", perm: PermCacheRead, summary: "what a binding's response_cache plugin would do with a chat completion request: hit (exact or semantic, the similarity), miss and why, or skipped; a dry run that counts nowhere", in: CacheTestRequest{}, out: CacheTestResult{}, errs: []int{400, 404}, h: s.cacheTest},
 		{method: "POST", path: "/api/v1/storage/response-cache/invalidate", perm: PermCacheInvalidate, audit: "storage.response_cache.invalidate", summary: "remove the entries selected by namespace_prefix, model, decision, key_prefix and older_than (seconds or RFC 3339); dry_run only counts them", in: CacheInvalidateRequest{}, out: CacheInvalidated{}, errs: []int{400}, h: s.cacheInvalidate},
 		{method: "POST", path: "/api/v1/storage/response-cache/flush", perm: PermCacheManage, audit: "storage.response_cache.flush", summary: "advance the epoch of a scope (a namespace prefix; empty: global): no entry stored before answers again", in: CacheFlushRequest{}, out: CacheFlushed{}, errs: []int{400}, h: s.cacheFlush},
 	} {
 		rs = append(rs, cr(rt))
 	}
-	// The response cache's test and context recovery answer 503 with the
+	// Context recovery answers 503 with the
 	// reason until they exist.
 	type st struct{ method, path, perm, svc string }
 	for _, x := range []struct {
 		st
 		why string
 	}{
-		{st{"POST", "/api/v1/storage/response-cache/test", PermCacheRead, "response cache"}, "the response cache runs on the WebAssembly plugin runtime"},
 		{st{"POST", "/api/v1/storage/context-recovery/invalidate", PermCacheInvalidate, "context recovery"}, "context recovery belongs to context_compression, which runs on the WebAssembly plugin runtime"},
 	} {
 		rs = append(rs, route{method: x.method, path: x.path, perm: x.perm, sensitivity: sensSensitive, tag: "storage",

@@ -1,12 +1,19 @@
 package mgmt
 
 import (
+	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/memstore"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/recipes"
 )
 
 // ResponseCache is the response cache the plugins' cache_lookup and
@@ -248,4 +255,126 @@ func cacheFilter(req CacheInvalidateRequest, now time.Time) (memstore.CacheFilte
 		return f, newErr(http.StatusBadRequest, CodeInvalidInput, "older_than must be seconds (a number) or an RFC 3339 time")
 	}
 	return f, nil
+}
+
+// CacheTestRequest asks what the response_cache plugin of a binding would do
+// with a chat completion request.
+type CacheTestRequest struct {
+	Binding PreviewBinding  `json:"binding"`
+	Request json.RawMessage `json:"request"`
+	// Model is the model the request is answered by (part of the cache's
+	// scope); empty: the model routing selects, or the decision's first
+	// model when routing matches another decision.
+	Model string `json:"model,omitempty"`
+}
+
+// CacheTestResult is what the plugin would do: hit (kind exact or semantic,
+// with the similarity), miss (the detail says why, such as a near entry
+// whose slots disagree) or skipped (bypass, no user for a per-user scope).
+// The lookup is a dry run: it counts in no statistic and makes no entry
+// recent.
+type CacheTestResult struct {
+	Recipe     string            `json:"recipe"`
+	Decision   string            `json:"decision"`
+	Model      string            `json:"model"`
+	Result     string            `json:"result"`
+	Kind       string            `json:"kind,omitempty"`
+	Similarity string            `json:"similarity,omitempty"`
+	Detail     string            `json:"detail"`
+	Values     map[string]string `json:"values"`
+	// AnswerBytes is the size of the cached answer a hit would send.
+	AnswerBytes int `json:"answer_bytes"`
+}
+
+func (s *Server) cacheTest(w http.ResponseWriter, r *http.Request) {
+	var req CacheTestRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if len(req.Request) == 0 {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "request (a chat completion request) is required"))
+		return
+	}
+	gen := s.cfg.Runtime().Current()
+	rc, err := recipeIn(gen, req.Binding.Recipe)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	idx := slices.IndexFunc(rc.Decisions, func(d recipes.Decision) bool { return d.Name == req.Binding.Decision })
+	if idx < 0 {
+		writeError(w, newErr(http.StatusNotFound, CodeNotFound, "recipe %q has no decision %q", rc.Name, req.Binding.Decision))
+		return
+	}
+	d := rc.Decisions[idx]
+	var refs []recipes.PluginRef
+	for _, p := range d.Plugins {
+		if p.Type == "response_cache" {
+			refs = append(refs, p)
+		}
+	}
+	if len(refs) == 0 {
+		writeError(w, newErr(http.StatusNotFound, CodeNotFound, "decision %q of recipe %q has no response_cache plugin", d.Name, rc.Name))
+		return
+	}
+	cr, err := chat.Parse(req.Request)
+	if err != nil {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "request: %v", err))
+		return
+	}
+	in := dataplane.Input(cr)
+	if err := checkText(r, "the request", strings.Join(in.AllTexts, "\n")); err != nil {
+		writeError(w, err)
+		return
+	}
+	model := req.Model
+	if model == "" {
+		routed, err := gen.Route(r.Context(), rc.Name, &engine.Request{Model: engine.ModelMoM, Input: in})
+		if err != nil {
+			writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "routing the request for its model: %v", err))
+			return
+		}
+		model = routed.Model
+		if routed.Decision != d.Name && len(d.ModelRefs) > 0 {
+			model = d.ModelRefs[0].Model
+		}
+	}
+	preq := &plugin.Request{Chat: cr, Header: http.Header{}, Decision: d.Name, Model: model, Mode: plugin.ModeLive}
+	for k, v := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "x-") {
+			preq.Header[k] = v // a bypass header is part of what is tested
+		}
+	}
+	out, err := s.plugins.Preview(memstore.Peeking(r.Context()), refs, preq)
+	if err != nil && len(out.Reports) == 0 {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "%v", err))
+		return
+	}
+	res := CacheTestResult{Recipe: rc.Name, Decision: d.Name, Model: model, Result: "skipped", Values: map[string]string{}}
+	for _, rep := range out.Reports {
+		if rep.Type != "response_cache" {
+			continue
+		}
+		res.Detail = rep.Detail
+		if rep.Status == plugin.StatusFailed || rep.Status == plugin.StatusUnavailable {
+			res.Result = rep.Status
+		}
+		if rep.Module != nil {
+			for k, v := range rep.Module.Values {
+				res.Values[k] = v
+			}
+		}
+	}
+	switch out.CacheStatus {
+	case "hit":
+		res.Result = "hit"
+	case "miss":
+		res.Result = "miss"
+	}
+	res.Kind, res.Similarity = res.Values["hit"], res.Values["similarity"]
+	if out.Immediate != nil {
+		res.AnswerBytes = len(out.Immediate.Content)
+	}
+	writeJSON(w, http.StatusOK, res)
 }

@@ -18,7 +18,7 @@ import (
 
 // cacheEnv is a management server over the real plugin system's response
 // cache, filled by the built-in response_cache plugin answering n questions
-// for model demo (and one for model other), each looked up twice.
+// for model small (and one for model big) in the base configuration's decision rest, each looked up twice.
 func cacheEnv(t *testing.T, config string, n int) (*env, *pluginsys.System) {
 	t.Helper()
 	ctx := context.Background()
@@ -27,26 +27,18 @@ func cacheEnv(t *testing.T, config string, n int) (*env, *pluginsys.System) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	doc, err := recipes.Parse([]byte(`
-version: v1
-providers:
-  defaults: {default_model: demo}
-  models: [{name: demo, backend_refs: [{provider: demo}]}]
-recipes:
-  - name: default
-    decisions:
-      - name: all
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: demo}]
-        plugins: [{type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}]
-`))
+	doc, err := recipes.Parse([]byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Prepare(ctx, doc); err != nil {
 		t.Fatal(err)
 	}
-	refs := doc.Recipes[0].Decisions[0].Plugins
+	rest := doc.Recipes[0].Decisions[len(doc.Recipes[0].Decisions)-1]
+	if rest.Name != "rest" {
+		t.Fatalf("the base configuration's last decision is %s", rest.Name)
+	}
+	refs := rest.Plugins
 	ask := func(model, q string) {
 		t.Helper()
 		for range 2 {
@@ -54,7 +46,7 @@ recipes:
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &plugin.Request{Chat: c, Decision: "all", Model: model}
+			r := &plugin.Request{Chat: c, Decision: "rest", Model: model}
 			if _, err := p.Request(ctx, refs, r); err != nil {
 				t.Fatal(err)
 			}
@@ -65,10 +57,10 @@ recipes:
 		}
 	}
 	for i := range n {
-		ask("demo", fmt.Sprintf("question %d", i))
+		ask("small", fmt.Sprintf("question %d", i))
 	}
-	ask("other", "question 0")
-	e := newEnvOpts(t, writeConfig(t, config), compiler(t), func(o *mgmt.Options) { o.ResponseCache = p.Cache() })
+	ask("big", "question 0")
+	e := newEnvOpts(t, writeConfig(t, config), compiler(t), func(o *mgmt.Options) { o.ResponseCache, o.Plugins = p.Cache(), p })
 	return e, p
 }
 
@@ -93,7 +85,7 @@ func TestResponseCacheRoutes(t *testing.T) {
 	must(t, e.call("GET", "/api/v1/storage/response-cache/stats?top=1000", nil), 400)
 
 	// A dry run counts; nothing goes.
-	inv := must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "model": "demo"}), 200).json(t)
+	inv := must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "model": "small"}), 200).json(t)
 	if inv["entries"] != 3.0 || inv["namespaces"] != 1.0 || inv["dry_run"] != true {
 		t.Fatalf("dry run: %v", inv)
 	}
@@ -108,7 +100,7 @@ func TestResponseCacheRoutes(t *testing.T) {
 	}
 	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"older_than": "yesterday"}), 400)
 	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "a/b"}), 400)
-	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "other"}), 200).json(t)
+	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "big"}), 200).json(t)
 	if inv["entries"] != 1.0 || inv["dry_run"] != false {
 		t.Fatalf("invalidate: %v", inv)
 	}
@@ -116,7 +108,7 @@ func TestResponseCacheRoutes(t *testing.T) {
 		t.Fatalf("entries after invalidation: %v", got)
 	}
 
-	f := must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"scope": "response_cache/v2/model=demo"}), 200).json(t)
+	f := must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"scope": "response_cache/v2/model=small"}), 200).json(t)
 	if f["epoch"] != 1.0 || f["removed"] != 3.0 {
 		t.Fatalf("flush: %v", f)
 	}
@@ -128,7 +120,40 @@ func TestResponseCacheRoutes(t *testing.T) {
 	if s["entries"] != 0.0 || len(s["epochs"].([]any)) != 2 || s["evictions"].(map[string]any)["flushed"] != 3.0 || s["evictions"].(map[string]any)["invalidated"] != 1.0 {
 		t.Fatalf("stats after flushes: %v", s)
 	}
-	must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{}), 503)
+}
+
+// POST test says what the binding's plugin would do, counting nowhere.
+func TestResponseCacheTest(t *testing.T) {
+	e, p := cacheEnv(t, baseConfig(t), 2)
+	before, _ := p.Cache().Counts()
+	binding := map[string]any{"recipe": "default", "decision": "rest"}
+	q := func(text string) map[string]any {
+		return map[string]any{"model": "MoM", "messages": []any{map[string]any{"role": "user", "content": text}}}
+	}
+	hit := must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": binding, "request": q("question 1"), "model": "small"}), 200).json(t)
+	if hit["result"] != "hit" || hit["kind"] != "exact" || hit["answer_bytes"].(float64) == 0 || hit["model"] != "small" {
+		t.Fatalf("a stored question: %v", hit)
+	}
+	// The routed model: rest selects small for a plain question.
+	hit = must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": binding, "request": q("question 0")}), 200).json(t)
+	if hit["result"] != "hit" || hit["model"] != "small" {
+		t.Fatalf("a stored question, routed: %v", hit)
+	}
+	miss := must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": binding, "request": q("how do tides work?"), "model": "small"}), 200).json(t)
+	if miss["result"] != "miss" || miss["kind"] != nil || miss["detail"] == "" {
+		t.Fatalf("an unseen question: %v", miss)
+	}
+	// Another model's scope holds only question 0.
+	miss = must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": binding, "request": q("question 1"), "model": "big"}), 200).json(t)
+	if miss["result"] != "miss" {
+		t.Fatalf("question 1 for big: %v", miss)
+	}
+	if after, _ := p.Cache().Counts(); after != before {
+		t.Fatalf("a test lookup was counted: %+v then %+v", before, after)
+	}
+	must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": map[string]any{"recipe": "default", "decision": "math"}, "request": q("x")}), 404)
+	must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": map[string]any{"recipe": "default", "decision": "nope"}, "request": q("x")}), 404)
+	must(t, e.call("POST", "/api/v1/storage/response-cache/test", map[string]any{"binding": binding}), 400)
 }
 
 // Without a response cache the routes keep their 503.
@@ -167,7 +192,7 @@ func TestResponseCachePermissions(t *testing.T) {
 		t.Fatalf("403: %s", r.body)
 	}
 	e.token = "inval-token-2"
-	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "other"}), 200)
+	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "big"}), 200)
 	r = must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{}), 403)
 	if r.json(t)["error"].(map[string]any)["required_permission"] != "cache.manage" {
 		t.Fatalf("403: %s", r.body)
