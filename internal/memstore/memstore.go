@@ -23,6 +23,7 @@ import (
 
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/storage/vecindex"
 )
 
 // Cache is an LRU cache per namespace with a time to live per entry. A lookup
@@ -65,14 +66,27 @@ func (c CacheCounts) HitRatio() float64 {
 type namespace struct {
 	lru  *list.List // front = most recent; values are *entry
 	keys map[string]*list.Element
+	// scan holds every entry once, densely (removal swaps the last one in),
+	// so a semantic lookup walks one slice instead of the list's pointers.
+	scan []slot
+	tick uint64 // stamps uses, so equal similarities go to the most recent
+}
+
+// slot is what a semantic scan reads of an entry.
+type slot struct {
+	vec     []float32 // the entry's embedding, L2-normalised (a zero one stays zero)
+	expires int64     // unix nanoseconds
+	used    uint64    // the namespace's tick when last stored or made recent
+	el      *list.Element
 }
 
 type entry struct {
 	key       string
 	value     []byte
-	embedding []float32
+	embedding []float32 // L2-normalised at Store
 	created   time.Time
 	expires   time.Time
+	pos       int // index in namespace.scan
 }
 
 var _ hostapi.Cache = (*Cache)(nil)
@@ -116,7 +130,7 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		e := el.Value.(*entry)
 		if now.Before(e.expires) {
 			if counts == &c.counts {
-				n.lru.MoveToFront(el)
+				n.touch(el)
 			}
 			counts.ExactHits++
 			return abi.CacheEntry{Similarity: 1, Value: e.value}, true, nil
@@ -128,33 +142,52 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
-	var best *list.Element
-	bestSim := float32(math.Inf(-1))
-	for el := n.lru.Front(); el != nil; {
-		next := el.Next()
-		e := el.Value.(*entry)
-		if !now.Before(e.expires) {
-			n.remove(el)
+	// Entries hold unit vectors, so the cosine is the dot product divided
+	// by the query's norm: compare dot products, scale the best once.
+	var qq float64
+	for _, x := range embedding {
+		qq += float64(x) * float64(x)
+	}
+	inv := float32(0)
+	if qq > 0 {
+		inv = float32(1 / math.Sqrt(qq))
+	}
+	nowNS := now.UnixNano()
+	best := -1
+	var bestDot float32
+	var bestUsed uint64
+	for i := 0; i < len(n.scan); {
+		s := &n.scan[i]
+		if s.expires <= nowNS {
+			n.remove(s.el) // swaps the last slot into i
 			c.counts.Expirations++
-		} else if len(e.embedding) == len(embedding) {
-			if s := cosine(e.embedding, embedding); s > bestSim {
-				best, bestSim = el, s
+			continue
+		}
+		if len(s.vec) == len(embedding) {
+			d := vecindex.Dot(s.vec, embedding)
+			if best < 0 || d > bestDot || (d == bestDot && s.used > bestUsed) {
+				best, bestDot, bestUsed = i, d, s.used
 			}
 		}
-		el = next
-		if ctx.Err() != nil {
+		i++
+		if i&1023 == 0 && ctx.Err() != nil {
 			return abi.CacheEntry{}, false, ctx.Err()
 		}
 	}
-	if best == nil || bestSim < threshold {
+	if err := ctx.Err(); err != nil {
+		return abi.CacheEntry{}, false, err
+	}
+	bestSim := bestDot * inv
+	if best < 0 || bestSim < threshold {
 		*miss++
 		return abi.CacheEntry{}, false, nil
 	}
 	counts.SemanticHits++
+	el := n.scan[best].el
 	if counts == &c.counts {
-		n.lru.MoveToFront(best)
+		n.touch(el)
 	}
-	return abi.CacheEntry{Similarity: bestSim, Value: best.Value.(*entry).value}, true, nil
+	return abi.CacheEntry{Similarity: bestSim, Value: el.Value.(*entry).value}, true, nil
 }
 
 // Store implements hostapi.Cache.
@@ -187,13 +220,21 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 		c.nss[ns] = n
 	}
 	now := c.now()
-	e := &entry{key: key, value: value, embedding: append([]float32(nil), embedding...), created: now, expires: now.Add(ttl)}
+	vec := append([]float32(nil), embedding...)
+	vecindex.Normalize(vec)
+	e := &entry{key: key, value: value, embedding: vec, created: now, expires: now.Add(ttl)}
 	if el, ok := n.keys[key]; ok {
+		e.pos = el.Value.(*entry).pos
 		el.Value = e
-		n.lru.MoveToFront(el)
+		n.scan[e.pos].vec, n.scan[e.pos].expires = vec, e.expires.UnixNano()
+		n.touch(el)
 		return nil
 	}
-	n.keys[key] = n.lru.PushFront(e)
+	el := n.lru.PushFront(e)
+	n.keys[key] = el
+	e.pos = len(n.scan)
+	n.tick++
+	n.scan = append(n.scan, slot{vec: vec, expires: e.expires.UnixNano(), used: n.tick, el: el})
 	for n.lru.Len() > maxEntries {
 		n.remove(n.lru.Back())
 		c.counts.Evictions++
@@ -213,8 +254,23 @@ func (c *Cache) Len(ns string) int {
 }
 
 func (n *namespace) remove(el *list.Element) {
-	delete(n.keys, el.Value.(*entry).key)
+	e := el.Value.(*entry)
+	delete(n.keys, e.key)
 	n.lru.Remove(el)
+	last := len(n.scan) - 1
+	if e.pos != last {
+		n.scan[e.pos] = n.scan[last]
+		n.scan[e.pos].el.Value.(*entry).pos = e.pos
+	}
+	n.scan[last] = slot{}
+	n.scan = n.scan[:last]
+}
+
+// touch makes an entry the most recent.
+func (n *namespace) touch(el *list.Element) {
+	n.lru.MoveToFront(el)
+	n.tick++
+	n.scan[el.Value.(*entry).pos].used = n.tick
 }
 
 func cosine(a, b []float32) float32 {

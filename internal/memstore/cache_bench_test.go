@@ -1,0 +1,68 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+func benchCache(b *testing.B, n, dim int) (*Cache, [][]float32) {
+	b.Helper()
+	r := rand.New(rand.NewSource(1))
+	vec := func() []float32 {
+		v := make([]float32, dim)
+		for i := range v {
+			v[i] = float32(r.NormFloat64())
+		}
+		return v
+	}
+	c := &Cache{MaxEntries: n}
+	ctx := context.Background()
+	for i := 0; i < n; i++ {
+		if err := c.Store(ctx, "ns", fmt.Sprintf("key-%d", i), []byte("value"), time.Hour, vec()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	qs := make([][]float32, 64)
+	for i := range qs {
+		qs[i] = vec()
+	}
+	return c, qs
+}
+
+// BenchmarkCacheLookupSemantic is a semantic miss (no entry within the
+// threshold) over 10,000 live entries: the full scan every miss pays.
+func BenchmarkCacheLookupSemantic(b *testing.B) {
+	for _, dim := range []int{100, 1024} {
+		b.Run(fmt.Sprintf("entries=10000/dim=%d", dim), func(b *testing.B) {
+			c, qs := benchCache(b, 10000, dim)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, ok, err := c.Lookup(ctx, "ns", "absent", qs[i%len(qs)], 0.99); ok || err != nil {
+					b.Fatal(ok, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCacheLookupExact is an exact hit among 10,000 entries.
+func BenchmarkCacheLookupExact(b *testing.B) {
+	c, _ := benchCache(b, 10000, 100)
+	ctx := context.Background()
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("key-%d", i*97)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok, err := c.Lookup(ctx, "ns", keys[i%len(keys)], nil, 0); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
