@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// DefaultResponseTTL is how long a stored response is kept when the backend
+// is given no time to live: both the memory store (memresponses) and the
+// embedded one (sqlite) forget a response this long after it was stored.
+const DefaultResponseTTL = 24 * time.Hour
+
 // StoredResponse is one Responses API answer kept for GET /v1/responses/{id},
 // its input items and continuing the conversation (previous_response_id).
 // The backend keeps the JSON as given and never reads it.

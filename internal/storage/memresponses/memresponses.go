@@ -19,7 +19,7 @@ import (
 const (
 	DefaultMaxEntries = 10000
 	DefaultMaxBytes   = 256 << 20
-	DefaultTTL        = 24 * time.Hour
+	DefaultTTL        = storage.DefaultResponseTTL
 )
 
 // Options bound a Store; zero values take the defaults.

@@ -2,10 +2,13 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/storagetest"
@@ -51,6 +54,146 @@ func TestMigrateFromVersion4(t *testing.T) {
 	defer s.Close()
 	if r, err := s.GetResponse(ctx, "resp_x"); err != nil || string(r.Response) != `{"id":"resp_x"}` {
 		t.Fatalf("after reopening: %+v %v", r, err)
+	}
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+func rowsIn(t *testing.T, s *Store) int {
+	t.Helper()
+	var n int
+	if err := s.w.QueryRow(`SELECT count(*) FROM responses`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func putResp(t *testing.T, s *Store, id string) {
+	t.Helper()
+	if err := s.PutResponse(context.Background(), storage.StoredResponse{ID: id, Response: []byte(`{}`), Input: []byte(`[]`), Conversation: []byte(`[]`)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResponsesExpire: a response past the TTL is not found (get, delete),
+// and the expired rows are removed at Open and every pruneEvery puts.
+func TestResponsesExpire(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := &clock{now: time.Unix(1_800_000_000, 0)}
+	open := func() *Store {
+		s, err := Open(ctx, dir, Options{ResponseTTL: time.Hour, Now: c.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := open()
+	for i := range 3 {
+		putResp(t, s, "resp_old"+strconv.Itoa(i))
+	}
+	c.add(time.Hour)
+	if _, err := s.GetResponse(ctx, "resp_old0"); err != nil {
+		t.Fatalf("exactly at the TTL: %v, want found", err)
+	}
+	putResp(t, s, "resp_new")
+	c.add(time.Second)
+	for _, id := range []string{"resp_old0", "resp_old1"} {
+		if _, err := s.GetResponse(ctx, id); !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("get %s past the TTL: %v, want ErrNotFound", id, err)
+		}
+	}
+	if err := s.DeleteResponse(ctx, "resp_old2"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("delete past the TTL: %v, want ErrNotFound", err)
+	}
+	if _, err := s.GetResponse(ctx, "resp_new"); err != nil {
+		t.Fatalf("within the TTL: %v", err)
+	}
+	if n := rowsIn(t, s); n != 3 {
+		t.Fatalf("%d rows before any prune, want 3 (resp_old0, resp_old1, resp_new)", n)
+	}
+	s.Close()
+
+	// At Open: the expired rows go.
+	s = open()
+	if n := rowsIn(t, s); n != 1 {
+		t.Fatalf("%d rows after Open, want 1", n)
+	}
+	// Every pruneEvery puts: more than one batch of expired rows goes.
+	for i := range pruneBatch + 10 {
+		putResp(t, s, "resp_a"+strconv.Itoa(i))
+	}
+	s.Close()
+	s = open() // nothing expired yet; the put count starts again
+	c.add(2 * time.Hour)
+	for i := range pruneEvery - 1 {
+		putResp(t, s, "resp_b"+strconv.Itoa(i))
+	}
+	if n := rowsIn(t, s); n != 1+pruneBatch+10+pruneEvery-1 {
+		t.Fatalf("%d rows before the prune, want %d", n, 1+pruneBatch+10+pruneEvery-1)
+	}
+	putResp(t, s, "resp_last")
+	if n := rowsIn(t, s); n != pruneEvery {
+		t.Fatalf("%d rows after the prune, want the %d put since", n, pruneEvery)
+	}
+	if s.resp.count != pruneEvery {
+		t.Fatalf("count %d, want %d", s.resp.count, pruneEvery)
+	}
+	s.Close()
+}
+
+// TestResponsesMaxCount: past MaxResponses the oldest go first, on put and
+// at Open with a smaller bound; a replaced response is not counted twice.
+func TestResponsesMaxCount(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := &clock{now: time.Unix(1_800_000_000, 0)}
+	s, err := Open(ctx, dir, Options{MaxResponses: 3, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		putResp(t, s, "resp_"+strconv.Itoa(i))
+		c.add(time.Second)
+	}
+	putResp(t, s, "resp_1") // replaced: still 3
+	if _, err := s.GetResponse(ctx, "resp_0"); err != nil {
+		t.Fatalf("replacing one removed another: %v", err)
+	}
+	putResp(t, s, "resp_3")
+	if _, err := s.GetResponse(ctx, "resp_0"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("oldest past MaxResponses: %v, want ErrNotFound", err)
+	}
+	for _, id := range []string{"resp_1", "resp_2", "resp_3"} {
+		if _, err := s.GetResponse(ctx, id); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	if err := s.DeleteResponse(ctx, "resp_2"); err != nil {
+		t.Fatal(err)
+	}
+	putResp(t, s, "resp_4")
+	if _, err := s.GetResponse(ctx, "resp_1"); err != nil {
+		t.Fatalf("a delete freed no room: %v", err)
+	}
+	s.Close()
+	s, err = Open(ctx, dir, Options{MaxResponses: 1, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n := rowsIn(t, s); n != 1 {
+		t.Fatalf("%d rows after Open with MaxResponses 1, want 1", n)
+	}
+	if _, err := s.GetResponse(ctx, "resp_4"); err != nil {
+		t.Fatalf("the newest after Open: %v", err)
 	}
 }
 

@@ -45,6 +45,15 @@ type Options struct {
 	// Logger receives what Open repaired (orphan files removed); nil
 	// discards.
 	Logger *slog.Logger
+	// ResponseTTL is how long a stored response (responses.go) is kept;
+	// zero is storage.DefaultResponseTTL.
+	ResponseTTL time.Duration
+	// MaxResponses bounds the stored responses, the oldest removed first;
+	// zero is DefaultMaxResponses.
+	MaxResponses int
+	// Now is the clock of the responses' time to live (tests); nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // Store is the SQLite backend; it implements storage.Store.
@@ -64,6 +73,8 @@ type Store struct {
 	// commonDocs is the document count over which a query word is left
 	// out of a full-text search of an index of total chunks.
 	commonDocs func(total int) int
+	// resp is the stored responses' bounds and count (responses.go).
+	resp responseState
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -111,6 +122,10 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		return nil, err
 	}
 	if err := s.loadIndex(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	if err := s.openResponses(ctx, o); err != nil {
 		s.closeDBs()
 		return nil, err
 	}
