@@ -43,10 +43,27 @@ type VectorStores interface {
 // embeds the query with the model the stores were built with.
 type Retriever interface {
 	// Retrieve returns up to q.K chunks of q.Source most similar to q.Text,
-	// best first. Each hit's Payload is JSON {"text", "source" (the file's
-	// name), "file_id", "vector_store_id", "chunk_index", "attributes"}. An
+	// best first. Each hit's Payload is a Passage as JSON. An
 	// unknown source wraps ErrNoSuchStore, a refused filter ErrInvalidQuery.
 	Retrieve(ctx context.Context, q RetrieveQuery) ([]abi.VectorHit, error)
+}
+
+// Passage is a retrieve hit's payload, encoded as JSON: every Retriever
+// writes it with this type, so the guests' view of it has one definition.
+type Passage struct {
+	Text          string         `json:"text"`
+	Source        string         `json:"source"` // the file's name
+	FileID        string         `json:"file_id"`
+	VectorStoreID string         `json:"vector_store_id"`
+	ChunkIndex    int            `json:"chunk_index"`
+	Attributes    map[string]any `json:"attributes"` // never null
+}
+
+// Recalled is a memory_recall hit's payload, encoded as JSON.
+type Recalled struct {
+	ID        string `json:"id"`
+	Text      string `json:"text"`
+	CreatedAt int64  `json:"created_at"` // Unix seconds
 }
 
 // RetrieveQuery is one retrieve call.
@@ -70,8 +87,8 @@ type RetrieveQuery struct {
 // Memory keeps and recalls short texts per scope (a user, a tenant).
 type Memory interface {
 	// Recall returns up to k memories of scope most similar to text, scoring
-	// at least minScore, best first. Each hit's Payload is JSON {"id",
-	// "text", "created_at"}.
+	// at least minScore, best first. Each hit's Payload is a Recalled as
+	// JSON.
 	Recall(ctx context.Context, scope, text string, k int, minScore float32) ([]abi.VectorHit, error)
 	// Remember keeps text under scope.
 	Remember(ctx context.Context, scope, text string) error

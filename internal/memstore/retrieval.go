@@ -196,11 +196,7 @@ func (m *Memory) Recall(ctx context.Context, scope, text string, k int, minScore
 		if s < minScore {
 			continue
 		}
-		payload, _ := json.Marshal(struct {
-			ID        string `json:"id"`
-			Text      string `json:"text"`
-			CreatedAt int64  `json:"created_at"`
-		}{x.id, x.text, x.created.Unix()})
+		payload, _ := json.Marshal(hostapi.Recalled{ID: x.id, Text: x.text, CreatedAt: x.created.Unix()})
 		hits = append(hits, abi.VectorHit{ID: x.id, Score: s, Payload: payload})
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
@@ -250,10 +246,8 @@ func (r *Retriever) Add(ctx context.Context, store string, c Chunk) error {
 	if attrs == nil {
 		attrs = map[string]any{}
 	}
-	payload, err := json.Marshal(map[string]any{
-		"text": c.Text, "source": c.Source, "file_id": c.FileID, "vector_store_id": store,
-		"chunk_index": c.ChunkIndex, "attributes": attrs,
-	})
+	payload, err := json.Marshal(hostapi.Passage{Text: c.Text, Source: c.Source, FileID: c.FileID, VectorStoreID: store,
+		ChunkIndex: c.ChunkIndex, Attributes: attrs})
 	if err != nil {
 		return fmt.Errorf("the chunk's attributes: %w", err)
 	}

@@ -21,16 +21,6 @@ func (l *Library) Memory() hostapi.Memory { return memory{l} }
 
 type retriever struct{ l *Library }
 
-// hitPayload is a retrieve hit's payload.
-type hitPayload struct {
-	Text          string         `json:"text"`
-	Source        string         `json:"source"`
-	FileID        string         `json:"file_id"`
-	VectorStoreID string         `json:"vector_store_id"`
-	ChunkIndex    int            `json:"chunk_index"`
-	Attributes    map[string]any `json:"attributes"`
-}
-
 // Retrieve implements hostapi.Retriever. A hit's ID is
 // "<vector store id>/<file id>#<chunk index>".
 func (r retriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi.VectorHit, error) {
@@ -56,7 +46,7 @@ func (r retriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi
 		if attrs == nil {
 			attrs = map[string]any{}
 		}
-		p, err := json.Marshal(hitPayload{Text: h.Text, Source: h.Filename, FileID: h.FileID, VectorStoreID: h.VectorStoreID,
+		p, err := json.Marshal(hostapi.Passage{Text: h.Text, Source: h.Filename, FileID: h.FileID, VectorStoreID: h.VectorStoreID,
 			ChunkIndex: h.ChunkIndex, Attributes: attrs})
 		if err != nil {
 			return nil, fmt.Errorf("vector store %s, file %s: attributes: %w", h.VectorStoreID, h.FileID, err)
@@ -68,14 +58,6 @@ func (r retriever) Retrieve(ctx context.Context, q hostapi.RetrieveQuery) ([]abi
 
 type memory struct{ l *Library }
 
-// memoryPayload is a recalled memory's payload; created_at is in Unix
-// seconds, as in the management API.
-type memoryPayload struct {
-	ID        string `json:"id"`
-	Text      string `json:"text"`
-	CreatedAt int64  `json:"created_at"`
-}
-
 // Recall implements hostapi.Memory.
 func (m memory) Recall(ctx context.Context, scope, text string, k int, minScore float32) ([]abi.VectorHit, error) {
 	hits, err := m.l.Recall(ctx, scope, text, k, minScore)
@@ -84,7 +66,7 @@ func (m memory) Recall(ctx context.Context, scope, text string, k int, minScore 
 	}
 	out := make([]abi.VectorHit, len(hits))
 	for i, h := range hits {
-		p, _ := json.Marshal(memoryPayload{ID: h.ID, Text: h.Text, CreatedAt: h.CreatedAt.Unix()}) // strings and a number
+		p, _ := json.Marshal(hostapi.Recalled{ID: h.ID, Text: h.Text, CreatedAt: h.CreatedAt.Unix()}) // strings and a number
 		out[i] = abi.VectorHit{ID: h.ID, Score: h.Score, Payload: p}
 	}
 	return out, nil
