@@ -183,7 +183,7 @@ func (c *Config) Inject(msgs []chatmsg.Message, memories []Recalled) *Result {
 			break
 		}
 		if len(line) > left {
-			line = truncateUTF8(line, left)
+			line = chatmsg.Truncate(line, left)
 		}
 		b.WriteString(sep)
 		b.WriteString(line)
@@ -193,10 +193,7 @@ func (c *Config) Inject(msgs []chatmsg.Message, memories []Recalled) *Result {
 	if res.Injected == 0 {
 		return res
 	}
-	at := 0
-	for at < len(msgs) && (msgs[at].Role == "system" || msgs[at].Role == "developer") {
-		at++
-	}
+	at := chatmsg.AfterInstructions(msgs)
 	res.Chars = b.Len()
 	res.Edits = []chatmsg.Edit{{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.New("system", strings.Replace(c.Template, "{memories}", b.String(), 1))}}
 	res.Detail = fmt.Sprintf("injected %s (%d chars) as a system message at messages[%d]", Count(res.Injected, "memory", "memories"), res.Chars, at)
@@ -236,7 +233,7 @@ func ParseSupplied(raw json.RawMessage) ([]Recalled, error) {
 // repeats, in the order written.
 func Statements(text string) []string {
 	if len(text) > maxScan {
-		text = truncateUTF8(text, maxScan)
+		text = chatmsg.Truncate(text, maxScan)
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -381,17 +378,6 @@ func capitalize(s string) string {
 		return s
 	}
 	return string(unicode.ToUpper(r)) + s[n:]
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // Query is the text memories are recalled for: the user's last message.

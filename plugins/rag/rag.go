@@ -281,7 +281,7 @@ func (c *Config) inject(msgs []chatmsg.Message, passages []Passage, retrievalErr
 			break
 		}
 		if len(s) > left {
-			s = truncateUTF8(s, left)
+			s = chatmsg.Truncate(s, left)
 		}
 		b.WriteString(sep)
 		b.WriteString(s)
@@ -299,17 +299,14 @@ func (c *Config) inject(msgs []chatmsg.Message, passages []Passage, retrievalErr
 		if last := chatmsg.LastUser(msgs); last >= 0 {
 			at = last + 1
 		}
-		args, _ := json.Marshal(map[string]string{"query": truncateUTF8(Query(msgs), 512)})
+		args, _ := json.Marshal(map[string]string{"query": chatmsg.Truncate(Query(msgs), 512)})
 		res.Edits = []chatmsg.Edit{
 			{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.NewToolCall(ToolCallID, ToolName, string(args))},
 			{Kind: chatmsg.Insert, Index: at + 1, Raw: chatmsg.NewTool(ToolCallID, strings.Replace(c.Template, "{context}", context, 1))},
 		}
 		res.Detail = fmt.Sprintf("injected %d passages (%d chars) from %q as a %s tool result after the last user message", used, len(context), c.Store, ToolName)
 	default:
-		at := 0
-		for at < len(msgs) && (msgs[at].Role == "system" || msgs[at].Role == "developer") {
-			at++
-		}
+		at := chatmsg.AfterInstructions(msgs)
 		res.Edits = []chatmsg.Edit{{Kind: chatmsg.Insert, Index: at, Raw: chatmsg.New("system", strings.Replace(c.Template, "{context}", context, 1))}}
 		res.Detail = fmt.Sprintf("injected %d passages (%d chars) from %q as a system message at messages[%d]", used, len(context), c.Store, at)
 	}
@@ -336,17 +333,6 @@ func ParseSupplied(raw json.RawMessage) ([]Passage, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // checkFilter checks an OpenAI vector-store filter: {type: eq|ne|gt|gte|lt|

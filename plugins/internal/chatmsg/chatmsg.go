@@ -135,6 +135,28 @@ func LastUser(msgs []Message) int {
 	return -1
 }
 
+// AfterInstructions is the index just after the leading system and
+// developer messages: where injected context goes so that it follows the
+// instructions and precedes the conversation.
+func AfterInstructions(msgs []Message) int {
+	at := 0
+	for at < len(msgs) && (msgs[at].Role == "system" || msgs[at].Role == "developer") {
+		at++
+	}
+	return at
+}
+
+// Truncate cuts s to at most n bytes without splitting a UTF-8 character.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
 // LastUserText is the text of the last user message, or "".
 func LastUserText(msgs []Message) string {
 	if i := LastUser(msgs); i >= 0 {
