@@ -27,9 +27,9 @@ type compiledRecipe struct {
 	// merged; defaultPolicy the recipe's default route's.
 	policies      map[string]*recipes.Policy
 	defaultPolicy *recipes.Policy
-	blockers  []blocker
-	composers []composer
-	staged    bool // some set asks through a signal.Stage
+	blockers      []blocker
+	composers     []composer
+	staged        bool // some set asks through a signal.Stage
 }
 
 // composer gates a complexity signal on other conditions: the signal grades
