@@ -294,8 +294,7 @@ func TestFallbackOverBackendRefsAndPassiveHealth(t *testing.T) {
 }
 
 func TestPreferredEndpointIsTriedFirst(t *testing.T) {
-	var e *env
-	e = newEnv(t, withYAML(func(y string) string {
+	e := newEnv(t, withYAML(func(y string) string {
 		y = strings.Replace(y, `        - {base_url: "{{small}}/v1", provider: openai}`,
 			`        - {base_url: "{{coder}}/v1", provider: openai}
         - {base_url: "{{small}}/v1", provider: openai}`, 1)
