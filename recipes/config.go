@@ -370,7 +370,29 @@ type Services struct {
 	Observability Observability `json:"observability,omitempty"`
 	ResponseAPI   ResponseAPI   `json:"response_api,omitempty"`
 	NativeAPI     *NativeAPI    `json:"native_api,omitempty"`
+	// ResponseCache is where the response_cache plugins keep their
+	// entries; nil is in memory with the default bounds.
+	ResponseCache *ResponseCacheService `json:"response_cache,omitempty"`
 }
+
+// ResponseCacheService configures the response cache's store: Backend
+// "memory" (the default; forgotten at exit) or "embedded" (a SQLite file in
+// the data directory, kept across restarts), bounded in entries and bytes
+// for the whole cache. Read at start.
+type ResponseCacheService struct {
+	Backend    string `json:"backend,omitempty"`
+	MaxEntries int    `json:"max_entries,omitempty"`
+	MaxBytes   int64  `json:"max_bytes,omitempty"`
+}
+
+// Response cache backends and default bounds.
+const (
+	ResponseCacheMemory     = "memory"
+	ResponseCacheEmbedded   = "embedded"
+	DefaultCacheMaxEntries  = 100000
+	DefaultCacheMaxBytes    = 256 << 20
+	maxResponseCacheEntries = 10000000
+)
 
 // Endpoint is an address and port.
 type Endpoint struct {
