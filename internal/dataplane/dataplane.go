@@ -198,6 +198,10 @@ type Outcome struct {
 
 	Answer    *Answer
 	Cancelled bool
+
+	// retarget is kept for Exchange.Retarget when the decision's policy is
+	// active.
+	retarget *retargetBase
 }
 
 // Category is the category label of the request (its decision, or default).
@@ -322,6 +326,10 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			}
 		}
 		returnClientHeaders(header, lent)
+	}
+
+	if res.Policy.Active() {
+		p.keepRetargetBase(in, out, req.Fields, header)
 	}
 
 	// Reasoning is written after the plugins: routing owns these fields, so a
