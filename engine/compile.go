@@ -27,9 +27,11 @@ type compiledRecipe struct {
 	// merged; defaultPolicy the recipe's default route's.
 	policies      map[string]*recipes.Policy
 	defaultPolicy *recipes.Policy
-	blockers      []blocker
-	composers     []composer
-	staged        bool // some set asks through a signal.Stage
+	// candidates are the decisions' modelRefs (Generation.Candidates).
+	candidates map[string][]recipes.ModelRef
+	blockers   []blocker
+	composers  []composer
+	staged     bool // some set asks through a signal.Stage
 }
 
 // composer gates a complexity signal on other conditions: the signal grades
@@ -177,6 +179,7 @@ func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models
 		return nil, err
 	}
 	cr := &compiledRecipe{name: r.Name, selectors: map[string]selection.Selector{}, policies: map[string]*recipes.Policy{},
+		candidates:    map[string][]recipes.ModelRef{},
 		defaultPolicy: doc.DecisionPolicy(&r, nil)}
 	slots := map[string]int{}
 	// Sets report results in configuration order of their used signals; lay the
@@ -216,6 +219,7 @@ func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models
 		}
 		cr.selectors[d.Name] = sel
 		cr.policies[d.Name] = doc.DecisionPolicy(&r, &d)
+		cr.candidates[d.Name] = d.ModelRefs
 	}
 	for _, c := range r.Signals.Complexity {
 		slot, ok := slots[key(recipes.KindComplexity, c.Name)]

@@ -63,12 +63,11 @@ type Result struct {
 	ClassificationTime time.Duration `json:"classification_time_ns"`
 	// Policy is the decision's reliability and fallback (the recipe's
 	// default route's when no decision matched), every layer merged; shared,
-	// never nil after a successful Route. Candidates are the models a
-	// fallback may move on to, in configuration order (those a pii_policy
-	// refused left out); nil when the client named its model. Both are for
-	// the front ends and left out of the JSON form.
-	Policy     *recipes.Policy    `json:"-"`
-	Candidates []recipes.ModelRef `json:"-"`
+	// never nil after a successful Route. For the front ends; left out of
+	// the JSON form. (Generation.Candidates gives the models a fallback may
+	// move on to: kept out of Result so that a request without a policy
+	// carries nothing more.)
+	Policy *recipes.Policy `json:"-"`
 }
 
 // PIIScan is what the evaluated pii signals detected, placed in the request.
@@ -227,9 +226,36 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	ref, _ := sel.Select(ctx, candidates, g.health)
 	res.Model = ref.Model
-	res.Candidates = candidates
 	res.Reasoning = g.Reasoning(ref)
 	return res, nil
+}
+
+// Candidates are the models a fallback of res may move on to, in
+// configuration order: the matched decision's modelRefs (the default model
+// when it has none, or none matched), less those whose pii_policy refuses
+// the personal data routing detected. Nil when the client named its model
+// or routing blocked the request.
+func (g *Generation) Candidates(res *Result) []recipes.ModelRef {
+	if res == nil || res.Block != nil || res.ReasonCode == ReasonModelSpecified {
+		return nil
+	}
+	var refs []recipes.ModelRef
+	if cr, ok := g.recipes[res.Recipe]; ok && res.Decision != "" {
+		refs = cr.candidates[res.Decision]
+	}
+	if len(refs) == 0 {
+		refs = []recipes.ModelRef{{Model: g.doc.Providers.Defaults.DefaultModel}}
+	}
+	if !res.PIIDetected {
+		return refs
+	}
+	allowed := make([]recipes.ModelRef, 0, len(refs))
+	for _, c := range refs {
+		if g.modelAccepts(c.Model, res.PIIEntities) {
+			allowed = append(allowed, c)
+		}
+	}
+	return allowed
 }
 
 // Reasoning is the reasoning mode of modelRef ref in its model's family

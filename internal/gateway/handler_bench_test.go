@@ -59,6 +59,25 @@ recipes:
         modelRefs: [{model: small, use_reasoning: false}]
 `,
 	"bench": recipes.BenchRecipesYAML(),
+	// keyword_reliability is keyword with a reliability and fallback policy
+	// on the decision the benchmark's request matches: what an active
+	// policy costs when the first attempt answers.
+	"keyword_reliability": `
+recipes:
+  - name: default
+    signals:
+      keywords: [{name: proof, keywords: ["prove", "derive"]}]
+    decisions:
+      - name: hard
+        priority: 100
+        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
+        modelRefs: [{model: small, use_reasoning: true}]
+      - name: general
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small, use_reasoning: false}, {model: big}]
+        reliability: {retry_count: 2, per_try_timeout: 30s}
+        fallback: {enabled: true}
+`,
 }
 
 const benchProviders = `
@@ -83,7 +102,7 @@ providers:
 func BenchmarkGatewayHandler(b *testing.B) {
 	answer := []byte(`{"id":"chatcmpl-demo-0a1b2c3d4e5f","object":"chat.completion","created":1767225600,"model":"small","choices":[{"index":0,"message":{"role":"assistant","content":"[demo:small] reasoning off (chat_template_kwargs.enable_thinking=false) — you said: \"What is the capital of France? Answer in one word, please.\""},"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":37,"total_tokens":64}}` + "\n")
 	body := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`)
-	for _, name := range []string{"keyword", "bench"} {
+	for _, name := range []string{"keyword", "bench", "keyword_reliability"} {
 		b.Run(name, func(b *testing.B) {
 			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[name]))
 			if err != nil {

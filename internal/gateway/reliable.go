@@ -65,9 +65,9 @@ type candidate struct {
 // that leaves nothing. Without fallback only the first is kept;
 // fallback.max_attempts cuts the list.
 func (x *exchange) plan(c *upstreamCall, p *recipes.Policy) []candidate {
-	res := x.dp.Out.Result
+	candidates := x.gen.Candidates(x.dp.Out.Result)
 	first := recipes.ModelRef{Model: c.model.Name}
-	for _, r := range res.Candidates {
+	for _, r := range candidates {
 		if r.Model == c.model.Name {
 			first = r
 			break
@@ -75,7 +75,7 @@ func (x *exchange) plan(c *upstreamCall, p *recipes.Policy) []candidate {
 	}
 	refs := []recipes.ModelRef{first}
 	if p.FallbackEnabled {
-		for _, r := range res.Candidates {
+		for _, r := range candidates {
 			dup := false
 			for _, have := range refs {
 				dup = dup || have.Model == r.Model
@@ -244,7 +244,12 @@ func backOff(p *recipes.Policy, n int, f *attemptFailure) (time.Duration, bool) 
 }
 
 // forwardReliably is forward under the decision's policy p.
-func (x *exchange) forwardReliably(rt *dataplane.Routing, c *upstreamCall, p *recipes.Policy) {
+func (x *exchange) forwardReliably(rt *dataplane.Routing, call *upstreamCall, p *recipes.Policy) {
+	// The attempts keep the call beyond a stack frame (their cleanup
+	// closures): work on a copy so that forward's call, on the path without
+	// a policy, stays on the stack.
+	cc := *call
+	c := &cc
 	ctx, cancel := context.WithCancelCause(x.r.Context())
 	defer cancel(nil)
 	if p.TotalTimeout > 0 {
