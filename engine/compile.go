@@ -17,21 +17,27 @@ import (
 // compiled into sets and its decisions into rules, with result slots laid out
 // once so Route allocates no maps.
 
+// decisionRoute is how a decision's request goes on once it matched: its
+// selector, its reliability and fallback (every layer merged) and its
+// modelRefs (the fallback candidates).
+type decisionRoute struct {
+	selector  selection.Selector
+	policy    *recipes.Policy
+	modelRefs []recipes.ModelRef
+}
+
 type compiledRecipe struct {
 	name      string
 	sets      []compiledSet
 	nSlots    int
 	decisions *decision.Set
-	selectors map[string]selection.Selector
-	// policies are the decisions' reliability and fallback, every layer
-	// merged; defaultPolicy the recipe's default route's.
-	policies      map[string]*recipes.Policy
+	// decisions' selector, policy and modelRefs by name, looked up once
+	// per request.
+	routes        map[string]*decisionRoute
 	defaultPolicy *recipes.Policy
-	// candidates are the decisions' modelRefs (Generation.Candidates).
-	candidates map[string][]recipes.ModelRef
-	blockers   []blocker
-	composers  []composer
-	staged     bool // some set asks through a signal.Stage
+	blockers      []blocker
+	composers     []composer
+	staged        bool // some set asks through a signal.Stage
 }
 
 // composer gates a complexity signal on other conditions: the signal grades
@@ -178,9 +184,7 @@ func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models
 	if err != nil {
 		return nil, err
 	}
-	cr := &compiledRecipe{name: r.Name, selectors: map[string]selection.Selector{}, policies: map[string]*recipes.Policy{},
-		candidates:    map[string][]recipes.ModelRef{},
-		defaultPolicy: doc.DecisionPolicy(&r, nil)}
+	cr := &compiledRecipe{name: r.Name, routes: map[string]*decisionRoute{}, defaultPolicy: doc.DecisionPolicy(&r, nil)}
 	slots := map[string]int{}
 	// Sets report results in configuration order of their used signals; lay the
 	// slots out the same way.
@@ -217,9 +221,7 @@ func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models
 		if !ok {
 			return nil, fmt.Errorf("decision %q: unknown selection algorithm %q (known: first_healthy)", d.Name, algo)
 		}
-		cr.selectors[d.Name] = sel
-		cr.policies[d.Name] = doc.DecisionPolicy(&r, &d)
-		cr.candidates[d.Name] = d.ModelRefs
+		cr.routes[d.Name] = &decisionRoute{selector: sel, policy: doc.DecisionPolicy(&r, &d), modelRefs: d.ModelRefs}
 	}
 	for _, c := range r.Signals.Complexity {
 		slot, ok := slots[key(recipes.KindComplexity, c.Name)]

@@ -175,15 +175,17 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 
 	var candidates []recipes.ModelRef
+	var dr *decisionRoute
 	res.Policy = cr.defaultPolicy
 	if m, ok := cr.decisions.Evaluate(res.Signals); ok {
 		d := m.Decision.Config
-		res.Policy = cr.policies[d.Name]
+		dr = cr.routes[d.Name]
+		res.Policy = dr.policy
 		res.Decision, res.MatchedRules, res.Confidence = d.Name, m.Matched, m.Confidence
 		res.Plugins = d.Plugins
 		candidates = d.ModelRefs
 		res.ReasonCode = ReasonAutoRouting
-		res.Selection = cr.selectors[d.Name].Name()
+		res.Selection = dr.selector.Name()
 	} else {
 		res.ReasonCode = ReasonDefaultModel
 	}
@@ -222,7 +224,7 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	var sel selection.Selector = selection.FirstHealthy{}
 	if res.Decision != "" {
-		sel = cr.selectors[res.Decision]
+		sel = dr.selector
 	}
 	ref, _ := sel.Select(ctx, candidates, g.health)
 	res.Model = ref.Model
@@ -241,7 +243,9 @@ func (g *Generation) Candidates(res *Result) []recipes.ModelRef {
 	}
 	var refs []recipes.ModelRef
 	if cr, ok := g.recipes[res.Recipe]; ok && res.Decision != "" {
-		refs = cr.candidates[res.Decision]
+		if dr := cr.routes[res.Decision]; dr != nil {
+			refs = dr.modelRefs
+		}
 	}
 	if len(refs) == 0 {
 		refs = []recipes.ModelRef{{Model: g.doc.Providers.Defaults.DefaultModel}}
