@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -184,4 +185,93 @@ func (o *Outcome) InputMessages() []byte {
 		return nil
 	}
 	return o.Chat.Fields["messages"]
+}
+
+// StartModelSpan begins the span of one call to the selected model (an
+// upstream attempt: the gateway makes it, behind Envoy Envoy does) as a
+// child of the span in ctx, with the GenAI conventions' request
+// attributes, and makes the exchange read the answer for EndModelSpan.
+// The span is nil, and ctx unchanged, when the span in ctx does not record.
+// captureContent adds the request's messages (and later the answer).
+func (x *Exchange) StartModelSpan(ctx context.Context, captureContent bool) (context.Context, trace.Span) {
+	out := &x.Out
+	if out.Model == nil || !tracing.Recording(ctx) {
+		return ctx, nil
+	}
+	provider := ""
+	if out.Backend != nil {
+		provider = out.Backend.Provider
+	}
+	switch {
+	case IsAnthropic(out.Model.APIFormat):
+		provider = tracing.ProviderAnthropic
+	case provider == "" || out.Backend != nil && IsDemo(out.Backend):
+		provider = tracing.ProviderOpenAI // an OpenAI-compatible backend
+	}
+	attrs := []attribute.KeyValue{
+		tracing.GenAIOperationName.String(tracing.OperationChat),
+		tracing.GenAIProviderName.String(provider),
+		tracing.GenAIRequestModel.String(out.Model.Name),
+		tracing.Stream.Bool(out.Stream),
+	}
+	if out.Backend != nil && out.Backend.BaseURL != "" {
+		attrs = append(attrs, tracing.Backend.String(out.Backend.BaseURL))
+	}
+	if u := out.Target; u != nil {
+		attrs = append(attrs, tracing.ServerAddress.String(u.Hostname()))
+		port := u.Port()
+		if port == "" && u.Scheme == "https" {
+			port = "443"
+		} else if port == "" && u.Scheme == "http" {
+			port = "80"
+		}
+		if n, err := strconv.Atoi(port); err == nil {
+			attrs = append(attrs, tracing.ServerPort.Int(n))
+		}
+	}
+	if captureContent {
+		if m := out.InputMessages(); m != nil {
+			attrs = append(attrs, tracing.GenAIInputMessages.String(string(m)))
+		}
+	}
+	x.Trace(captureContent)
+	return tracing.Child(ctx, tracing.OperationChat+" "+out.Model.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// EndModelSpan ends a model call's span (nil: nothing) with the backend's
+// status (0: no answer), what was read of the answer and, for a failed
+// call, errType (error.type; a status of 400 or more is one by itself).
+func (x *Exchange) EndModelSpan(span trace.Span, status int, errType string) {
+	if span == nil {
+		return
+	}
+	a := x.TracedAnswer()
+	attrs := make([]attribute.KeyValue, 0, 8)
+	if status > 0 {
+		attrs = append(attrs, tracing.HTTPResponseStatusCode.Int(status))
+	}
+	if a.ID != "" {
+		attrs = append(attrs, tracing.GenAIResponseID.String(a.ID))
+	}
+	if a.Model != "" {
+		attrs = append(attrs, tracing.GenAIResponseModel.String(a.Model))
+	}
+	if len(a.FinishReasons) > 0 {
+		attrs = append(attrs, tracing.GenAIResponseFinish.StringSlice(a.FinishReasons))
+	}
+	if a.Usage != nil {
+		attrs = append(attrs, tracing.GenAIUsageInputTokens.Int64(a.Usage.PromptTokens), tracing.GenAIUsageOutputTokens.Int64(a.Usage.CompletionTokens))
+	}
+	if a.Output != nil {
+		attrs = append(attrs, tracing.GenAIOutputMessages.String(string(a.Output)))
+	}
+	if errType == "" && status >= 400 {
+		errType = strconv.Itoa(status)
+	}
+	if errType != "" {
+		attrs = append(attrs, tracing.ErrorType.String(errType))
+		span.SetStatus(codes.Error, errType)
+	}
+	span.SetAttributes(attrs...)
+	span.End()
 }

@@ -64,14 +64,14 @@ func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
 			if errType == "" {
 				errType = "unreachable"
 			}
-			x.endUpstreamSpan(span, 0, errType)
+			x.dp.EndModelSpan(span, 0, errType)
 		}
 		x.upstreamFailed(rt, c, err)
 		return
 	}
 	defer resp.Body.Close()
 	if span != nil {
-		defer func() { x.endUpstreamSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
+		defer func() { x.dp.EndModelSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
 	}
 
 	if resp.StatusCode >= 400 {

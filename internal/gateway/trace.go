@@ -2,14 +2,11 @@ package gateway
 
 import (
 	"context"
-	"net"
 	"strconv"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/tracing"
 )
 
@@ -61,80 +58,7 @@ func (x *exchange) startUpstreamSpan(ctx context.Context, c *upstreamCall) (cont
 		tracing.PassThrough(c.header, x.r.Header)
 		return ctx, nil
 	}
-	provider := c.ref.Provider
-	switch {
-	case x.dp.Anthropic():
-		provider = tracing.ProviderAnthropic
-	case provider == "":
-		provider = tracing.ProviderOpenAI // an OpenAI-compatible backend
-	}
-	attrs := []attribute.KeyValue{
-		tracing.GenAIOperationName.String(tracing.OperationChat),
-		tracing.GenAIProviderName.String(provider),
-		tracing.GenAIRequestModel.String(c.model.Name),
-		tracing.Backend.String(c.key),
-		tracing.Stream.Bool(c.stream),
-	}
-	if c.target != nil {
-		host, port, err := net.SplitHostPort(c.target.Host)
-		if err != nil {
-			host = c.target.Hostname()
-		}
-		attrs = append(attrs, tracing.ServerAddress.String(host))
-		if n, err := strconv.Atoi(port); err == nil {
-			attrs = append(attrs, tracing.ServerPort.Int(n))
-		}
-	}
-	capture := x.s.opts.Tracer.CaptureContent()
-	if capture {
-		if m := x.dp.Out.InputMessages(); m != nil {
-			attrs = append(attrs, tracing.GenAIInputMessages.String(string(m)))
-		}
-	}
-	ctx, span := tracing.Child(ctx, tracing.OperationChat+" "+c.model.Name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, span := x.dp.StartModelSpan(ctx, x.s.opts.Tracer.CaptureContent())
 	tracing.Inject(ctx, c.header)
-	x.dp.Trace(capture)
 	return ctx, span
-}
-
-// endUpstreamSpan ends an attempt's span: the backend's status (0: no
-// answer), what the answer said (GenAI conventions) and, for a failed
-// attempt, errType.
-func (x *exchange) endUpstreamSpan(span trace.Span, status int, errType string) {
-	if span == nil {
-		return
-	}
-	endModelSpan(span, x.dp.TracedAnswer(), status, errType)
-}
-
-// endModelSpan sets a model call's response attributes and ends it.
-func endModelSpan(span trace.Span, a dataplane.TracedAnswer, status int, errType string) {
-	attrs := make([]attribute.KeyValue, 0, 8)
-	if status > 0 {
-		attrs = append(attrs, tracing.HTTPResponseStatusCode.Int(status))
-	}
-	if a.ID != "" {
-		attrs = append(attrs, tracing.GenAIResponseID.String(a.ID))
-	}
-	if a.Model != "" {
-		attrs = append(attrs, tracing.GenAIResponseModel.String(a.Model))
-	}
-	if len(a.FinishReasons) > 0 {
-		attrs = append(attrs, tracing.GenAIResponseFinish.StringSlice(a.FinishReasons))
-	}
-	if a.Usage != nil {
-		attrs = append(attrs, tracing.GenAIUsageInputTokens.Int64(a.Usage.PromptTokens), tracing.GenAIUsageOutputTokens.Int64(a.Usage.CompletionTokens))
-	}
-	if a.Output != nil {
-		attrs = append(attrs, tracing.GenAIOutputMessages.String(string(a.Output)))
-	}
-	if errType == "" && status >= 400 {
-		errType = strconv.Itoa(status)
-	}
-	if errType != "" {
-		attrs = append(attrs, tracing.ErrorType.String(errType))
-		span.SetStatus(codes.Error, errType)
-	}
-	span.SetAttributes(attrs...)
-	span.End()
 }
