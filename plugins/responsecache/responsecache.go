@@ -92,6 +92,10 @@ type Scope struct {
 	Model *bool `json:"model,omitempty"`
 	// Decision: entries are per matched decision (default true).
 	Decision *bool `json:"decision,omitempty"`
+	// Recipe: entries are per recipe (default true). The router applies
+	// it, with the configuration epoch, outside the plugin's namespace
+	// (internal/respcache): the plugin does not know the recipe.
+	Recipe *bool `json:"recipe,omitempty"`
 	// User: entries are per user, named by the body's user or
 	// safety_identifier field (default false). A request that names no user
 	// is then neither answered from nor stored in the cache.
@@ -136,6 +140,9 @@ func ParseConfig(raw []byte) (*Config, error) {
 	}
 	if c.Scope.Decision == nil {
 		c.Scope.Decision = &t
+	}
+	if c.Scope.Recipe == nil {
+		c.Scope.Recipe = &t
 	}
 	if c.BypassHeader == "" {
 		c.BypassHeader = DefaultBypassHeader
