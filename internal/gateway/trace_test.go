@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
 	"github.com/junction-router/junction/internal/tracing/otlptest"
@@ -270,5 +272,61 @@ func TestTraceparentPassesThroughWhenTracingIsOff(t *testing.T) {
 	resp, _ = e.post("/v1/chat/completions", `{"model":"auto","messages":[{"role":"user","content":"hello"}]}`)
 	if resp.StatusCode != 200 || e.ups["small"].last(t).Header.Get("traceparent") != "" {
 		t.Errorf("a request without traceparent: backend got %q", e.ups["small"].last(t).Header.Get("traceparent"))
+	}
+}
+
+// TestEveryAttemptIsASpan: a retry and a fallback make one "chat {model}"
+// span per upstream attempt, all children of the request's span, the
+// failed ones marked with the status they got; each backend call carries
+// its own attempt's span as traceparent.
+func TestEveryAttemptIsASpan(t *testing.T) {
+	rcv := otlptest.NewGRPC(t)
+	tr := newTracer(t, recipes.Tracing{Exporter: recipes.TracingExporter{Endpoint: rcv.Addr}})
+	e := newEnv(t, withTracer(tr), withPolicy(`[{model: small, use_reasoning: false}, {model: big, use_reasoning: true}]`,
+		`        reliability: {retry_count: 1, retry_back_off_base: 1ms}
+        fallback: {enabled: true}
+`))
+	h, calls := failing(2, http.StatusBadGateway, nil, demo())
+	e.ups["small"].setHandler(h)
+	resp, body := e.post("/v1/chat/completions", chatBody(false))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get(dataplane.HeaderAttempts) != "3" || calls.Load() != 2 {
+		t.Fatalf("status %d, attempts %q, small called %d: %s", resp.StatusCode, resp.Header.Get(dataplane.HeaderAttempts), calls.Load(), body)
+	}
+	if err := tr.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	spans := rcv.WaitFor(t, 10*time.Second, func(s []otlptest.Span) bool {
+		return len(otlptest.Named(s, "POST /v1/chat/completions")) == 1
+	})
+	server := one(t, spans, "POST /v1/chat/completions")
+	failed := otlptest.Named(spans, "chat small")
+	answered := one(t, spans, "chat big")
+	if len(failed) != 2 {
+		t.Fatalf("%d spans for small's attempts, want 2:\n%s", len(failed), otlptest.Describe(spans))
+	}
+	for _, s := range append(failed, answered) {
+		if s.ParentSpanID != server.SpanID {
+			t.Errorf("attempt %q is not a child of the request span", s.Name)
+		}
+	}
+	for _, s := range failed {
+		if !s.StatusError || s.Attrs["http.response.status_code"] != int64(502) || s.Attrs["error.type"] != "502" {
+			t.Errorf("failed attempt: error %v, attributes %v", s.StatusError, s.Attrs)
+		}
+	}
+	if answered.StatusError || answered.Attrs["gen_ai.request.model"] != "big" || answered.Attrs["gen_ai.response.model"] == nil {
+		t.Errorf("answering attempt: error %v, attributes %v", answered.StatusError, answered.Attrs)
+	}
+	_, pid := traceparentOf(t, e.ups["big"].last(t).Header.Get("traceparent"))
+	if pid != answered.SpanID {
+		t.Errorf("big got parent %s, want its attempt's span %s", pid, answered.SpanID)
+	}
+	seen := map[string]bool{}
+	for _, r := range e.ups["small"].reqs {
+		_, pid := traceparentOf(t, r.Header.Get("traceparent"))
+		seen[pid] = true
+	}
+	if !seen[failed[0].SpanID] || !seen[failed[1].SpanID] {
+		t.Errorf("small's calls carried parents %v, want its attempts' spans %s and %s", seen, failed[0].SpanID, failed[1].SpanID)
 	}
 }
