@@ -81,7 +81,9 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	return t.provider.Shutdown(ctx)
 }
 
-var noopSpan = noop.Span{}
+// noopSpan is boxed once: a noop.Span made into a trace.Span on each call would
+// allocate.
+var noopSpan trace.Span = noop.Span{}
 
 // Recording reports whether the span in ctx records: the cheap test a
 // package makes before building a span's name or attributes.

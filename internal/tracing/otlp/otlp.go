@@ -67,7 +67,8 @@ func New(cfg recipes.Tracing, o Options) (*tracing.Tracer, error) {
 }
 
 // newExporter is the OTLP exporter of e: gRPC unless protocol is
-// http/protobuf; without TLS unless insecure: false.
+// http/protobuf; to host:port without TLS unless insecure: false, to a URL
+// as its scheme says.
 func newExporter(e recipes.TracingExporter) (sdktrace.SpanExporter, error) {
 	if e.Type != "" && e.Type != "otlp" {
 		return nil, fmt.Errorf("tracing.exporter.type %q: only otlp is supported", e.Type)
@@ -85,7 +86,7 @@ func newExporter(e recipes.TracingExporter) (sdktrace.SpanExporter, error) {
 		default:
 			opts = append(opts, otlptracegrpc.WithEndpoint(e.Endpoint))
 		}
-		if insecure {
+		if insecure && !isURL { // a URL's scheme decides: http plain, https TLS
 			opts = append(opts, otlptracegrpc.WithInsecure())
 		}
 		// New does not dial: the connection is made when spans are sent.
@@ -107,7 +108,7 @@ func newExporter(e recipes.TracingExporter) (sdktrace.SpanExporter, error) {
 		default:
 			opts = append(opts, otlptracehttp.WithEndpoint(e.Endpoint))
 		}
-		if insecure && (!isURL || strings.HasPrefix(e.Endpoint, "http://")) {
+		if insecure && !isURL { // a URL's scheme decides: http plain, https TLS
 			opts = append(opts, otlptracehttp.WithInsecure())
 		}
 		return otlptracehttp.New(context.Background(), opts...)
