@@ -79,10 +79,7 @@ func (s *Server) run(ctx context.Context) error {
 	if peeked != nil {
 		responseCfg = peeked.Global.Services.ResponseAPI
 	}
-	responses, err := responseStore(responseCfg, stored.store)
-	if err != nil {
-		return err
-	}
+	responses := responseStore(responseCfg, stored.store)
 	cache, err := responseCache(ctx, peeked, stored.dir, log)
 	if err != nil {
 		return err

@@ -517,10 +517,20 @@ type TracingSampling struct {
 	Rate *float64 `json:"rate,omitempty"`
 }
 
-// ResponseAPI configures the /v1/responses store.
+// ResponseAPI configures the /v1/responses store (responseapi.go: its
+// defaults and checks). Every field is read at start.
 type ResponseAPI struct {
-	Enabled bool   `json:"enabled,omitempty"`
-	Store   string `json:"store,omitempty"`
+	Enabled bool `json:"enabled,omitempty"`
+	// Store is memory (the default) or embedded (alias sqlite).
+	Store string `json:"store,omitempty"`
+	// TTL is how long a response is kept after it was last used (stored,
+	// or its conversation continued); zero is DefaultResponseTTL.
+	TTL Duration `json:"ttl,omitempty"`
+	// MaxEntries and MaxBytes bound the responses kept, the least recently
+	// used removed first; zero is the store's default
+	// (DefaultResponseMaxEntries, DefaultResponseMaxBytes).
+	MaxEntries int   `json:"max_entries,omitempty"`
+	MaxBytes   int64 `json:"max_bytes,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("300s", "1m30s").
