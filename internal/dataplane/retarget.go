@@ -104,6 +104,9 @@ func (x *Exchange) Retarget(ref recipes.ModelRef, model *recipes.Model, backend 
 		}
 		res.Model = model.Name
 		res.Reasoning = mode
+		// The answer is the new model's: the response cache keeps it under
+		// that model's configuration epoch.
+		out.cacheScope = x.plane.epochs.Scope(base.gen.Document(), res.Recipe, res.Decision, model.Name)
 	}
 	rt.SetUpstreamHeaders(h, base.id)
 	chatReq := req

@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/tracing"
 )
 
@@ -59,6 +60,9 @@ type Options struct {
 	// ResponseCache serves /api/v1/storage/response-cache/*; nil answers
 	// them 503.
 	ResponseCache ResponseCache
+	// Backends reports the standalone gateway's passive health of each
+	// upstream backend for GET /api/v1/status; nil leaves it out.
+	Backends func() []metrics.BackendState
 	// Tracer makes a span of each mutation (the audited routes); nil:
 	// tracing is off.
 	Tracer *tracing.Tracer
