@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/junction-router/junction/internal/deploy"
@@ -94,7 +95,10 @@ func (s *Server) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return errors.Join(catalogOK(d), nativeOK(d))
+		// A backend key missing from the environment is refused here (at
+		// start-up and on every activation), not at validation: see
+		// recipes.CheckCredentials.
+		return errors.Join(catalogOK(d), nativeOK(d), recipes.CheckCredentials(d, os.LookupEnv))
 	}
 	source := recipes.BuiltinYAML()
 	if o.Document != nil {
