@@ -359,7 +359,7 @@ func managedArgs(cfg recipes.ModelDeployment, r recipes.DeploymentReplica, model
 	if builtin && os.Getenv(supervise.EnvCacheDir) == "" {
 		// Built-in names resolve against the committed default models,
 		// written once into the user cache.
-		if dir, err := defaultmodels.CacheDir(""); err == nil {
+		if dir, err := defaultmodels.WriteCache(""); err == nil {
 			args = append(args, "--cache-dir", dir)
 		}
 	}
