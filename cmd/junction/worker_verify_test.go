@@ -22,7 +22,9 @@ func workerRefuses(t *testing.T, want string, args ...string) string {
 	defer cancel()
 	stderr := &syncWriter{}
 	done := make(chan int, 1)
-	go func() { done <- run(ctx, append([]string{"worker", "--threads", "1"}, args...), &bytes.Buffer{}, stderr) }()
+	go func() {
+		done <- run(ctx, append([]string{"worker", "--threads", "1"}, args...), &bytes.Buffer{}, stderr)
+	}()
 	for !strings.Contains(stderr.String(), want) {
 		select {
 		case <-done:
