@@ -60,8 +60,8 @@ type Set struct {
 	// failureHold is how long a failed start-up keeps answering /ready
 	// before serve exits; negative: until serve is stopped.
 	failureHold time.Duration
-	bound        signal.Models // the kinds bound to deployments; nil fields run in-process
-	embedDep     *deployment   // the deployment of the embeddings binding (compiling needs it)
+	bound       signal.Models // the kinds bound to deployments; nil fields run in-process
+	embedDep    *deployment   // the deployment of the embeddings binding (compiling needs it)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
