@@ -84,6 +84,11 @@ type Config struct {
 	// (global.services.response_api); nil keeps nothing, and the stored-
 	// response routes and previous_response_id say the store is off.
 	Responses storage.Responses
+	// Failover: the front end retries and fails over itself under a
+	// decision's reliability policy (Exchange.Retarget), so the request
+	// phase keeps what rewriting for another candidate needs. ext_proc
+	// leaves retries to Envoy and pays nothing for it.
+	Failover bool
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -96,11 +101,12 @@ type Plane struct {
 	files     Files
 	responses storage.Responses
 	epochs    *respcache.Epochs // the response cache's scope per recipe, decision and model (shared by copies)
+	failover  bool
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}
@@ -332,7 +338,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 		returnClientHeaders(header, lent)
 	}
 
-	if res.Policy.Active() {
+	if p.failover && res.Policy.Active() {
 		p.keepRetargetBase(in, out, req.Fields, header)
 	}
 
