@@ -94,11 +94,35 @@ type Plane struct {
 	log       interface{ Error(string, ...any) }
 	files     Files
 	responses storage.Responses
+	// beside holds a token per response phase running on its own goroutine
+	// (runBeside).
+	beside chan struct{}
+}
+
+// maxBeside bounds the response phases running beside requests: past it a
+// response phase runs on its request's goroutine, so a burst of answers
+// slows its own handlers instead of piling up goroutines, each holding an
+// answer, without limit.
+const maxBeside = 64
+
+// runBeside runs fn on a goroutine of its own, the client having its answer
+// already, or on the caller's when maxBeside are running.
+func (p *Plane) runBeside(fn func()) {
+	select {
+	case p.beside <- struct{}{}:
+		go func() {
+			defer func() { <-p.beside }()
+			fn()
+		}()
+	default:
+		fn()
+	}
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses,
+		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}
