@@ -23,9 +23,13 @@ type compiledRecipe struct {
 	nSlots    int
 	decisions *decision.Set
 	selectors map[string]selection.Selector
-	blockers  []blocker
-	composers []composer
-	staged    bool // some set asks through a signal.Stage
+	// policies are the decisions' reliability and fallback, every layer
+	// merged; defaultPolicy the recipe's default route's.
+	policies      map[string]*recipes.Policy
+	defaultPolicy *recipes.Policy
+	blockers      []blocker
+	composers     []composer
+	staged        bool // some set asks through a signal.Stage
 }
 
 // composer gates a complexity signal on other conditions: the signal grades
@@ -77,7 +81,7 @@ func Compile(doc *recipes.Document, hash string, opts Options) (*Generation, err
 		}
 	}
 	for i := range doc.Recipes {
-		cr, err := compileRecipe(doc.Recipes[i], opts.Models, opts.Language)
+		cr, err := compileRecipe(doc, doc.Recipes[i], opts.Models, opts.Language)
 		if err != nil {
 			return nil, fmt.Errorf("recipe %q: %w", doc.Recipes[i].Name, err)
 		}
@@ -127,7 +131,7 @@ func dottedToPointer(field string) string {
 
 func key(kind, name string) string { return kind + "\x00" + name }
 
-func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.LanguageDetector) (*compiledRecipe, error) {
+func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models, lang *signal.LanguageDetector) (*compiledRecipe, error) {
 	used := map[string]bool{}
 	var walk func(n recipes.RuleNode)
 	walk = func(n recipes.RuleNode) {
@@ -172,7 +176,8 @@ func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.Language
 	if err != nil {
 		return nil, err
 	}
-	cr := &compiledRecipe{name: r.Name, selectors: map[string]selection.Selector{}}
+	cr := &compiledRecipe{name: r.Name, selectors: map[string]selection.Selector{}, policies: map[string]*recipes.Policy{},
+		defaultPolicy: doc.DecisionPolicy(&r, nil)}
 	slots := map[string]int{}
 	// Sets report results in configuration order of their used signals; lay the
 	// slots out the same way.
@@ -210,6 +215,7 @@ func compileRecipe(r recipes.Recipe, models signal.Models, lang *signal.Language
 			return nil, fmt.Errorf("decision %q: unknown selection algorithm %q (known: first_healthy)", d.Name, algo)
 		}
 		cr.selectors[d.Name] = sel
+		cr.policies[d.Name] = doc.DecisionPolicy(&r, &d)
 	}
 	for _, c := range r.Signals.Complexity {
 		slot, ok := slots[key(recipes.KindComplexity, c.Name)]

@@ -61,6 +61,14 @@ type Result struct {
 	PII                PIIScan       `json:"-"`
 	JailbreakDetected  bool          `json:"jailbreak_detected"`
 	ClassificationTime time.Duration `json:"classification_time_ns"`
+	// Policy is the decision's reliability and fallback (the recipe's
+	// default route's when no decision matched), every layer merged; shared,
+	// never nil after a successful Route. Candidates are the models a
+	// fallback may move on to, in configuration order (those a pii_policy
+	// refused left out); nil when the client named its model. Both are for
+	// the front ends and left out of the JSON form.
+	Policy     *recipes.Policy    `json:"-"`
+	Candidates []recipes.ModelRef `json:"-"`
 }
 
 // PIIScan is what the evaluated pii signals detected, placed in the request.
@@ -168,8 +176,10 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 
 	var candidates []recipes.ModelRef
+	res.Policy = cr.defaultPolicy
 	if m, ok := cr.decisions.Evaluate(res.Signals); ok {
 		d := m.Decision.Config
+		res.Policy = cr.policies[d.Name]
 		res.Decision, res.MatchedRules, res.Confidence = d.Name, m.Matched, m.Confidence
 		res.Plugins = d.Plugins
 		candidates = d.ModelRefs
@@ -217,13 +227,24 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	ref, _ := sel.Select(ctx, candidates, g.health)
 	res.Model = ref.Model
-	m := g.models[ref.Model]
+	res.Candidates = candidates
+	res.Reasoning = g.Reasoning(ref)
+	return res, nil
+}
+
+// Reasoning is the reasoning mode of modelRef ref in its model's family
+// syntax: what Route decides for the model it selects, and what a fallback
+// to another candidate writes instead.
+func (g *Generation) Reasoning(ref recipes.ModelRef) reasoning.Mode {
+	m, ok := g.models[ref.Model]
+	if !ok {
+		return reasoning.Mode{}
+	}
 	var fam *recipes.ReasoningFamily
 	if f, ok := g.doc.Providers.ReasoningFamilies[m.ReasoningFamily]; ok {
 		fam = &f
 	}
-	res.Reasoning = reasoning.Resolve(ref, g.doc.Providers.Defaults, m.ReasoningFamily, fam)
-	return res, nil
+	return reasoning.Resolve(ref, g.doc.Providers.Defaults, m.ReasoningFamily, fam)
 }
 
 // applyComposers withdraws the grade of a complexity signal whose composer

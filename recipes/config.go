@@ -125,6 +125,10 @@ type Recipe struct {
 	Description string     `json:"description,omitempty"`
 	Signals     Signals    `json:"signals,omitempty"`
 	Decisions   []Decision `json:"decisions,omitempty"`
+	// Reliability and Fallback are the defaults of the recipe's decisions
+	// (and of its default route).
+	Reliability *Reliability `json:"reliability,omitempty"`
+	Fallback    *Fallback    `json:"fallback,omitempty"`
 }
 
 // Signals are the recipe's named detectors, grouped by kind.
@@ -252,6 +256,13 @@ type Decision struct {
 	Plugins     []PluginRef `json:"plugins,omitempty"`
 	// Algorithm selects among ModelRefs; default first healthy.
 	Algorithm *Algorithm `json:"algorithm,omitempty"`
+	// PreferredEndpoints name backend_refs (base_url or host:port) tried
+	// before a model's other backends.
+	PreferredEndpoints []string `json:"preferred_endpoints,omitempty"`
+	// Reliability and Fallback override the recipe's and the router's
+	// (reliability.go).
+	Reliability *Reliability `json:"reliability,omitempty"`
+	Fallback    *Fallback    `json:"fallback,omitempty"`
 }
 
 // Algorithm names a model-selection algorithm and its options.
@@ -330,6 +341,10 @@ type Router struct {
 	// global.model_catalog.deployments, and bindings to them are refused
 	// (a bound signal would otherwise have nothing to ask).
 	Enabled *bool `json:"enabled,omitempty"`
+	// Reliability and Fallback are the router-wide defaults every recipe
+	// and decision starts from.
+	Reliability *Reliability `json:"reliability,omitempty"`
+	Fallback    *Fallback    `json:"fallback,omitempty"`
 }
 
 // ModelRuntimeEnabled reports global.router.enabled (true when unset).

@@ -85,6 +85,8 @@ func (c *checker) recipes() {
 			seen[r.Name] = i
 		}
 		c.signals(p+"/signals", r)
+		c.reliability(p+"/reliability", r.Reliability)
+		c.fallback(p+"/fallback", r.Fallback)
 		dseen := map[string]int{}
 		for j, dec := range r.Decisions {
 			dp := fmt.Sprintf("%s/decisions/%d", p, j)
@@ -132,6 +134,9 @@ func (c *checker) decision(p string, r *Recipe, dec Decision) {
 			c.add(pp+"/configuration", CodeWrongType, "must be an object")
 		}
 	}
+	c.reliability(p+"/reliability", dec.Reliability)
+	c.fallback(p+"/fallback", dec.Fallback)
+	c.preferredEndpoints(p, &dec)
 	if a := dec.Algorithm; a != nil {
 		if strings.TrimSpace(a.Type) == "" {
 			c.add(p+"/algorithm/type", CodeMissingField, "name the selection algorithm")

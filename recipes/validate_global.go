@@ -220,6 +220,10 @@ func (c *checker) global() {
 		c.deployments(mc)
 	}
 	c.nativeAPI()
+	if r := c.doc.Global.Router; r != nil {
+		c.reliability("/global/router/reliability", r.Reliability)
+		c.fallback("/global/router/fallback", r.Fallback)
+	}
 	if !c.doc.Global.ModelRuntimeEnabled() {
 		if mc := c.doc.Global.ModelCatalog; mc != nil {
 			for _, nb := range mc.Bindings.Each() {

@@ -96,6 +96,7 @@ type Library struct {
 
 	queries *lru.Cache[[sha256.Size]byte, []float32] // query text → embedding
 	results *resultCache                             // nil: no result cache
+	headers *headerCache                             // nil with results: store headers by id or name
 }
 
 // New returns a Library over o.Store embedding with o.Model.
@@ -114,6 +115,7 @@ func New(o Options) *Library {
 			ttl = defaultCacheTTL
 		}
 		l.results = newResultCache(n, ttl)
+		l.headers = newHeaderCache()
 	}
 	return l
 }
@@ -230,7 +232,7 @@ func (l *Library) resolve(ctx context.Context, q Query) (res Result, k int, minS
 		return res, 0, nil, nil, fmt.Errorf("%w: %d vector stores: search at most %d at once", storage.ErrInvalid, len(q.StoreIDs), MaxStores)
 	case len(q.StoreIDs) > 0:
 		for _, id := range q.StoreIDs {
-			vs, err := l.store.FindVectorStore(ctx, id)
+			vs, err := l.findStore(ctx, id)
 			if err != nil {
 				return res, 0, nil, nil, fmt.Errorf("vector store %q: %w", id, err)
 			}
@@ -239,7 +241,7 @@ func (l *Library) resolve(ctx context.Context, q Query) (res Result, k int, minS
 	case q.Source == "":
 		return res, 0, nil, nil, fmt.Errorf("%w: name the vector store (id or name) or knowledge base to search", storage.ErrInvalid)
 	default:
-		vs, err := l.store.FindVectorStore(ctx, q.Source)
+		vs, err := l.findStore(ctx, q.Source)
 		switch {
 		case err == nil:
 			stores = append(stores, vs)
@@ -256,7 +258,7 @@ func (l *Library) resolve(ctx context.Context, q Query) (res Result, k int, minS
 				return res, 0, nil, nil, fmt.Errorf("%w: knowledge base %q names %d vector stores: search at most %d at once", storage.ErrInvalid, kb.Name, len(kb.VectorStores), MaxStores)
 			}
 			for _, id := range kb.VectorStores {
-				vs, err := l.store.GetVectorStore(ctx, id)
+				vs, err := l.getStore(ctx, id)
 				if err != nil {
 					return res, 0, nil, nil, fmt.Errorf("knowledge base %q names vector store %q: %w (create it, or take it out of global.storage.knowledge_bases)", kb.Name, id, err)
 				}
@@ -325,7 +327,26 @@ func (l *Library) embed(ctx context.Context, text string) ([]float32, error) {
 func (l *Library) Invalidate(storeID string) {
 	if l.results != nil {
 		l.results.invalidate(storeID)
+		l.headers.invalidate()
 	}
+}
+
+// findStore is the store's FindVectorStore (id or name), through the header
+// cache when results are cached.
+func (l *Library) findStore(ctx context.Context, idOrName string) (storage.VectorStore, error) {
+	if l.headers == nil {
+		return l.store.FindVectorStore(ctx, idOrName)
+	}
+	return l.headers.lookup(ctx, headerKey{name: idOrName}, l.store.FindVectorStore)
+}
+
+// getStore is the store's GetVectorStore (id only), through the header
+// cache when results are cached.
+func (l *Library) getStore(ctx context.Context, id string) (storage.VectorStore, error) {
+	if l.headers == nil {
+		return l.store.GetVectorStore(ctx, id)
+	}
+	return l.headers.lookup(ctx, headerKey{idOnly: true, name: id}, l.store.GetVectorStore)
 }
 
 // bound cuts s to at most n bytes at a character boundary.

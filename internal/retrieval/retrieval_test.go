@@ -492,3 +492,52 @@ func TestBound(t *testing.T) {
 		}
 	}
 }
+
+// TestHeadersFollowInvalidate: a search resolves its source from the header
+// cache, and a rename, a delete or a new store (each followed by Invalidate,
+// as the management API and ingestion do) is seen by the next search.
+func TestHeadersFollowInvalidate(t *testing.T) {
+	f := newFixture(t)
+	q := func(src string) error {
+		_, err := f.lib.Search(f.ctx, Query{Source: src, Text: "tides and the moon", K: 1})
+		return err
+	}
+	if err := q("ocean"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("before the store exists: %v, want not found", err)
+	}
+	vs := f.vectorStore("ocean")
+	f.addFile(vs, "tides.md", nil, tides)
+	if err := q("ocean"); !errors.Is(err, storage.ErrNotFound) {
+		// Not yet invalidated: the cached "not found" still answers, which is
+		// what makes the next step's check meaningful.
+		t.Fatalf("cached not-found before Invalidate: %v", err)
+	}
+	f.lib.Invalidate(vs.ID)
+	if err := q("ocean"); err != nil {
+		t.Fatalf("after create + Invalidate: %v", err)
+	}
+	if _, err := f.store.UpdateVectorStore(f.ctx, vs.ID, storage.VectorStoreUpdate{Name: ptr("sea")}); err != nil {
+		t.Fatal(err)
+	}
+	f.lib.Invalidate(vs.ID)
+	if err := q("ocean"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("old name after rename: %v, want not found", err)
+	}
+	if err := q("sea"); err != nil {
+		t.Fatalf("new name after rename: %v", err)
+	}
+	f.kbs["kb"] = recipes.KnowledgeBase{Name: "kb", VectorStores: []string{vs.ID}}
+	if err := q("kb"); err != nil {
+		t.Fatalf("knowledge base: %v", err)
+	}
+	if err := f.store.DeleteVectorStore(f.ctx, vs.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.lib.Invalidate(vs.ID)
+	if err := q("sea"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("after delete: %v, want not found", err)
+	}
+	if err := q("kb"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("knowledge base naming a deleted store: %v, want not found", err)
+	}
+}
