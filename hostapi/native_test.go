@@ -101,7 +101,7 @@ func TestNativeBindingGatesLikeModules(t *testing.T) {
 }
 
 func TestResultSize(t *testing.T) {
-	r := abi.Result{Skipped: true, Error: "e", Detail: "d", CacheStatus: "hit", Values: []abi.KV{{"k", "v"}},
+	r := abi.Result{Skipped: true, Error: "e", Detail: "d", CacheStatus: "hit", Values: []abi.KV{{Key: "k", Value: "v"}},
 		Immediate: &abi.Immediate{Status: 200, Content: "c"}, Mutations: []abi.Mutation{{Op: abi.OpFieldSet, Name: "n", Value: []byte("1")}}}
 	for _, r := range []abi.Result{{}, r} {
 		if got, want := r.Size(), len(r.Append(nil)); got != want {

@@ -230,8 +230,9 @@ func (p *System) Response(ctx context.Context, refs []recipes.PluginRef, resp *p
 	return p.runner().Response(ctx, refs, resp)
 }
 
-// Types implements mgmt.PluginRuntime: the built-in types (wasm), any other
-// loaded module type, and the known types nothing implements (unavailable).
+// Types implements mgmt.PluginRuntime: the built-in types (native when the
+// latest load runs them in process, else wasm), any other loaded module
+// type, and the known types nothing implements (unavailable).
 func (p *System) Types() []mgmt.PluginType {
 	seen := map[string]bool{}
 	var out []mgmt.PluginType
