@@ -1,27 +1,44 @@
 package junction
 
 import (
-	"fmt"
-
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/memresponses"
+	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
 
 // responseStore is the Responses API's response store that
 // global.services.response_api names: nil when it is not enabled (the
-// stored-response routes say so), in memory (store: memory, the default),
-// or the embedded store of stored data (store: embedded or sqlite), which
-// survives a restart. It is chosen at start; a reload does not change it.
-func responseStore(cfg recipes.ResponseAPI, embedded storage.Responses) (storage.Responses, error) {
-	if !cfg.Enabled {
-		return nil, nil
+// stored-response routes say so), in memory (store: memory, the default,
+// bounded by its ttl, max_entries and max_bytes), or the embedded store of
+// stored data (store: embedded or sqlite, opened with
+// embeddedResponseOptions), which survives a restart. The configuration
+// was validated (recipes: store, ttl and bounds); it is read at start, and
+// a change needs a restart (the management API refuses it).
+func responseStore(cfg recipes.ResponseAPI, embedded storage.Responses) storage.Responses {
+	switch {
+	case !cfg.Enabled:
+		return nil
+	case recipes.ResponseStoreEmbedded(cfg.Store):
+		return embedded
 	}
-	switch cfg.Store {
-	case "", "memory":
-		return memresponses.New(memresponses.Options{}), nil
-	case "embedded", "sqlite":
-		return embedded, nil
+	ttl, entries, bytes := cfg.Limits()
+	return memresponses.New(memresponses.Options{TTL: ttl, MaxEntries: entries, MaxBytes: bytes})
+}
+
+// embeddedResponseOptions sets the embedded store's response bounds from
+// global.services.response_api (its defaults when the memory store is used:
+// the table keeps what an earlier run with the embedded store left, pruned
+// as usual).
+func embeddedResponseOptions(doc *recipes.Document, o sqlite.Options) sqlite.Options {
+	var cfg recipes.ResponseAPI
+	if doc != nil {
+		cfg = doc.Global.Services.ResponseAPI
 	}
-	return nil, fmt.Errorf("global.services.response_api.store %q: use memory (kept in memory, bounded, 24h) or embedded (the stored-data directory, survives restarts)", cfg.Store)
+	if !recipes.ResponseStoreEmbedded(cfg.Store) {
+		cfg = recipes.ResponseAPI{Store: "embedded", TTL: cfg.TTL}
+	}
+	ttl, entries, bytes := cfg.Limits()
+	o.ResponseTTL, o.MaxResponses, o.MaxResponseBytes = ttl, entries, bytes
+	return o
 }

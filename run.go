@@ -70,10 +70,16 @@ func (s *Server) run(ctx context.Context) error {
 	if peeked != nil {
 		responseCfg = peeked.Global.Services.ResponseAPI
 	}
-	responses, err := responseStore(responseCfg, stored.store)
+	responses := responseStore(responseCfg, stored.store)
+	cache, err := responseCache(ctx, peeked, stored.dir, log)
 	if err != nil {
 		return err
 	}
+	defer func() { // after the plugins that use it
+		if err := cache.Close(); err != nil {
+			log.Warn("closing the response cache", "error", err)
+		}
+	}()
 	cacheDir := o.PluginCacheDir
 	switch cacheDir {
 	case "":
@@ -82,7 +88,7 @@ func (s *Server) run(ctx context.Context) error {
 		cacheDir = ""
 	}
 	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: o.PluginDir, Models: models,
-		Retriever: stored.library.Retriever(), Memory: stored.library.Memory(), Registerer: reg, Logger: log})
+		Retriever: stored.library.Retriever(), Memory: stored.library.Memory(), ResponseCache: cache, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 		return nil, fmt.Errorf("global.storage.embedding: %w", err)
 	}
 	sd.model = model
-	if sd.store, err = sqlite.Open(ctx, sd.dir, sqlite.Options{Logger: log}); err != nil {
+	if sd.store, err = sqlite.Open(ctx, sd.dir, embeddedResponseOptions(doc, sqlite.Options{Logger: log})); err != nil {
 		return nil, fmt.Errorf("stored data (--data-dir, global.storage.dir): %w", err)
 	}
 	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})

@@ -370,7 +370,29 @@ type Services struct {
 	Observability Observability `json:"observability,omitempty"`
 	ResponseAPI   ResponseAPI   `json:"response_api,omitempty"`
 	NativeAPI     *NativeAPI    `json:"native_api,omitempty"`
+	// ResponseCache is where the response_cache plugins keep their
+	// entries; nil is in memory with the default bounds.
+	ResponseCache *ResponseCacheService `json:"response_cache,omitempty"`
 }
+
+// ResponseCacheService configures the response cache's store: Backend
+// "memory" (the default; forgotten at exit) or "embedded" (a SQLite file in
+// the data directory, kept across restarts), bounded in entries and bytes
+// for the whole cache. Read at start.
+type ResponseCacheService struct {
+	Backend    string `json:"backend,omitempty"`
+	MaxEntries int    `json:"max_entries,omitempty"`
+	MaxBytes   int64  `json:"max_bytes,omitempty"`
+}
+
+// Response cache backends and default bounds.
+const (
+	ResponseCacheMemory     = "memory"
+	ResponseCacheEmbedded   = "embedded"
+	DefaultCacheMaxEntries  = 100000
+	DefaultCacheMaxBytes    = 256 << 20
+	maxResponseCacheEntries = 10000000
+)
 
 // Endpoint is an address and port.
 type Endpoint struct {
@@ -457,10 +479,20 @@ type TracingExporter struct {
 	Insecure bool   `json:"insecure,omitempty"`
 }
 
-// ResponseAPI configures the /v1/responses store.
+// ResponseAPI configures the /v1/responses store (responseapi.go: its
+// defaults and checks). Every field is read at start.
 type ResponseAPI struct {
-	Enabled bool   `json:"enabled,omitempty"`
-	Store   string `json:"store,omitempty"`
+	Enabled bool `json:"enabled,omitempty"`
+	// Store is memory (the default) or embedded (alias sqlite).
+	Store string `json:"store,omitempty"`
+	// TTL is how long a response is kept after it was last used (stored,
+	// or its conversation continued); zero is DefaultResponseTTL.
+	TTL Duration `json:"ttl,omitempty"`
+	// MaxEntries and MaxBytes bound the responses kept, the least recently
+	// used removed first; zero is the store's default
+	// (DefaultResponseMaxEntries, DefaultResponseMaxBytes).
+	MaxEntries int   `json:"max_entries,omitempty"`
+	MaxBytes   int64 `json:"max_bytes,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("300s", "1m30s").

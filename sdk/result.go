@@ -89,6 +89,14 @@ func (o *Result) Respond(status int, content string) {
 	o.r.Immediate = &abi.Immediate{Status: uint32(status), Content: content}
 }
 
+// RespondWithToolCalls answers the request with an assistant message that
+// calls tools: toolCalls is its tool_calls, a JSON array in OpenAI's shape
+// (content may be empty). The answer finishes with reason tool_calls. It
+// needs a host of ABI revision 3 or later.
+func (o *Result) RespondWithToolCalls(status int, content string, toolCalls []byte) {
+	o.r.Immediate = &abi.Immediate{Status: uint32(status), Content: content, ToolCalls: toolCalls}
+}
+
 // Skip marks the step skipped (the plugin chose not to act) and says why.
 func (o *Result) Skip(detail string) {
 	o.r.Skipped = true

@@ -32,7 +32,9 @@ const Version = 1
 //	0  the first release of version 1
 //	1  pii_spans: the personal-data spans the router detected
 //	2  retrieve, memory_recall, memory_remember: stored data
-const Revision = 2
+//	3  an immediate answer may call tools (result flag bit 3, tool_calls);
+//	   a host of an older revision fails the step of a module that sends one
+const Revision = 3
 
 // ImportModule is the module name under which the host exports its functions
 // to guests.

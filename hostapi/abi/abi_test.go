@@ -166,3 +166,21 @@ func TestStoredDataRecords(t *testing.T) {
 		t.Fatal("a cut remember record decoded")
 	}
 }
+
+// Revision 3: an immediate answer may carry tool calls (flag bit 3); one
+// without them encodes as before.
+func TestImmediateToolCallsRoundTrip(t *testing.T) {
+	with := abi.Result{Immediate: &abi.Immediate{Status: 200, ToolCalls: []byte(`[{"id":"c1"}]`)}}
+	got, err := abi.DecodeResult(with.Append(nil))
+	if err != nil || !reflect.DeepEqual(with, got) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	plain := abi.Result{Immediate: &abi.Immediate{Status: 200, Content: "hi"}}
+	b := plain.Append(nil)
+	if b[0] != 1<<2 {
+		t.Fatalf("flags %08b: an answer without tool calls sets bit 3", b[0])
+	}
+	if got, err := abi.DecodeResult(b); err != nil || got.Immediate.ToolCalls != nil || got.Immediate.Content != "hi" {
+		t.Fatalf("%+v %v", got, err)
+	}
+}

@@ -9,8 +9,10 @@ package abi
 //	str   detail         what the plugin did, for the report (never request text)
 //	str   cache_status   "hit", "miss" or "" (no cache involved)
 //	list  values         of {str key, str value}: report values (kept_tokens, …)
+//	                     bit 3: the immediate answer calls tools (revision 3)
 //	u32   status         immediate answer's HTTP status (present only with bit 2)
 //	str   content        immediate answer's assistant text (only with bit 2)
+//	bytes tool_calls     the assistant message's tool_calls, a JSON array (only with bit 3)
 //	list  mutations      of Mutation
 //
 // Each Mutation is {u8 op, u32 index, str name, bytes value}; see Op for what
@@ -37,6 +39,10 @@ type KV struct{ Key, Value string }
 type Immediate struct {
 	Status  uint32
 	Content string
+	// ToolCalls, when set, is the answer's tool_calls as a JSON array
+	// (OpenAI's shape: id, type function, function name and arguments);
+	// the answer then finishes with reason tool_calls. Revision 3.
+	ToolCalls []byte
 }
 
 // Op is a mutation's kind.
@@ -107,6 +113,7 @@ const (
 	flagSkipped   = 1 << 0
 	flagFailed    = 1 << 1
 	flagImmediate = 1 << 2
+	flagToolCalls = 1 << 3
 )
 
 // Size is the length of r's record.
@@ -137,6 +144,9 @@ func (r *Result) Append(b []byte) []byte {
 	}
 	if r.Immediate != nil {
 		flags |= flagImmediate
+		if len(r.Immediate.ToolCalls) > 0 {
+			flags |= flagToolCalls
+		}
 	}
 	e.U8(flags)
 	e.Str(r.Error)
@@ -150,6 +160,9 @@ func (r *Result) Append(b []byte) []byte {
 	if r.Immediate != nil {
 		e.U32(r.Immediate.Status)
 		e.Str(r.Immediate.Content)
+		if len(r.Immediate.ToolCalls) > 0 {
+			e.Bytes(r.Immediate.ToolCalls)
+		}
 	}
 	e.U32(uint32(len(r.Mutations)))
 	for _, m := range r.Mutations {
@@ -179,6 +192,9 @@ func DecodeResult(b []byte) (Result, error) {
 	}
 	if flags&flagImmediate != 0 {
 		r.Immediate = &Immediate{Status: d.U32(), Content: d.Str()}
+		if flags&flagToolCalls != 0 {
+			r.Immediate.ToolCalls = d.Bytes()
+		}
 	}
 	if n := d.Count(13); n > 0 {
 		r.Mutations = make([]Mutation, n)

@@ -161,13 +161,19 @@ func TestMetadataMatchesEncodingJSON(t *testing.T) {
 		ProcessingTimeMS int64        `json:"processing_time_ms"`
 		CacheHit         bool         `json:"cache_hit"`
 		SecurityChecks   securityMeta `json:"security_checks"`
+		Attempts         int          `json:"attempts,omitempty"`
+		FallbackFrom     string       `json:"fallback_from,omitempty"`
 	}
 	for _, model := range []string{"small", "", "a\"b", "<big>&co", "модель", "tab\there", "\xff", "a\u2028b"} {
 		for _, conf := range []float64{0, 1, 0.5, 0.123456789, 1e-7, 3e-9, 2.5e21, 1e21, 999999999999999999999, -0.25, math.Copysign(0, -1), 1e-6} {
 			for _, d := range []time.Duration{0, 1500 * time.Microsecond, 90 * time.Second} {
+				attempts, from := int(d/time.Second), ""
+				if attempts > 1 {
+					from = model
+				}
 				rt := &dataplane.Routing{Result: &engine.Result{Model: model, Confidence: conf, PIIDetected: conf > 0.4, JailbreakDetected: d > time.Second},
-					Processing: d, CacheStatus: map[bool]string{true: dataplane.CacheHit, false: ""}[conf == 1]}
-				want, _ := json.Marshal(metadata{model, conf, d.Milliseconds(), conf == 1, securityMeta{conf > 0.4, d > time.Second}})
+					Processing: d, CacheStatus: map[bool]string{true: dataplane.CacheHit, false: ""}[conf == 1], Attempts: attempts, FallbackFrom: from}
+				want, _ := json.Marshal(metadata{model, conf, d.Milliseconds(), conf == 1, securityMeta{conf > 0.4, d > time.Second}, attempts, from})
 				if got := rt.Metadata(); !bytes.Equal(got, want) {
 					t.Errorf("got  %s\nwant %s", got, want)
 				}

@@ -45,6 +45,7 @@ import (
 	"github.com/junction-router/junction/internal/chat"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/translate"
 	"github.com/junction-router/junction/recipes"
@@ -94,8 +95,9 @@ type Plane struct {
 	log       interface{ Error(string, ...any) }
 	files     Files
 	responses storage.Responses
+	epochs    *respcache.Epochs // the response cache's scope per recipe, decision and model (shared by copies)
 	// beside holds a token per response phase running on its own goroutine
-	// (runBeside).
+	// (runBeside; shared by copies).
 	beside chan struct{}
 }
 
@@ -121,7 +123,7 @@ func (p *Plane) runBeside(fn func()) {
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses,
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{},
 		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
@@ -203,6 +205,9 @@ type Outcome struct {
 	// pluginHeader is the headers the plugins saw, the client's lent ones
 	// included (see Request.ClientHeader), kept with pluginChat.
 	pluginHeader http.Header
+	// cacheScope is the response cache's scope of the request (recipe and
+	// configuration epoch), for the response phase.
+	cacheScope respcache.Scope
 
 	Model   *recipes.Model
 	Backend *recipes.BackendRef
@@ -217,6 +222,10 @@ type Outcome struct {
 
 	Answer    *Answer
 	Cancelled bool
+
+	// retarget is kept for Exchange.Retarget when the decision's policy is
+	// active.
+	retarget *retargetBase
 }
 
 // Category is the category label of the request (its decision, or default).
@@ -341,6 +350,10 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 			}
 		}
 		returnClientHeaders(header, lent)
+	}
+
+	if res.Policy.Active() {
+		p.keepRetargetBase(in, out, req.Fields, header)
 	}
 
 	// Reasoning is written after the plugins: routing owns these fields, so a
@@ -469,6 +482,10 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		return nil, true
 	}
 	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
+	// Cache entries are kept per recipe and configuration epoch (the host's
+	// cache adds them to every namespace), in both phases.
+	out.cacheScope = p.epochs.Scope(in.Gen.Document(), res.Recipe, res.Decision, res.Model)
+	ctx = respcache.WithScope(ctx, out.cacheScope)
 	if res.PII.Scanned && len(res.Plugins) > 0 {
 		pii, err := LocatePII(req, &res.PII)
 		if err != nil {

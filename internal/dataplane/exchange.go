@@ -97,7 +97,8 @@ func (x *Exchange) Record(endpoint string, status int, d time.Duration) {
 // previous_response_id's conversation goes in front of the input, and the
 // answer is kept when the request asks to store it (OpenAI's default). A
 // body that cannot be translated is answered 400 (a, with the headers in
-// h) and counted; an unknown previous_response_id 404.
+// h) and counted; an unknown previous_response_id is 400
+// previous_response_not_found, as OpenAI answers.
 func (x *Exchange) ResponsesRequest(ctx context.Context, body []byte, h http.Header) (chatBody []byte, a *Answer) {
 	chatBody, req, err := translate.ResponsesToChatFrom(body, x.history(ctx))
 	if err != nil {

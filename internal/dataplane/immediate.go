@@ -3,6 +3,7 @@ package dataplane
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/junction-router/junction/engine"
@@ -43,13 +44,27 @@ func ImmediateAnswer(rt *Routing, req *chat.Request, imm *plugin.Immediate, id s
 	cid := "chatcmpl-" + id
 	created := time.Now().Unix()
 	usage := map[string]int{"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+	// An answer that calls tools (a cached one) carries them as the model
+	// sent them and finishes with tool_calls; its content is null when empty.
+	var content any = imm.Content
+	finish := "stop"
+	if len(imm.ToolCalls) > 0 {
+		finish = "tool_calls"
+		if imm.Content == "" {
+			content = nil
+		}
+	}
 	if !req.Stream {
+		msg := map[string]any{"role": "assistant", "content": content}
+		if len(imm.ToolCalls) > 0 {
+			msg["tool_calls"] = imm.ToolCalls
+		}
 		b, _ := json.Marshal(map[string]any{
 			"id": cid, "object": "chat.completion", "created": created, "model": model,
 			"choices": []any{map[string]any{
 				"index":         0,
-				"message":       map[string]any{"role": "assistant", "content": imm.Content},
-				"finish_reason": "stop",
+				"message":       msg,
+				"finish_reason": finish,
 			}},
 			"usage":            usage,
 			"routing_metadata": rt.Metadata(),
@@ -63,11 +78,14 @@ func ImmediateAnswer(rt *Routing, req *chat.Request, imm *plugin.Immediate, id s
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
 		}
 	}
-	events := []any{
-		chunk(map[string]any{"role": "assistant", "content": ""}, nil),
-		chunk(map[string]any{"content": imm.Content}, nil),
-		chunk(map[string]any{}, "stop"),
+	events := []any{chunk(map[string]any{"role": "assistant", "content": ""}, nil)}
+	if imm.Content != "" || len(imm.ToolCalls) == 0 {
+		events = append(events, chunk(map[string]any{"content": imm.Content}, nil))
 	}
+	if len(imm.ToolCalls) > 0 {
+		events = append(events, chunk(map[string]any{"tool_calls": indexedToolCalls(imm.ToolCalls)}, nil))
+	}
+	events = append(events, chunk(map[string]any{}, finish))
 	if req.IncludeUsage {
 		events = append(events, map[string]any{
 			"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -85,6 +103,17 @@ func ImmediateAnswer(rt *Routing, req *chat.Request, imm *plugin.Immediate, id s
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	return &Answer{Status: status, Header: h, Body: body}
+}
+
+// indexedToolCalls are tool calls as one stream delta carries them: each
+// with its index in the message's list.
+func indexedToolCalls(raw json.RawMessage) []map[string]json.RawMessage {
+	var calls []map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &calls) // checked by the plugin stage
+	for i, c := range calls {
+		c["index"] = json.RawMessage(strconv.Itoa(i))
+	}
+	return calls
 }
 
 // ModelEntry is one entry of GET /v1/models.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -42,7 +43,7 @@ func (p *Plane) runResponsePhase(ctx context.Context, out *Outcome, status int, 
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
-	ro, err := rp.Response(ctx, res.Plugins, &plugin.Response{Request: req, Status: status, Body: body})
+	ro, err := rp.Response(respcache.WithScope(ctx, out.cacheScope), res.Plugins, &plugin.Response{Request: req, Status: status, Body: body})
 	if err != nil && p.log != nil {
 		p.log.Error("plugin response phase failed", "decision", res.Decision, "error", err)
 	}

@@ -32,6 +32,11 @@ const (
 	HeaderDecision       = "X-Junction-Decision"
 	HeaderReasonCode     = "X-Junction-Reason-Code"
 	HeaderPlugins        = "X-Junction-Plugins"
+	// HeaderAttempts is the number of upstream attempts a request under an
+	// active reliability policy made; HeaderFallbackFrom the model routing
+	// selected when another one answered.
+	HeaderAttempts     = "X-Junction-Attempts"
+	HeaderFallbackFrom = "X-Junction-Fallback-From"
 )
 
 // Cache statuses of x-cache-status.
@@ -99,6 +104,12 @@ type Routing struct {
 	// Tools is the number of tools forwarded (after plugins).
 	Tools   int
 	Plugins []plugin.Report
+	// Attempts is the number of upstream attempts, set by a front end that
+	// ran the decision's reliability policy (0: not reported).
+	Attempts int
+	// FallbackFrom is the model routing selected when a fallback candidate
+	// answered instead (Result.Model is then the one that answered).
+	FallbackFrom string
 }
 
 // SetClientHeaders writes the routing headers into h, the headers of the
@@ -151,6 +162,12 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	fn(HeaderReasonCode, res.ReasonCode)
 	if v := pluginsHeader(rt.Plugins); v != "" {
 		fn(HeaderPlugins, v)
+	}
+	if rt.Attempts > 0 {
+		fn(HeaderAttempts, strconv.Itoa(rt.Attempts))
+	}
+	if rt.FallbackFrom != "" {
+		fn(HeaderFallbackFrom, rt.FallbackFrom)
 	}
 }
 
@@ -255,7 +272,16 @@ func (rt *Routing) AppendMetadata(dst []byte) []byte {
 	b = strconv.AppendBool(b, res.PIIDetected)
 	b = append(b, `,"jailbreak_detected":`...)
 	b = strconv.AppendBool(b, res.JailbreakDetected)
-	return append(b, '}', '}')
+	b = append(b, '}')
+	if rt.Attempts > 0 {
+		b = append(b, `,"attempts":`...)
+		b = strconv.AppendInt(b, int64(rt.Attempts), 10)
+	}
+	if rt.FallbackFrom != "" {
+		b = append(b, `,"fallback_from":`...)
+		b = appendJSONString(b, rt.FallbackFrom)
+	}
+	return append(b, '}')
 }
 
 // appendJSONString appends s as json.Marshal writes a string: plain ASCII

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -58,20 +59,22 @@ func (p *Plane) StoredResponse(ctx context.Context, method, id, sub string, quer
 		}
 		return jsonAnswer(map[string]any{"id": id, "object": "response", "deleted": true}, h)
 	}
-	r, err := p.responses.GetResponse(ctx, id)
-	if err != nil {
-		return p.storeError(err, id, h)
-	}
 	if sub == "" {
+		r, err := p.responses.GetResponse(ctx, id)
+		if err != nil {
+			return p.storeError(err, id, h)
+		}
 		if h == nil {
 			h = make(http.Header, 2)
 		}
 		h.Set("Content-Type", "application/json")
 		return &Answer{Status: http.StatusOK, Header: h, Body: append(append([]byte(nil), r.Response...), '\n')}
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(r.Input, &items); err != nil {
-		return ErrorAnswer(NewError(http.StatusInternalServerError, TypeServer, "the stored input items of "+id+" cannot be read"), h)
+	// OpenAI lists every item the response was generated from: the earlier
+	// turns' inputs and outputs, then its own input.
+	items, e := p.conversation(ctx, id, false)
+	if e != nil {
+		return ErrorAnswer(e, h)
 	}
 	page, e := pageItems(items, query)
 	if e != nil {
@@ -177,46 +180,82 @@ func jsonAnswer(v any, h http.Header) *Answer {
 	return &Answer{Status: http.StatusOK, Header: h, Body: append(b, '\n')}
 }
 
+// conversation rebuilds the conversation that ends with the stored
+// response id from its turns (storage.Chain): each turn's input items and
+// output items, the last turn's output only withOutput. Errors are answers:
+// id not stored (404 for input_items), an earlier turn gone or too many
+// turns (400, x-should-retry: false), the store failing (503).
+func (p *Plane) conversation(ctx context.Context, id string, withOutput bool) ([]json.RawMessage, *Error) {
+	chain, err := storage.Chain(ctx, p.responses, id, storage.MaxConversationTurns)
+	var broken *storage.ChainBrokenError
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, ResponseNotFound(id)
+	case errors.As(err, &broken):
+		return nil, NewError(http.StatusBadRequest, TypeInvalidRequest, "Response with id '"+id+"' continues a conversation whose earlier response '"+broken.Missing+
+			"' is no longer stored (deleted or expired, see global.services.response_api.ttl); start again with the whole conversation in input.")
+	case errors.Is(err, storage.ErrChainTooLong):
+		return nil, NewError(http.StatusBadRequest, TypeInvalidRequest, fmt.Sprintf("Response with id '%s' ends a conversation of more than %d stored turns; start again with the conversation (or a summary of it) in input.", id, storage.MaxConversationTurns))
+	case err != nil:
+		p.log.Error("response store", "error", err.Error())
+		return nil, NewError(http.StatusServiceUnavailable, TypeServer, "the response store failed; try again")
+	}
+	var items []json.RawMessage
+	for i, t := range chain {
+		turn, err := translate.TurnItems(t.Input, t.Response, withOutput || i < len(chain)-1)
+		if err != nil {
+			p.log.Error("response store: a stored turn cannot be read", "id", t.ID, "error", err.Error())
+			return nil, NewError(http.StatusInternalServerError, TypeServer, "the stored response "+t.ID+" cannot be read")
+		}
+		items = append(items, turn...)
+	}
+	return items, nil
+}
+
 // history is the exchange's look-up of previous_response_id (nil without a
-// response store).
+// response store): the whole conversation, or OpenAI's 400
+// previous_response_not_found (param previous_response_id) when the
+// response, or an earlier turn of its conversation, is not stored.
 func (x *Exchange) history(ctx context.Context) translate.History {
 	if x.plane.responses == nil {
 		return nil
 	}
-	return func(id string) ([]byte, error) {
+	return func(id string) ([]json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 		defer cancel()
-		r, err := x.plane.responses.GetResponse(ctx, id)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, NewError(http.StatusNotFound, TypeInvalidRequest, "Previous response with id '"+id+"' not found.").
-				WithParam("previous_response_id").WithCode("previous_response_not_found")
+		items, e := x.plane.conversation(ctx, id, true)
+		if e == nil {
+			return items, nil
 		}
-		if err != nil {
-			x.plane.log.Error("response store", "error", err.Error())
-			return nil, NewError(http.StatusServiceUnavailable, TypeServer, "the response store failed reading previous_response_id; try again")
+		if e.Status == http.StatusNotFound {
+			e = NewError(http.StatusBadRequest, TypeInvalidRequest, "Previous response with id '"+id+"' not found.")
 		}
-		return r.Conversation, nil
+		if e.Status == http.StatusBadRequest {
+			e = e.WithParam("previous_response_id").WithCode("previous_response_not_found")
+		}
+		return nil, e
 	}
 }
 
 // keep stores a response given to the client (the response object), once,
-// when the request asked for it (store, true by default). A failure is
-// logged: the client has its answer.
+// when the request asked for it (store, true by default): this turn's own
+// input and answer, linked to the turn it continued. A failure is logged:
+// the client has its answer.
 func (x *Exchange) keep(response []byte) {
 	r := x.responses
 	if r == nil || !r.Store || x.kept || response == nil || x.plane.responses == nil {
 		return
 	}
 	x.kept = true
-	input, conv, err := r.Stored(response)
+	input, err := r.StoredInput()
 	if err != nil {
 		x.plane.log.Error("response store: the response cannot be kept", "error", err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(x.storeCtx, storeTimeout)
 	defer cancel()
-	if err := x.plane.responses.PutResponse(ctx, storage.StoredResponse{ID: r.ID, CreatedAt: time.Now(),
-		Response: response, Input: input, Conversation: conv}); err != nil {
+	if err := x.plane.responses.PutResponse(ctx, storage.StoredResponse{ID: r.ID, PreviousID: r.PreviousResponseID, CreatedAt: time.Now(),
+		Response: response, Input: input}); err != nil {
 		x.plane.log.Error("response store: the response cannot be kept", "id", r.ID, "error", err.Error())
 	}
 }

@@ -47,7 +47,14 @@ type upstreamCall struct {
 // non-streamed answer, its body; a stream may run longer as long as no gap
 // between two events exceeds it (each event re-arms the timer), so long
 // generations are not cut while a stalled backend still is.
+//
+// A decision with an active reliability policy goes through forwardReliably
+// (retries, timeouts, fallback) instead.
 func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
+	if p := rt.Result.Policy; p.Active() {
+		x.forwardReliably(rt, c, p)
+		return
+	}
 	ctx, cancel := context.WithCancelCause(x.r.Context())
 	defer cancel(nil)
 	c.ctx = ctx
@@ -114,7 +121,7 @@ func (x *exchange) upstreamFailed(rt *dataplane.Routing, c *upstreamCall, err er
 	where := dataplane.DisplayURL(c.target)
 	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
 		x.fail(rt, metrics.ReasonTimeout, dataplane.NewError(http.StatusGatewayTimeout, dataplane.TypeUpstreamTimeout,
-			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, c.timeout)))
+			fmt.Sprintf("upstream for model %q at %s did not answer within %s", c.model.Name, where, timeoutOf(c.ctx, c.timeout))))
 		return
 	}
 	x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
@@ -185,6 +192,12 @@ func (x *exchange) relayJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		x.upstreamFailed(rt, c, err)
 		return
 	}
+	x.writeJSON(rt, c, resp, body)
+}
+
+// writeJSON gives the client a non-streamed answer read whole (body, which
+// the exchange may splice in place).
+func (x *exchange) writeJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, body []byte) {
 	if len(body) > maxUpstreamBody {
 		x.s.ups.health.Failure(c.key)
 		x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,

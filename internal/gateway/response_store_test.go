@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -149,7 +150,8 @@ func TestResponseStoreThroughOpenAIClient(t *testing.T) {
 func TestConversationAcrossModels(t *testing.T) {
 	for name, open := range responseStores(t) {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, withResponseStore(open(t)))
+			store := open(t)
+			e := newEnv(t, withResponseStore(store))
 			ctx := context.Background()
 			first, err := e.client.Responses.New(ctx, responses.ResponseNewParams{Model: "small",
 				Instructions: openai.String("Be brief."),
@@ -206,14 +208,100 @@ func TestConversationAcrossModels(t *testing.T) {
 				t.Fatalf("turn 3 model %s", third.Model)
 			}
 
+			// input_items lists what the response was generated from, as
+			// OpenAI does: every earlier turn's input and output, then its own input.
+			items, err := e.client.Responses.InputItems.List(ctx, third.ID, responses.InputItemListParams{Order: responses.InputItemListParamsOrderAsc, Limit: openai.Int(100)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, it := range items.Data {
+				k := it.Type
+				if it.Type == "message" {
+					k += ":" + it.Role
+				}
+				kinds = append(kinds, k)
+			}
+			if got, want := strings.Join(kinds, ","), "message:user,message:assistant,function_call,function_call_output,message:assistant,message:user"; got != want {
+				t.Fatalf("input_items of turn 3\n got %s\nwant %s", got, want)
+			}
+			// Each turn is stored once: turn 3 holds only its own input.
+			if r, err := store.GetResponse(ctx, third.ID); err != nil || r.PreviousID != second.ID || strings.Count(string(r.Input), `"id"`) != 1 {
+				t.Fatalf("turn 3 stored %s (previous %q), %v: want its own input only", r.Input, r.PreviousID, err)
+			}
+
 			_, err = e.client.Responses.New(ctx, responses.ResponseNewParams{Model: "small",
 				PreviousResponseID: openai.String("resp_unknown"),
 				Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("hi")}})
 			var apiErr *openai.Error
-			if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Param != "previous_response_id" {
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Param != "previous_response_id" || apiErr.Code != "previous_response_not_found" ||
+				apiErr.Message != "Previous response with id 'resp_unknown' not found." {
 				t.Fatalf("unknown previous_response_id: %v", err)
 			}
+			// A deleted turn in the middle: the conversation cannot be
+			// rebuilt, and says which response is gone.
+			if err := e.client.Responses.Delete(ctx, second.ID); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.client.Responses.New(ctx, responses.ResponseNewParams{Model: "small",
+				PreviousResponseID: openai.String(third.ID),
+				Input:              responses.ResponseNewParamsInputUnion{OfString: openai.String("and now?")}})
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "previous_response_not_found" || !strings.Contains(apiErr.Message, second.ID) {
+				t.Fatalf("a conversation with a deleted turn: %v", err)
+			}
+			if _, err := e.client.Responses.InputItems.List(ctx, third.ID, responses.InputItemListParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, second.ID) {
+				t.Fatalf("input_items with a deleted turn: %v", err)
+			}
+			if got, err := e.client.Responses.Get(ctx, third.ID, responses.ResponseGetParams{}); err != nil || got.ID != third.ID {
+				t.Fatalf("turn 3 itself after turn 2 was deleted: %v", err)
+			}
 		})
+	}
+}
+
+// TestReadAfterWriteEmbedded: the embedded store writes behind the
+// request; a GET, input_items and a continuation right after each create
+// find the response, and every one is durable once the store is closed.
+func TestReadAfterWriteEmbedded(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, dir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withResponseStore(s))
+	var ids []string
+	prev := ""
+	for i := range 20 {
+		p := responses.ResponseNewParams{Model: "small", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(fmt.Sprintf("turn %d", i))}}
+		if prev != "" {
+			p.PreviousResponseID = openai.String(prev)
+		}
+		r, err := e.client.Responses.New(ctx, p)
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if got, err := e.client.Responses.Get(ctx, r.ID, responses.ResponseGetParams{}); err != nil || got.ID != r.ID {
+			t.Fatalf("GET right after create %d: %v", i, err)
+		}
+		items, err := e.client.Responses.InputItems.List(ctx, r.ID, responses.InputItemListParams{Limit: openai.Int(100)})
+		if err != nil || len(items.Data) != 2*i+1 {
+			t.Fatalf("input_items right after create %d: %d items, %v; want %d", i, len(items.Data), err, 2*i+1)
+		}
+		ids = append(ids, r.ID)
+		prev = r.ID
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = sqlite.Open(ctx, dir, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	chain, err := storage.Chain(ctx, s, ids[len(ids)-1], 0)
+	if err != nil || len(chain) != len(ids) {
+		t.Fatalf("after reopening: %d turns, %v", len(chain), err)
 	}
 }
 

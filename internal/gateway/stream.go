@@ -25,6 +25,12 @@ var errEventTooLarge = fmt.Errorf("an SSE event exceeds %d bytes", maxEventBytes
 // with data: [DONE] when the backend closed without it; a stream that breaks
 // mid-way is reported as an error event (the status line is already out).
 func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
+	x.relayStreamFrom(rt, c, resp, newSSEReader(resp.Body), nil, nil)
+}
+
+// relayStreamFrom is relayStream for a stream whose first event (raw, data)
+// the caller already read from rd (raw nil: none was).
+func (x *exchange) relayStreamFrom(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, rd *sseReader, raw, data []byte) {
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
 	rt.SetClientHeaders(h)
@@ -57,9 +63,11 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 		return true
 	}
 	var out []byte
-	rd := newSSEReader(resp.Body)
 	for {
-		raw, data, err := rd.next()
+		var err error
+		if raw == nil {
+			raw, data, err = rd.next()
+		}
 		if err == io.EOF {
 			break
 		}
@@ -69,6 +77,7 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 		}
 		c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
 		out, err = x.dp.Event(out[:0], raw, data, true)
+		raw, data = nil, nil
 		if err != nil {
 			x.streamBroke(c, err)
 			return
@@ -104,8 +113,12 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 	reason := metrics.ReasonUpstream5xx
 	if errors.Is(context.Cause(c.ctx), errUpstreamTimeout) {
 		reason = metrics.ReasonTimeout
-		e = dataplane.NewError(http.StatusGatewayTimeout, dataplane.TypeUpstreamTimeout,
-			fmt.Sprintf("stream from upstream for model %q at %s sent nothing for %s", c.model.Name, where, c.timeout))
+		msg := fmt.Sprintf("stream from upstream for model %q at %s sent nothing for %s", c.model.Name, where, c.timeout)
+		var te *upstreamTimeoutError
+		if errors.As(context.Cause(c.ctx), &te) && te.what == "total_timeout" {
+			msg = fmt.Sprintf("stream from upstream for model %q at %s was cut: %v", c.model.Name, where, te)
+		}
+		e = dataplane.NewError(http.StatusGatewayTimeout, dataplane.TypeUpstreamTimeout, msg)
 	}
 	x.error(reason)
 	// openai clients turn a data event with an "error" member into an error.

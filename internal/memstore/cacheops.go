@@ -22,7 +22,7 @@ func (c *Cache) Counts() (CacheCounts, int) {
 type CacheStats struct {
 	Counts     CacheCounts
 	Entries    int              // across namespaces
-	Bytes      int64            // stored values and embeddings
+	Bytes      int64            // keys, values and embeddings, as MaxBytes counts them
 	Namespaces int              // namespaces holding entries
 	Top        []NamespaceCount // the largest namespaces, largest first
 	Epochs     map[string]uint64
@@ -39,7 +39,7 @@ type NamespaceCount struct {
 func (c *Cache) Stats(topN int) CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := CacheStats{Counts: c.counts, Epochs: make(map[string]uint64, len(c.epochs))}
+	st := CacheStats{Counts: c.counts, Bytes: c.bytes, Epochs: make(map[string]uint64, len(c.epochs))}
 	for k, v := range c.epochs {
 		st.Epochs[k] = v
 	}
@@ -49,10 +49,6 @@ func (c *Cache) Stats(topN int) CacheStats {
 		}
 		st.Namespaces++
 		st.Entries += n.lru.Len()
-		for el := n.lru.Front(); el != nil; el = el.Next() {
-			e := el.Value.(*entry)
-			st.Bytes += int64(len(e.key) + len(e.value) + 4*len(e.embedding))
-		}
 		st.Top = append(st.Top, NamespaceCount{Namespace: name, Entries: n.lru.Len()})
 	}
 	sort.Slice(st.Top, func(i, j int) bool {
@@ -67,32 +63,39 @@ func (c *Cache) Stats(topN int) CacheStats {
 	return st
 }
 
-// Flush advances the epoch of scope (a namespace prefix; "" is the global
-// scope) and removes every entry of the namespaces it covers, so no entry
-// stored before the flush answers again. It returns the scope's new epoch
-// and how many entries went.
-func (c *Cache) Flush(scope string) (epoch uint64, removed int) {
+// Flush advances the epoch of the scope f selects (f.Scope; the zero filter
+// is the global scope) and removes every entry f selects, so no entry stored
+// before the flush answers again. It returns the scope's new epoch and how
+// many entries went.
+func (c *Cache) Flush(f CacheFilter) (epoch uint64, removed int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epochs == nil {
 		c.epochs = make(map[string]uint64)
 	}
+	scope := f.Scope()
 	c.epochs[scope]++
-	for name, n := range c.nss {
-		if strings.HasPrefix(name, scope) {
-			removed += n.lru.Len()
-			delete(c.nss, name)
-		}
-	}
+	removed = c.removeSelected(f)
 	c.counts.Flushed += uint64(removed)
 	return c.epochs[scope], removed
 }
 
-// Epoch is the number of flushes of scope so far.
+// Epoch is the number of flushes of scope (a CacheFilter.Scope) so far.
 func (c *Cache) Epoch(scope string) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.epochs[scope]
+}
+
+// SetEpoch sets a flush scope's epoch: an embedded backend restores the
+// epochs it recorded.
+func (c *Cache) SetEpoch(scope string, epoch uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epochs == nil {
+		c.epochs = make(map[string]uint64)
+	}
+	c.epochs[scope] = epoch
 }
 
 // CacheFilter selects entries; the zero filter selects every entry.
@@ -106,16 +109,35 @@ type CacheFilter struct {
 	OlderThan time.Time
 }
 
-func (f CacheFilter) namespace(name string) bool {
-	if !strings.HasPrefix(name, f.NamespacePrefix) {
+// Namespace reports whether the filter's namespace conditions hold for ns.
+func (f CacheFilter) Namespace(ns string) bool {
+	if !strings.HasPrefix(ns, f.NamespacePrefix) {
 		return false
 	}
 	for _, s := range f.Segments {
-		if !strings.Contains(name+"/", "/"+s+"/") {
+		if !strings.Contains(ns+"/", "/"+s+"/") {
 			return false
 		}
 	}
 	return true
+}
+
+// Selects reports whether the filter selects an entry of namespace ns under
+// key, created at created.
+func (f CacheFilter) Selects(ns, key string, created time.Time) bool {
+	return f.Namespace(ns) && strings.HasPrefix(key, f.KeyPrefix) && (f.OlderThan.IsZero() || created.Before(f.OlderThan))
+}
+
+// Scope names the flush scope of a filter's namespace conditions: the
+// namespace prefix, then the segments sorted ("" is the global scope).
+func (f CacheFilter) Scope() string {
+	segs := append([]string(nil), f.Segments...)
+	sort.Strings(segs)
+	s := f.NamespacePrefix
+	for _, g := range segs {
+		s += "[" + g + "]"
+	}
+	return s
 }
 
 // Invalidate removes the entries f selects, or with dryRun only counts
@@ -124,31 +146,68 @@ func (c *Cache) Invalidate(f CacheFilter, dryRun bool) (entries, namespaces int)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, n := range c.nss {
-		if !f.namespace(name) {
+		if !f.Namespace(name) {
 			continue
 		}
 		hit := 0
-		for el := n.lru.Front(); el != nil; {
-			next := el.Next()
+		for el := n.lru.Front(); el != nil; el = el.Next() {
 			e := el.Value.(*entry)
-			if strings.HasPrefix(e.key, f.KeyPrefix) && (f.OlderThan.IsZero() || e.created.Before(f.OlderThan)) {
+			if f.Selects(name, e.key, e.created) {
 				hit++
-				if !dryRun {
-					n.remove(el)
-				}
 			}
-			el = next
 		}
 		if hit > 0 {
 			entries += hit
 			namespaces++
 		}
-		if n.lru.Len() == 0 && !dryRun {
-			delete(c.nss, name)
-		}
 	}
 	if !dryRun {
+		c.removeSelected(f)
 		c.counts.Invalidated += uint64(entries)
 	}
 	return entries, namespaces
+}
+
+// removeSelected removes the entries f selects (c.mu held).
+func (c *Cache) removeSelected(f CacheFilter) (removed int) {
+	for name, n := range c.nss {
+		if !f.Namespace(name) {
+			continue
+		}
+		for el := n.lru.Front(); el != nil; {
+			next := el.Next()
+			e := el.Value.(*entry)
+			if f.Selects(name, e.key, e.created) {
+				c.remove(n, el)
+				removed++
+			}
+			el = next
+		}
+	}
+	return removed
+}
+
+// Times are when the entry under key in ns was stored and when it expires;
+// ok is false when there is none.
+func (c *Cache) Times(ns, key string) (created, expires time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nss[ns]; n != nil {
+		if el, found := n.keys[key]; found {
+			e := el.Value.(*entry)
+			return e.created, e.expires, true
+		}
+	}
+	return time.Time{}, time.Time{}, false
+}
+
+// Delete removes the entry under key in ns, if any (counted nowhere).
+func (c *Cache) Delete(ns, key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.nss[ns]; n != nil {
+		if el, found := n.keys[key]; found {
+			c.remove(n, el)
+		}
+	}
 }

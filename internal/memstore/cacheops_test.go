@@ -53,13 +53,13 @@ func TestCacheCountsFlushAndInvalidate(t *testing.T) {
 	if got, _ := c.Invalidate(CacheFilter{Segments: []string{"model=m"}}, true); got != 0 {
 		t.Fatalf("a partial segment matched %d", got)
 	}
-	if e, removed := c.Flush("response_cache/v2/model=m1"); e != 1 || removed != 2 {
+	if e, removed := c.Flush(CacheFilter{NamespacePrefix: "response_cache/v2/model=m1"}); e != 1 || removed != 2 {
 		t.Fatalf("flush: epoch %d removed %d", e, removed)
 	}
 	if _, ok, _ := c.Lookup(ctx, a, "k1", nil, 0.9); ok {
 		t.Fatal("a flushed entry answered")
 	}
-	if e, removed := c.Flush(""); e != 1 || removed != 1 || c.Epoch("response_cache/v2/model=m1") != 1 {
+	if e, removed := c.Flush(CacheFilter{}); e != 1 || removed != 1 || c.Epoch("response_cache/v2/model=m1") != 1 {
 		t.Fatalf("global flush: epoch %d removed %d", e, removed)
 	}
 	if k, n := c.Counts(); n != 0 || k.Flushed != 3 || k.Invalidated != 1 {

@@ -33,13 +33,31 @@ type Cache struct {
 	MaxEntries int           // per namespace; default 10,000
 	MaxValue   int           // bytes; default 1 MiB
 	DefaultTTL time.Duration // default 10 minutes
-	Now        func() time.Time
+	// MaxTotal and MaxBytes bound the whole cache (every namespace): the
+	// least recently used entries go first. Defaults 100,000 entries and
+	// 256 MiB (keys, values and embeddings counted).
+	MaxTotal int
+	MaxBytes int64
+	Now      func() time.Time
+	// OnRemove, when set, is told of every entry that leaves the cache
+	// (evicted, expired, overwritten entries excepted, invalidated,
+	// flushed), with the cache's lock held: it must not call the cache. A
+	// store kept elsewhere (the embedded backend) deletes its copies.
+	OnRemove func(ns, key string)
 
 	mu     sync.Mutex
 	nss    map[string]*namespace
+	all    list.List // every entry, most recently used first
+	bytes  int64     // entrySize of every entry
 	counts CacheCounts
-	epochs map[string]uint64 // flush scope (namespace prefix, "" global) -> epoch
+	epochs map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
 }
+
+// Defaults of the whole cache's bounds.
+const (
+	DefaultMaxTotal = 100000
+	DefaultMaxBytes = 256 << 20
+)
 
 // CacheCounts are a cache's lookup and removal counters since it was made.
 // A lookup with an embedding that misses counts as a semantic miss; one
@@ -64,6 +82,7 @@ func (c CacheCounts) HitRatio() float64 {
 }
 
 type namespace struct {
+	name string
 	lru  *list.List // front = most recent; values are *entry
 	keys map[string]*list.Element
 	// scan holds every entry once, densely (removal swaps the last one in),
@@ -81,6 +100,8 @@ type slot struct {
 }
 
 type entry struct {
+	ns        *namespace
+	all       *list.Element // in Cache.all
 	key       string
 	value     []byte
 	embedding []float32 // L2-normalised at Store
@@ -88,6 +109,9 @@ type entry struct {
 	expires   time.Time
 	pos       int // index in namespace.scan
 }
+
+// size is what an entry counts against MaxBytes.
+func (e *entry) size() int64 { return int64(len(e.key) + len(e.value) + 4*len(e.embedding) + 64) }
 
 var _ hostapi.Cache = (*Cache)(nil)
 
@@ -130,12 +154,12 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 		e := el.Value.(*entry)
 		if now.Before(e.expires) {
 			if counts == &c.counts {
-				n.touch(el)
+				c.touch(n, el)
 			}
 			counts.ExactHits++
 			return abi.CacheEntry{Similarity: 1, Value: e.value}, true, nil
 		}
-		n.remove(el)
+		c.remove(n, el)
 		c.counts.Expirations++
 	}
 	if len(embedding) == 0 {
@@ -159,7 +183,7 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 	for i := 0; i < len(n.scan); {
 		s := &n.scan[i]
 		if s.expires <= nowNS {
-			n.remove(s.el) // swaps the last slot into i
+			c.remove(n, s.el) // swaps the last slot into i
 			c.counts.Expirations++
 			continue
 		}
@@ -185,7 +209,7 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 	counts.SemanticHits++
 	el := n.scan[best].el
 	if counts == &c.counts {
-		n.touch(el)
+		c.touch(n, el)
 	}
 	return abi.CacheEntry{Similarity: bestSim, Value: el.Value.(*entry).value}, true, nil
 }
@@ -205,41 +229,76 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 			ttl = 10 * time.Minute
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	c.put(ns, key, value, embedding, now, now.Add(ttl))
+	return nil
+}
+
+// Restore puts an entry back as a store kept elsewhere recorded it (its
+// creation and expiry), as the least recently used one: an embedded
+// backend loads its file, most recently used last. An expired entry is
+// ignored.
+func (c *Cache) Restore(ns, key string, value []byte, embedding []float32, created, expires time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.now().Before(expires) {
+		return
+	}
+	c.put(ns, key, value, embedding, created, expires)
+}
+
+// put stores an entry (c.mu held) and enforces the bounds.
+func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, expires time.Time) {
 	maxEntries := c.MaxEntries
 	if maxEntries <= 0 {
 		maxEntries = 10000
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.nss == nil {
 		c.nss = make(map[string]*namespace)
 	}
 	n := c.nss[ns]
 	if n == nil {
-		n = &namespace{lru: list.New(), keys: make(map[string]*list.Element)}
+		n = &namespace{name: ns, lru: list.New(), keys: make(map[string]*list.Element)}
 		c.nss[ns] = n
 	}
-	now := c.now()
 	vec := append([]float32(nil), embedding...)
 	vecindex.Normalize(vec)
-	e := &entry{key: key, value: value, embedding: vec, created: now, expires: now.Add(ttl)}
+	e := &entry{ns: n, key: key, value: value, embedding: vec, created: created, expires: expires}
 	if el, ok := n.keys[key]; ok {
-		e.pos = el.Value.(*entry).pos
+		old := el.Value.(*entry)
+		e.pos, e.all = old.pos, old.all
+		e.all.Value = e
+		c.bytes += e.size() - old.size()
 		el.Value = e
 		n.scan[e.pos].vec, n.scan[e.pos].expires = vec, e.expires.UnixNano()
-		n.touch(el)
-		return nil
+		c.touch(n, el)
+	} else {
+		el := n.lru.PushFront(e)
+		n.keys[key] = el
+		e.pos = len(n.scan)
+		e.all = c.all.PushFront(e)
+		c.bytes += e.size()
+		n.tick++
+		n.scan = append(n.scan, slot{vec: vec, expires: e.expires.UnixNano(), used: n.tick, el: el})
+		for n.lru.Len() > maxEntries {
+			c.remove(n, n.lru.Back())
+			c.counts.Evictions++
+		}
 	}
-	el := n.lru.PushFront(e)
-	n.keys[key] = el
-	e.pos = len(n.scan)
-	n.tick++
-	n.scan = append(n.scan, slot{vec: vec, expires: e.expires.UnixNano(), used: n.tick, el: el})
-	for n.lru.Len() > maxEntries {
-		n.remove(n.lru.Back())
+	maxTotal, maxBytes := c.MaxTotal, c.MaxBytes
+	if maxTotal <= 0 {
+		maxTotal = DefaultMaxTotal
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	for c.all.Len() > 0 && (c.all.Len() > maxTotal || c.bytes > maxBytes) {
+		old := c.all.Back().Value.(*entry)
+		c.remove(old.ns, old.ns.keys[old.key])
 		c.counts.Evictions++
 	}
-	return nil
 }
 
 // Len is the number of entries in a namespace (expired ones included until
@@ -253,10 +312,14 @@ func (c *Cache) Len(ns string) int {
 	return 0
 }
 
-func (n *namespace) remove(el *list.Element) {
+// remove takes an entry out of its namespace and the cache (c.mu held),
+// dropping the namespace once empty.
+func (c *Cache) remove(n *namespace, el *list.Element) {
 	e := el.Value.(*entry)
 	delete(n.keys, e.key)
 	n.lru.Remove(el)
+	c.all.Remove(e.all)
+	c.bytes -= e.size()
 	last := len(n.scan) - 1
 	if e.pos != last {
 		n.scan[e.pos] = n.scan[last]
@@ -264,11 +327,18 @@ func (n *namespace) remove(el *list.Element) {
 	}
 	n.scan[last] = slot{}
 	n.scan = n.scan[:last]
+	if n.lru.Len() == 0 && c.nss[n.name] == n {
+		delete(c.nss, n.name)
+	}
+	if c.OnRemove != nil {
+		c.OnRemove(n.name, e.key)
+	}
 }
 
 // touch makes an entry the most recent.
-func (n *namespace) touch(el *list.Element) {
+func (c *Cache) touch(n *namespace, el *list.Element) {
 	n.lru.MoveToFront(el)
+	c.all.MoveToFront(el.Value.(*entry).all)
 	n.tick++
 	n.scan[el.Value.(*entry).pos].used = n.tick
 }

@@ -30,6 +30,12 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	if !reflect.DeepEqual(canonicalOf(cur.Global.Services.Observability.Tracing), canonicalOf(next.Global.Services.Observability.Tracing)) {
 		add("/global/services/observability/tracing", "tracing settings are read at start; restart junction serve to change them")
 	}
+	if !reflect.DeepEqual(cur.Global.Services.ResponseAPI, next.Global.Services.ResponseAPI) {
+		add("/global/services/response_api", "the response store (store, ttl, bounds) is opened at start; restart junction serve to change it")
+	}
+	if !reflect.DeepEqual(cur.Global.Services.ResponseCache, next.Global.Services.ResponseCache) {
+		add("/global/services/response_cache", "the response cache's backend and bounds are read at start; restart junction serve to change them")
+	}
 	curL := map[string]recipes.Listener{}
 	for _, l := range cur.Listeners {
 		curL[l.Name] = l

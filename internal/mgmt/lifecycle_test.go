@@ -72,6 +72,11 @@ func TestConfigLifecycle(t *testing.T) {
 	if !strings.Contains(string(r.body), `"path":"/global/services/native_api"`) || r.errCode(t) != mgmt.CodeRestartRequired {
 		t.Fatalf("native_api: %s", r.body)
 	}
+	// The response store is opened at start: its bounds need a restart.
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"services": map[string]any{"response_api": map[string]any{"enabled": true, "ttl": "2h"}}}}, "If-Match", etag), 409)
+	if !strings.Contains(string(r.body), `"path":"/global/services/response_api"`) || r.errCode(t) != mgmt.CodeRestartRequired {
+		t.Fatalf("response_api: %s", r.body)
+	}
 	// So is switching the router-side model runtime off.
 	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"router": map[string]any{"enabled": false}}}, "If-Match", etag), 409)
 	if !strings.Contains(string(r.body), `"path":"/global/router/enabled"`) || r.errCode(t) != mgmt.CodeRestartRequired {

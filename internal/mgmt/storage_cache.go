@@ -13,20 +13,24 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/recipes"
 )
 
 // ResponseCache is the response cache the plugins' cache_lookup and
-// cache_store use (internal/memstore's Cache in one process). The
+// cache_store use (a respcache.Backend: in memory or embedded). The
 // management API reads its counts and invalidates or flushes it.
 type ResponseCache interface {
-	Stats(topN int) memstore.CacheStats
-	Flush(scope string) (epoch uint64, removed int)
-	Invalidate(f memstore.CacheFilter, dryRun bool) (entries, namespaces int)
+	Stats(topN int) (respcache.Stats, error)
+	Flush(f respcache.Filter) (epoch uint64, removed int, err error)
+	Invalidate(f respcache.Filter, dryRun bool) (entries, namespaces int, err error)
+	Info() respcache.Info
 }
 
 // The response_cache plugin's namespaces: response_cache/v2, then
-// /model=<model>, /decision=<decision>, /user=<hash> as its scope says.
+// /model=<model>, /decision=<decision>, /user=<hash> as its scope says,
+// the request's context and slots, then the router's /recipe=<recipe> and
+// /epoch=<configuration epoch> (internal/respcache).
 const (
 	cacheNamespaceRoot = "response_cache/v2"
 	maxCacheScope      = 512
@@ -51,6 +55,8 @@ type CacheCapabilities struct {
 	Backend           string   `json:"backend"`
 	Backends          []string `json:"backends"`
 	Persistent        bool     `json:"persistent"`
+	MaxEntries        int      `json:"max_entries"`
+	MaxBytes          int64    `json:"max_bytes"`
 	Modes             []string `json:"modes"`
 	Scopes            []string `json:"scopes"`
 	Namespace         string   `json:"namespace"`
@@ -60,13 +66,15 @@ type CacheCapabilities struct {
 }
 
 func (s *Server) cacheCapabilities(w http.ResponseWriter, _ *http.Request) {
+	info := s.opts.ResponseCache.Info()
 	writeJSON(w, http.StatusOK, CacheCapabilities{
-		Backend: "memory", Backends: []string{"memory"}, Persistent: false,
+		Backend: info.Name, Backends: []string{respcache.BackendMemory, respcache.BackendEmbedded}, Persistent: info.Persistent,
+		MaxEntries: info.MaxEntries, MaxBytes: info.MaxBytes,
 		Modes:             []string{"exact", "semantic", "exact_then_semantic"},
-		Scopes:            []string{"model", "decision", "user"},
-		Namespace:         cacheNamespaceRoot + "[/model=<model>][/decision=<decision>][/user=<sha256 prefix>]",
-		InvalidationKinds: []string{"dry_run", "namespace_prefix", "model", "decision", "key_prefix", "older_than"},
-		FlushScopes:       []string{"global", "namespace_prefix"},
+		Scopes:            []string{"model", "decision", "recipe", "user", "epoch"},
+		Namespace:         cacheNamespaceRoot + "[/model=<model>][/decision=<decision>][/user=<sha256 prefix>]/context=<hash>[/slots=<signature>][/recipe=<recipe>]/epoch=<configuration epoch>",
+		InvalidationKinds: []string{"dry_run", "namespace_prefix", "recipe", "decision", "model", "key_prefix", "older_than"},
+		FlushScopes:       []string{"global", "namespace_prefix", "recipe", "decision", "model"},
 		MaxTopNamespaces:  maxCacheTop,
 	})
 }
@@ -77,11 +85,17 @@ type CacheHealth struct {
 	Backend   string `json:"backend"`
 	Reachable bool   `json:"reachable"`
 	Entries   int    `json:"entries"`
+	Error     string `json:"error,omitempty"`
 }
 
 func (s *Server) cacheHealth(w http.ResponseWriter, _ *http.Request) {
-	st := s.opts.ResponseCache.Stats(0)
-	writeJSON(w, http.StatusOK, CacheHealth{Status: "ok", Backend: "memory", Reachable: true, Entries: st.Entries})
+	name := s.opts.ResponseCache.Info().Name
+	st, err := s.opts.ResponseCache.Stats(0)
+	if err != nil {
+		writeJSON(w, http.StatusOK, CacheHealth{Status: "degraded", Backend: name, Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, CacheHealth{Status: "ok", Backend: name, Reachable: true, Entries: st.Entries})
 }
 
 // CacheKinds are counts by lookup kind.
@@ -135,9 +149,13 @@ func (s *Server) cacheStats(w http.ResponseWriter, r *http.Request) {
 		}
 		top = n
 	}
-	st := s.opts.ResponseCache.Stats(top)
+	st, err := s.opts.ResponseCache.Stats(top)
+	if err != nil {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "the response cache's statistics: %v", err))
+		return
+	}
 	k := st.Counts
-	out := CacheStatsBody{Backend: "memory", Entries: st.Entries, Bytes: st.Bytes, Namespaces: st.Namespaces,
+	out := CacheStatsBody{Backend: s.opts.ResponseCache.Info().Name, Entries: st.Entries, Bytes: st.Bytes, Namespaces: st.Namespaces,
 		Hits: CacheKinds{Exact: k.ExactHits, Semantic: k.SemanticHits}, Misses: CacheKinds{Exact: k.ExactMisses, Semantic: k.SemanticMisses},
 		HitRatio:      k.HitRatio(),
 		Evictions:     CacheEvictions{Capacity: k.Evictions, Expired: k.Expirations, Invalidated: k.Invalidated, Flushed: k.Flushed},
@@ -161,13 +179,18 @@ func sortEpochs(es []CacheEpoch) {
 }
 
 // CacheFlushRequest names the scope to flush: a namespace prefix
-// ("response_cache/v2/model=m1"), or empty for every entry.
+// ("response_cache/v2/model=m1") and/or a recipe, decision and model (each
+// given must match); nothing at all is the global scope.
 type CacheFlushRequest struct {
-	Scope string `json:"scope,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	Recipe   string `json:"recipe,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	Model    string `json:"model,omitempty"`
 }
 
-// CacheFlushed is a flush's outcome: the scope's new epoch and the entries
-// it removed.
+// CacheFlushed is a flush's outcome: the scope's name (the namespace
+// prefix, then [recipe=…], [decision=…], [model=…]; "" global), its new
+// epoch and the entries it removed.
 type CacheFlushed struct {
 	Scope   string `json:"scope"`
 	Epoch   uint64 `json:"epoch"`
@@ -184,8 +207,17 @@ func (s *Server) cacheFlush(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "scope is longer than %d bytes", maxCacheScope))
 		return
 	}
-	epoch, removed := s.opts.ResponseCache.Flush(req.Scope)
-	writeJSON(w, http.StatusOK, CacheFlushed{Scope: req.Scope, Epoch: epoch, Removed: removed})
+	f, err := cacheFilter(CacheInvalidateRequest{NamespacePrefix: req.Scope, Recipe: req.Recipe, Decision: req.Decision, Model: req.Model}, time.Now())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	epoch, removed, err := s.opts.ResponseCache.Flush(f)
+	if err != nil {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "flushing the response cache: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, CacheFlushed{Scope: f.Scope(), Epoch: epoch, Removed: removed})
 }
 
 // CacheInvalidateRequest selects entries to remove; every given field must
@@ -193,6 +225,7 @@ func (s *Server) cacheFlush(w http.ResponseWriter, r *http.Request) {
 type CacheInvalidateRequest struct {
 	DryRun          bool   `json:"dry_run,omitempty"`
 	NamespacePrefix string `json:"namespace_prefix,omitempty"`
+	Recipe          string `json:"recipe,omitempty"`
 	Model           string `json:"model,omitempty"`
 	Decision        string `json:"decision,omitempty"`
 	KeyPrefix       string `json:"key_prefix,omitempty"`
@@ -218,19 +251,26 @@ func (s *Server) cacheInvalidate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	n, nss := s.opts.ResponseCache.Invalidate(f, req.DryRun)
+	n, nss, err := s.opts.ResponseCache.Invalidate(f, req.DryRun)
+	if err != nil {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "invalidating response cache entries: %v", err))
+		return
+	}
 	writeJSON(w, http.StatusOK, CacheInvalidated{DryRun: req.DryRun, Entries: n, Namespaces: nss})
 }
 
-func cacheFilter(req CacheInvalidateRequest, now time.Time) (memstore.CacheFilter, error) {
-	f := memstore.CacheFilter{NamespacePrefix: req.NamespacePrefix, KeyPrefix: req.KeyPrefix}
-	for name, v := range map[string]string{"namespace_prefix": req.NamespacePrefix, "model": req.Model, "decision": req.Decision, "key_prefix": req.KeyPrefix} {
+func cacheFilter(req CacheInvalidateRequest, now time.Time) (respcache.Filter, error) {
+	f := respcache.Filter{NamespacePrefix: req.NamespacePrefix, KeyPrefix: req.KeyPrefix}
+	for name, v := range map[string]string{"namespace_prefix": req.NamespacePrefix, "recipe": req.Recipe, "model": req.Model, "decision": req.Decision, "key_prefix": req.KeyPrefix} {
 		if len(v) > maxCacheScope {
 			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "%s is longer than %d bytes", name, maxCacheScope)
 		}
-		if (name == "model" || name == "decision") && strings.Contains(v, "/") {
+		if (name == "model" || name == "decision" || name == "recipe") && strings.Contains(v, "/") {
 			return f, newErr(http.StatusBadRequest, CodeInvalidInput, "%s must not contain '/'", name)
 		}
+	}
+	if req.Recipe != "" {
+		f.Segments = append(f.Segments, "recipe="+req.Recipe)
 	}
 	if req.Model != "" {
 		f.Segments = append(f.Segments, "model="+req.Model)
@@ -346,7 +386,22 @@ func (s *Server) cacheTest(w http.ResponseWriter, r *http.Request) {
 			preq.Header[k] = v // a bypass header is part of what is tested
 		}
 	}
-	out, err := s.plugins.Preview(memstore.Peeking(r.Context()), refs, preq)
+	// The scope live requests of this binding and model use: the recipe
+	// and the configuration epoch.
+	ctx := respcache.WithScope(memstore.Peeking(r.Context()), respcache.ScopeOf(gen.Document(), rc.Name, d.Name, model))
+	// The plugins before the cache rewrite the request it sees (a system
+	// prompt, parameters): run them first, as a probe, which persists
+	// nothing (a memory plugin keeps no memory).
+	if first := slices.IndexFunc(d.Plugins, func(p recipes.PluginRef) bool { return p.Type == "response_cache" }); first > 0 {
+		probe := *preq
+		probe.Mode = plugin.ModeProbe
+		if _, err := s.plugins.Preview(ctx, d.Plugins[:first], &probe); err != nil {
+			writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "the plugins before response_cache: %v", err))
+			return
+		}
+		preq.Chat, preq.Header = probe.Chat, probe.Header
+	}
+	out, err := s.plugins.Preview(ctx, refs, preq)
 	if err != nil && len(out.Reports) == 0 {
 		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "%v", err))
 		return

@@ -13,6 +13,7 @@ import (
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/pluginsys"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -47,6 +48,8 @@ func cacheEnv(t *testing.T, config string, n int) (*env, *pluginsys.System) {
 				t.Fatal(err)
 			}
 			r := &plugin.Request{Chat: c, Decision: "rest", Model: model}
+			// The scope a live request of this decision and model has.
+			ctx := respcache.WithScope(ctx, respcache.ScopeOf(doc, doc.Recipes[0].Name, "rest", model))
 			if _, err := p.Request(ctx, refs, r); err != nil {
 				t.Fatal(err)
 			}
@@ -98,6 +101,14 @@ func TestResponseCacheRoutes(t *testing.T) {
 	if inv["entries"] != 4.0 {
 		t.Fatalf("older than 2999: %v", inv)
 	}
+	// Entries carry their recipe (and configuration epoch).
+	for recipe, want := range map[string]float64{"default": 4, "another": 0} {
+		inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"dry_run": true, "recipe": recipe}), 200).json(t)
+		if inv["entries"] != want {
+			t.Fatalf("recipe %s: %v", recipe, inv)
+		}
+	}
+	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"recipe": "a/b"}), 400)
 	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"older_than": "yesterday"}), 400)
 	must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "a/b"}), 400)
 	inv = must(t, e.call("POST", "/api/v1/storage/response-cache/invalidate", map[string]any{"model": "big"}), 200).json(t)
@@ -108,7 +119,12 @@ func TestResponseCacheRoutes(t *testing.T) {
 		t.Fatalf("entries after invalidation: %v", got)
 	}
 
-	f := must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"scope": "response_cache/v2/model=small"}), 200).json(t)
+	// A flush scoped by recipe and decision: nothing of another decision.
+	f := must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"recipe": "default", "decision": "other"}), 200).json(t)
+	if f["epoch"] != 1.0 || f["removed"] != 0.0 || f["scope"] != "[decision=other][recipe=default]" {
+		t.Fatalf("flush of another decision: %v", f)
+	}
+	f = must(t, e.call("POST", "/api/v1/storage/response-cache/flush", map[string]any{"scope": "response_cache/v2/model=small", "recipe": "default"}), 200).json(t)
 	if f["epoch"] != 1.0 || f["removed"] != 3.0 {
 		t.Fatalf("flush: %v", f)
 	}
@@ -117,7 +133,7 @@ func TestResponseCacheRoutes(t *testing.T) {
 		t.Fatalf("global flush: %v", f)
 	}
 	s = must(t, e.call("GET", "/api/v1/storage/response-cache/stats", nil), 200).json(t)
-	if s["entries"] != 0.0 || len(s["epochs"].([]any)) != 2 || s["evictions"].(map[string]any)["flushed"] != 3.0 || s["evictions"].(map[string]any)["invalidated"] != 1.0 {
+	if s["entries"] != 0.0 || len(s["epochs"].([]any)) != 3 || s["evictions"].(map[string]any)["flushed"] != 3.0 || s["evictions"].(map[string]any)["invalidated"] != 1.0 {
 		t.Fatalf("stats after flushes: %v", s)
 	}
 }

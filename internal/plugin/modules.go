@@ -179,6 +179,15 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			return nil, fmt.Errorf("the plugin answered with HTTP status %d", st)
 		}
 		m.immediate = &Immediate{Status: st, Content: r.Immediate.Content}
+		if tc := r.Immediate.ToolCalls; len(tc) > 0 {
+			if st > 299 {
+				return nil, fmt.Errorf("the plugin answered with tool calls and HTTP status %d; tool calls need a 2xx answer", st)
+			}
+			if !validToolCalls(tc) {
+				return nil, fmt.Errorf("the plugin answered with tool calls that are not a JSON array of objects")
+			}
+			m.immediate.ToolCalls = append(json.RawMessage(nil), tc...)
+		}
 	}
 	var tools []json.RawMessage
 	toolsChanged := false
@@ -434,4 +443,18 @@ func releaseBody(b []byte) {
 	}
 	b = b[:0]
 	bodyBuffers.Put(&b)
+}
+
+// validToolCalls reports whether raw is a non-empty JSON array of objects.
+func validToolCalls(raw []byte) bool {
+	var calls []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &calls); err != nil || len(calls) == 0 {
+		return false
+	}
+	for _, c := range calls {
+		if c == nil {
+			return false
+		}
+	}
+	return true
 }

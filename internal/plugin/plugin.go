@@ -22,6 +22,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -62,6 +63,9 @@ const (
 type Immediate struct {
 	Status  int
 	Content string
+	// ToolCalls, when set, is the assistant message's tool_calls (a JSON
+	// array); the answer finishes with reason tool_calls.
+	ToolCalls json.RawMessage
 	// Model is the model name the answer reports.
 	Model string
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/junction-router/junction/hostapi/plugintest"
 	"github.com/junction-router/junction/internal/chat"
-	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/respcache"
 )
 
 // The built-in response_cache plugin, run by the real plugin system, misses,
@@ -85,7 +85,7 @@ router_cache_size 1
 	if got := testutil.ToFloat64(counter(t, reg, "router_cache_hits_total", "kind", "exact")); got != 1 {
 		t.Fatalf("exact hits %v", got)
 	}
-	if n, _ := p.Cache().Invalidate(memstore.CacheFilter{NamespacePrefix: "response_cache/v2"}, false); n != 1 {
+	if n, _, _ := p.Cache().Invalidate(respcache.Filter{NamespacePrefix: "response_cache/v2"}, false); n != 1 {
 		t.Fatalf("invalidated %d", n)
 	}
 	if got := testutil.ToFloat64(counter(t, reg, "router_cache_evictions_total", "reason", "invalidated")); got != 1 {

@@ -28,10 +28,10 @@ import (
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
-	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/wasm"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/recipes"
 )
@@ -49,7 +49,7 @@ import (
 type System struct {
 	host   *hostapi.Host
 	native *native.Modules   // the built-ins run in process, over host's functions
-	cache  *memstore.Cache   // the response cache behind cache_lookup and cache_store
+	cache  respcache.Backend // the response cache behind cache_lookup and cache_store
 	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
 	mu     sync.Mutex       // serialises loads
@@ -80,6 +80,10 @@ type Options struct {
 	// leaves those functions unavailable.
 	Retriever hostapi.Retriever
 	Memory    hostapi.Memory
+	// ResponseCache backs cache_lookup and cache_store (each namespace
+	// scoped by the call context's respcache.Scope); nil is an in-memory
+	// one with the default bounds. The System does not close it.
+	ResponseCache respcache.Backend
 	// Registerer receives the host's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger receives load reports; nil discards them.
@@ -93,10 +97,15 @@ func New(ctx context.Context, o Options) (*System, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	backends, cache, _, err := EngineBackends(models)
+	backends, mem, _, err := EngineBackends(models)
 	if err != nil {
 		return nil, fmt.Errorf("plugin host backends: %w", err)
 	}
+	cache := o.ResponseCache
+	if cache == nil {
+		cache = respcache.Memory(mem)
+	}
+	backends.Cache = respcache.Scoped{Backend: cache}
 	backends.Retriever, backends.Memory = o.Retriever, o.Memory
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir, Backends: backends, Logger: log, Registerer: reg})
 	if err != nil {
@@ -114,10 +123,10 @@ func New(ctx context.Context, o Options) (*System, error) {
 	return p, nil
 }
 
-// Cache is the in-memory response cache the plugins' cache_lookup and
-// cache_store use (the management API's response-cache routes and the
-// router_cache_* metrics read it).
-func (p *System) Cache() *memstore.Cache { return p.cache }
+// Cache is the response cache the plugins' cache_lookup and cache_store
+// use (the management API's response-cache routes and the router_cache_*
+// metrics read it).
+func (p *System) Cache() respcache.Backend { return p.cache }
 
 // Prepare loads the modules doc's plugin references need that are not
 // loaded yet, and warms an instance pool for each reference.

@@ -344,28 +344,35 @@ func (s *ResponsesStream) Ended() bool { return s.ended }
 // over yet, or ended by an error).
 func (s *ResponsesStream) Final() []byte { return s.final }
 
-// Stored is what the response store keeps of response (the object the
-// client received, answering r): this turn's input items and the whole
-// conversation (r's history, its input, the response's output items), each
-// a JSON array.
-func (r *ResponsesRequest) Stored(response []byte) (input, conversation []byte, err error) {
-	var resp struct {
-		Output []json.RawMessage `json:"output"`
-	}
-	if err := json.Unmarshal(response, &resp); err != nil {
-		return nil, nil, fmt.Errorf("the response to store is not a response object: %w", err)
-	}
+// StoredInput is what the response store keeps of this turn's input: its
+// input items (each with an id), a JSON array. The earlier turns are their
+// own stored responses, linked by PreviousResponseID.
+func (r *ResponsesRequest) StoredInput() ([]byte, error) {
 	in := r.Input
 	if in == nil {
 		in = []json.RawMessage{}
 	}
-	if input, err = json.Marshal(in); err != nil {
-		return nil, nil, err
+	return json.Marshal(in)
+}
+
+// TurnItems are the items one stored turn adds to its conversation: its
+// input items (a JSON array, StoredInput) and, with withOutput, the output
+// items of its response object.
+func TurnItems(input, response []byte, withOutput bool) ([]json.RawMessage, error) {
+	var items []json.RawMessage
+	if err := json.Unmarshal(input, &items); err != nil {
+		return nil, fmt.Errorf("the stored input items are not a list: %w", err)
 	}
-	conv := make([]json.RawMessage, 0, len(r.History)+len(r.Input)+len(resp.Output))
-	conv = append(append(append(conv, r.History...), r.Input...), resp.Output...)
-	conversation, err = json.Marshal(conv)
-	return input, conversation, err
+	if !withOutput {
+		return items, nil
+	}
+	var resp struct {
+		Output []json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(response, &resp); err != nil {
+		return nil, fmt.Errorf("the stored response is not a response object: %w", err)
+	}
+	return append(items, resp.Output...), nil
 }
 
 // ResponsesBody translates a complete chat answer, a chat.completion or (with

@@ -34,10 +34,11 @@ type ResponsesRequest struct {
 	History []json.RawMessage
 }
 
-// History returns the stored conversation (a JSON array of input items)
-// that ends with the response id; an error is given back unchanged (the
-// caller answers it: an unknown id is a 404).
-type History func(id string) ([]byte, error)
+// History returns the stored conversation that ends with the response id
+// (every earlier turn's input and output items, then id's own); an error
+// is given back unchanged (the caller answers it: an unknown id is OpenAI's
+// 400 previous_response_not_found).
+type History func(id string) ([]json.RawMessage, error)
 
 // responsesKnown are the Responses API fields translation consumes (or
 // accepts and ignores); others pass through to the chat request.
@@ -69,6 +70,7 @@ func ResponsesToChatFrom(body []byte, history History) ([]byte, *ResponsesReques
 		return nil, nil, badf("", "the request body must be a JSON object with model and input")
 	}
 	r := &ResponsesRequest{ID: newID("resp_"), ParallelToolCalls: true, Store: history != nil}
+	var err error
 	if err := unmarshalField(f, "model", &r.Model); err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +85,6 @@ func ResponsesToChatFrom(body []byte, history History) ([]byte, *ResponsesReques
 		msgs = append(msgs, map[string]any{"role": "system", "content": s})
 	}
 	in, ok := f["input"]
-	var err error
 	if !ok || isNullOrEmpty(in) {
 		return nil, nil, badf("input", "input is required: a string, or a list of input items")
 	}
@@ -104,12 +105,8 @@ func ResponsesToChatFrom(body []byte, history History) ([]byte, *ResponsesReques
 		if history == nil {
 			return nil, nil, badf("previous_response_id", "previous_response_id needs the response store, which is off (global.services.response_api: {enabled: true, store: memory}); send the whole conversation in input")
 		}
-		conv, err := history(r.PreviousResponseID)
-		if err != nil {
+		if r.History, err = history(r.PreviousResponseID); err != nil {
 			return nil, nil, err
-		}
-		if err := json.Unmarshal(conv, &r.History); err != nil {
-			return nil, nil, fmt.Errorf("the stored conversation of %s is not a list of items: %w", r.PreviousResponseID, err)
 		}
 	}
 	var given []json.RawMessage

@@ -49,12 +49,12 @@ func TestResponsesToChatImageFileID(t *testing.T) {
 }
 
 func TestResponsesToChatFromHistory(t *testing.T) {
-	history := func(id string) ([]byte, error) {
+	history := func(id string) ([]json.RawMessage, error) {
 		if id != "resp_prev" {
 			return nil, errors.New("unknown " + id)
 		}
-		return []byte(`[{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"before"}]},
-			{"id":"msg_2","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"answer","annotations":[]}]}]`), nil
+		return translate.TurnItems([]byte(`[{"id":"msg_1","type":"message","role":"user","content":[{"type":"input_text","text":"before"}]}]`),
+			[]byte(`{"output":[{"id":"msg_2","type":"message","role":"assistant","status":"completed","content":[{"type":"output_text","text":"answer","annotations":[]}]}]}`), true)
 	}
 	chat, r, err := translate.ResponsesToChatFrom([]byte(`{"model":"m","instructions":"S","previous_response_id":"resp_prev","input":"now"}`), history)
 	if err != nil {
@@ -68,13 +68,16 @@ func TestResponsesToChatFromHistory(t *testing.T) {
 	if !r.Store || r.PreviousResponseID != "resp_prev" || len(r.Input) != 1 || !strings.Contains(string(r.Input[0]), `"id":"msg_`) {
 		t.Fatalf("request %+v %s", r, r.Input)
 	}
-	input, conv, err := r.Stored([]byte(`{"output":[{"id":"msg_3","type":"message","role":"assistant","content":[{"type":"output_text","text":"later"}]}]}`))
-	if err != nil || !strings.Contains(string(input), `"text":"now"`) {
-		t.Fatalf("input %s %v", input, err)
+	input, err := r.StoredInput()
+	if err != nil || !strings.Contains(string(input), `"text":"now"`) || strings.Contains(string(input), "before") {
+		t.Fatalf("stored input %s %v: want this turn's only", input, err)
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(conv, &items) != nil || len(items) != 4 {
-		t.Fatalf("conversation %s", conv)
+	items, err := translate.TurnItems(input, []byte(`{"output":[{"id":"msg_3","type":"message","role":"assistant","content":[{"type":"output_text","text":"later"}]}]}`), true)
+	if err != nil || len(items) != 2 || !strings.Contains(string(items[1]), "later") {
+		t.Fatalf("turn items %s %v", items, err)
+	}
+	if items, _ := translate.TurnItems(input, nil, false); len(items) != 1 {
+		t.Fatalf("turn items without output: %s", items)
 	}
 	if _, _, err := translate.ResponsesToChatFrom([]byte(`{"model":"m","previous_response_id":"resp_x","input":"now"}`), history); err == nil {
 		t.Fatal("an unknown previous_response_id is accepted")

@@ -5,9 +5,10 @@
 // messages and parameters are identical and whose last user messages agree
 // on their slots and content words (Agree; plugins/internal/slots);
 // exact_then_semantic tries exact first. Entries are scoped per model and per
-// decision (each can be turned off), expire after ttl_seconds, and are
-// written only from 2xx answers that hold one plain assistant message, never
-// for a request that says Cache-Control: no-store. A request carrying the
+// decision (each can be turned off; the router adds the recipe and the
+// configuration epoch), expire after ttl_seconds, and are written only from
+// 2xx answers that hold one assistant message without tool calls (unless
+// cache_tool_calls), never for a request that says Cache-Control: no-store. A request carrying the
 // bypass header (x-cache-bypass: true by default) is neither answered from
 // nor stored in the cache.
 //
@@ -79,6 +80,10 @@ type Config struct {
 	BypassHeader string `json:"bypass_header,omitempty"`
 	// MaxEntryBytes bounds a stored answer (default 1 MiB).
 	MaxEntryBytes int `json:"max_entry_bytes,omitempty"`
+	// CacheToolCalls stores answers that call tools too, and answers hits
+	// with their tool calls (default false: such an answer is never stored,
+	// and an entry holding one is not served).
+	CacheToolCalls bool `json:"cache_tool_calls,omitempty"`
 }
 
 // Semantic configures similarity matching.
@@ -92,6 +97,10 @@ type Scope struct {
 	Model *bool `json:"model,omitempty"`
 	// Decision: entries are per matched decision (default true).
 	Decision *bool `json:"decision,omitempty"`
+	// Recipe: entries are per recipe (default true). The router applies
+	// it, with the configuration epoch, outside the plugin's namespace
+	// (internal/respcache): the plugin does not know the recipe.
+	Recipe *bool `json:"recipe,omitempty"`
 	// User: entries are per user, named by the body's user or
 	// safety_identifier field (default false). A request that names no user
 	// is then neither answered from nor stored in the cache.
@@ -136,6 +145,9 @@ func ParseConfig(raw []byte) (*Config, error) {
 	}
 	if c.Scope.Decision == nil {
 		c.Scope.Decision = &t
+	}
+	if c.Scope.Recipe == nil {
+		c.Scope.Recipe = &t
 	}
 	if c.BypassHeader == "" {
 		c.BypassHeader = DefaultBypassHeader
@@ -340,32 +352,48 @@ func members(body []byte) ([]jsonscan.Member, error) {
 	return lastOfEach(ms), nil
 }
 
-// Storable returns the assistant text of an upstream answer worth caching, or
-// why it is not: only 2xx answers holding exactly one choice with plain
-// assistant content (no tool calls, not cut short by a content filter) are
-// kept. body is a chat.completion or, for streamed answers, its chunk events.
+// Answer is what an entry keeps of an upstream answer: the assistant's
+// text and, with cache_tool_calls, its tool calls (a JSON array).
+type Answer struct {
+	Content   string
+	ToolCalls json.RawMessage
+}
+
+// Storable returns the assistant text of an upstream answer worth caching,
+// or why it is not (see StorableAnswer).
 func (c *Config) Storable(status int, body []byte) (string, string) {
+	a, why := c.StorableAnswer(status, body)
+	return a.Content, why
+}
+
+// StorableAnswer returns an upstream answer worth caching, or why it is
+// not: only 2xx answers holding exactly one choice with plain assistant
+// content (not cut short by a content filter) are kept, and answers that
+// call tools only with cache_tool_calls (from a chat.completion: the router
+// merges a stream's chunks into one before the response phase). body is a
+// chat.completion or, for streamed answers, its chunk events.
+func (c *Config) StorableAnswer(status int, body []byte) (Answer, string) {
 	if status < 200 || status > 299 {
-		return "", fmt.Sprintf("upstream status %d is not 2xx", status)
+		return Answer{}, fmt.Sprintf("upstream status %d is not 2xx", status)
 	}
-	var content string
+	var a Answer
 	var why string
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '{' {
-		content, why = fromCompletion(trimmed)
+		a, why = c.fromCompletion(trimmed)
 	} else {
-		content, why = fromEvents(body)
+		a.Content, why = fromEvents(body)
 	}
 	if why != "" {
-		return "", why
+		return Answer{}, why
 	}
-	if content == "" {
-		return "", "the answer has no content"
+	if a.Content == "" && len(a.ToolCalls) == 0 {
+		return Answer{}, "the answer has no content"
 	}
-	if len(content) > c.MaxEntryBytes {
-		return "", fmt.Sprintf("the answer is %d bytes, above max_entry_bytes %d", len(content), c.MaxEntryBytes)
+	if n := len(a.Content) + len(a.ToolCalls); n > c.MaxEntryBytes {
+		return Answer{}, fmt.Sprintf("the answer is %d bytes, above max_entry_bytes %d", n, c.MaxEntryBytes)
 	}
-	return content, ""
+	return a, ""
 }
 
 type choice struct {
@@ -388,27 +416,38 @@ func badFinish(f *string) string {
 	return ""
 }
 
-func fromCompletion(body []byte) (string, string) {
+func (c *Config) fromCompletion(body []byte) (Answer, string) {
 	var resp struct {
 		Choices []choice `json:"choices"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
-		return "", "the answer is not a chat.completion"
+		return Answer{}, "the answer is not a chat.completion"
 	}
 	if len(resp.Choices) != 1 || resp.Choices[0].Message == nil {
-		return "", fmt.Sprintf("the answer has %d choices; only single-choice answers are cached", len(resp.Choices))
+		return Answer{}, fmt.Sprintf("the answer has %d choices; only single-choice answers are cached", len(resp.Choices))
 	}
 	ch := resp.Choices[0]
 	if len(ch.Message.ToolCalls) > 0 {
-		return "", "the answer calls tools"
+		if !c.CacheToolCalls {
+			return Answer{}, "the answer calls tools (cache_tool_calls is off)"
+		}
+		if f := ch.FinishReason; f != nil && *f != "tool_calls" && *f != "stop" {
+			return Answer{}, "finish_reason " + *f
+		}
+		calls, _ := json.Marshal(ch.Message.ToolCalls)
+		a := Answer{ToolCalls: calls}
+		if ch.Message.Content != nil {
+			a.Content = *ch.Message.Content
+		}
+		return a, ""
 	}
 	if why := badFinish(ch.FinishReason); why != "" {
-		return "", why
+		return Answer{}, why
 	}
 	if ch.Message.Content == nil {
-		return "", "the answer has no content"
+		return Answer{}, "the answer has no content"
 	}
-	return *ch.Message.Content, ""
+	return Answer{Content: *ch.Message.Content}, ""
 }
 
 func fromEvents(body []byte) (string, string) {
@@ -438,7 +477,7 @@ func fromEvents(body []byte) (string, string) {
 			}
 			if ch.Delta != nil {
 				if len(ch.Delta.ToolCalls) > 0 {
-					return "", "the answer calls tools"
+					return "", "the answer calls tools in stream fragments (only a merged chat.completion's tool calls are stored)"
 				}
 				if ch.Delta.Content != nil {
 					b.WriteString(*ch.Delta.Content)
@@ -479,23 +518,35 @@ func Agree(query, candidate string) (bool, string) {
 	return slots.Agree(slots.Extract(query), slots.Extract(candidate))
 }
 
-// entry is what an entry holds: the query it answers and the answer.
+// entry is what an entry holds: the query it answers and the answer (with
+// its tool calls, if any).
 type entry struct {
-	Query  string `json:"q"`
-	Answer string `json:"a"`
+	Query     string          `json:"q"`
+	Answer    string          `json:"a"`
+	ToolCalls json.RawMessage `json:"t,omitempty"`
 }
 
 // EncodeEntry is the stored value of an answer to query.
-func EncodeEntry(query, answer string) []byte {
-	b, _ := json.Marshal(entry{query, answer})
+func EncodeEntry(query, answer string) []byte { return EncodeAnswer(query, Answer{Content: answer}) }
+
+// EncodeAnswer is the stored value of an answer (text and tool calls) to
+// query.
+func EncodeAnswer(query string, a Answer) []byte {
+	b, _ := json.Marshal(entry{query, a.Content, a.ToolCalls})
 	return b
 }
 
-// DecodeEntry reads a stored value.
+// DecodeEntry reads a stored value's query and answer text.
 func DecodeEntry(b []byte) (query, answer string, err error) {
+	q, a, err := DecodeAnswer(b)
+	return q, a.Content, err
+}
+
+// DecodeAnswer reads a stored value.
+func DecodeAnswer(b []byte) (string, Answer, error) {
 	var e entry
 	if err := json.Unmarshal(b, &e); err != nil {
-		return "", "", fmt.Errorf("a cache entry is not one this plugin wrote: %v", err)
+		return "", Answer{}, fmt.Errorf("a cache entry is not one this plugin wrote: %v", err)
 	}
-	return e.Query, e.Answer, nil
+	return e.Query, Answer{Content: e.Answer, ToolCalls: e.ToolCalls}, nil
 }

@@ -83,6 +83,32 @@ func TestStorable(t *testing.T) {
 	}
 }
 
+// With cache_tool_calls an answer that calls tools is kept, tool calls and
+// all (from a chat.completion; a stream's fragments are not merged here).
+func TestStorableToolCalls(t *testing.T) {
+	c, _ := ParseConfig([]byte(`{"cache_tool_calls":true}`))
+	body := `{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`
+	a, why := c.StorableAnswer(200, []byte(body))
+	if why != "" || a.Content != "" || !strings.Contains(string(a.ToolCalls), `"name":"f"`) {
+		t.Fatalf("%+v %q", a, why)
+	}
+	q, back, err := DecodeAnswer(EncodeAnswer("weather?", a))
+	if err != nil || q != "weather?" || string(back.ToolCalls) != string(a.ToolCalls) {
+		t.Fatalf("entry round trip: %q %+v %v", q, back, err)
+	}
+	events := "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\"}]}}]}\n\ndata: [DONE]\n\n"
+	if _, why := c.StorableAnswer(200, []byte(events)); !strings.Contains(why, "stream fragments") {
+		t.Fatalf("tool calls in events: %q", why)
+	}
+	off, _ := ParseConfig(nil)
+	if _, why := off.StorableAnswer(200, []byte(body)); !strings.Contains(why, "cache_tool_calls is off") {
+		t.Fatalf("without cache_tool_calls: %q", why)
+	}
+	if why := off.servable(a); why == "" {
+		t.Fatal("an entry with tool calls is served with cache_tool_calls off")
+	}
+}
+
 func TestBypass(t *testing.T) {
 	c, _ := ParseConfig(nil)
 	if !c.Bypassed([]Header{{"X-Cache-Bypass", "true"}}) || c.Bypassed([]Header{{"X-Cache-Bypass", "false"}}) || c.Bypassed(nil) {

@@ -103,9 +103,14 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		entry, err := req.CacheLookup(l.ns, l.key, nil, threshold)
 		switch {
 		case err == nil:
-			_, answer, err := DecodeEntry(entry.Value)
+			_, answer, err := DecodeAnswer(entry.Value)
 			if err != nil {
 				return err
+			}
+			if why := c.servable(answer); why != "" {
+				res.CacheStatus("miss")
+				res.Detail(joinNote("miss: the exact entry "+why, l.note))
+				return nil
 			}
 			c.hit(res, answer, HitExact, 1, l.note)
 			return nil
@@ -119,11 +124,14 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		entry, err := req.CacheLookup(l.ns, "", l.emb, threshold)
 		switch {
 		case err == nil:
-			query, answer, err := DecodeEntry(entry.Value)
+			query, answer, err := DecodeAnswer(entry.Value)
 			if err != nil {
 				return err
 			}
 			ok, diff := Agree(l.query, query)
+			if why := c.servable(answer); ok && why != "" {
+				ok, diff = false, why
+			}
 			if ok {
 				c.hit(res, answer, HitSemantic, float64(entry.Similarity), l.note)
 				return nil
@@ -138,12 +146,25 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	return nil
 }
 
-func (c *Config) hit(res *sdk.Result, answer, kind string, similarity float64, note string) {
+// servable says why an entry may not answer ("" when it may): one that
+// calls tools only while cache_tool_calls is on.
+func (c *Config) servable(a Answer) string {
+	if len(a.ToolCalls) > 0 && !c.CacheToolCalls {
+		return "calls tools and cache_tool_calls is off"
+	}
+	return ""
+}
+
+func (c *Config) hit(res *sdk.Result, answer Answer, kind string, similarity float64, note string) {
 	sim := FormatSimilarity(similarity, kind == HitExact)
 	res.CacheStatus("hit")
 	res.Value(HitValue, kind)
 	res.Value("similarity", sim)
-	res.Respond(200, answer)
+	if len(answer.ToolCalls) > 0 {
+		res.RespondWithToolCalls(200, answer.Content, answer.ToolCalls)
+	} else {
+		res.Respond(200, answer.Content)
+	}
 	res.Detail(joinNote(fmt.Sprintf("%s hit (%s, similarity %s)", kind, c.Mode, sim), note))
 }
 
@@ -158,7 +179,7 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 		res.Skip("not stored: the request says Cache-Control: no-store")
 		return nil
 	}
-	content, why := c.Storable(resp.Status(), resp.Body())
+	answer, why := c.StorableAnswer(resp.Status(), resp.Body())
 	if why != "" {
 		res.Skip("not stored: " + why)
 		return nil
@@ -175,10 +196,14 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 	if err != nil {
 		return err
 	}
-	if err := resp.CacheStore(l.ns, l.key, EncodeEntry(l.query, content), int(c.TTLSeconds), l.emb); err != nil {
+	if err := resp.CacheStore(l.ns, l.key, EncodeAnswer(l.query, answer), int(c.TTLSeconds), l.emb); err != nil {
 		return err
 	}
-	res.Detail(joinNote(fmt.Sprintf("stored %d bytes for %ds", len(content), c.TTLSeconds), l.note))
+	stored := fmt.Sprintf("stored %d bytes for %ds", len(answer.Content), c.TTLSeconds)
+	if len(answer.ToolCalls) > 0 {
+		stored += " with tool calls"
+	}
+	res.Detail(joinNote(stored, l.note))
 	return nil
 }
 

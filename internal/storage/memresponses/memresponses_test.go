@@ -46,11 +46,57 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestConversationRenewed: a turn continuing a conversation keeps its
+// earlier turns alive past their own TTL, and the conversation expires
+// together, a TTL after its newest turn; a continued conversation is not
+// evicted first by the entry bound.
+func TestConversationRenewed(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1700000000, 0)
+	s := memresponses.New(memresponses.Options{MaxEntries: 5, TTL: time.Hour, Now: func() time.Time { return now }})
+	prev := ""
+	for i := range 4 {
+		id := "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, PreviousID: prev, Response: []byte(`{}`), Input: []byte(`[]`)}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := s.PutResponse(ctx, storage.StoredResponse{ID: "other", Response: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		prev = id
+		now = now.Add(40 * time.Minute)
+	}
+	if chain, err := storage.Chain(ctx, s, "resp_3", 0); err != nil || len(chain) != 4 {
+		t.Fatalf("2 h 40 min after the first turn: %d turns, %v", len(chain), err)
+	}
+	if _, err := s.GetResponse(ctx, "other"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("an unused response past the TTL: %v", err)
+	}
+	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "new1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "new2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetResponse(ctx, "resp_0"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the least recently used goes first past MaxEntries: %v", err)
+	}
+	if _, err := s.GetResponse(ctx, "resp_3"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(21 * time.Minute)
+	if _, err := s.GetResponse(ctx, "resp_3"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a TTL after the newest turn: %v, want ErrNotFound", err)
+	}
+}
+
 // BenchmarkPutResponse is one stored-response write: a 2 KiB response
-// object, 512 B of input items, a 4 KiB conversation.
+// object and 512 B of input items.
 func BenchmarkPutResponse(b *testing.B) {
 	s := memresponses.New(memresponses.Options{})
-	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512), Conversation: make([]byte, 4096)}
+	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

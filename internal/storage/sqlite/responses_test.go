@@ -46,7 +46,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if err := s.w.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != len(schema) || version < 5 {
 		t.Fatalf("user_version %d (%v), want %d", version, err, len(schema))
 	}
-	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "resp_x", Response: []byte(`{"id":"resp_x"}`), Input: []byte(`[]`), Conversation: []byte(`[]`)}); err != nil {
+	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "resp_x", Response: []byte(`{"id":"resp_x"}`), Input: []byte(`[]`)}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -77,7 +77,10 @@ func rowsIn(t *testing.T, s *Store) int {
 
 func putResp(t *testing.T, s *Store, id string) {
 	t.Helper()
-	if err := s.PutResponse(context.Background(), storage.StoredResponse{ID: id, Response: []byte(`{}`), Input: []byte(`[]`), Conversation: []byte(`[]`)}); err != nil {
+	if err := s.PutResponse(context.Background(), storage.StoredResponse{ID: id, Response: []byte(`{}`), Input: []byte(`[]`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -197,21 +200,210 @@ func TestResponsesMaxCount(t *testing.T) {
 	}
 }
 
-// BenchmarkPutResponse is one durable stored-response write (WAL,
-// synchronous FULL): a 2 KiB response object, 512 B of input items, a 4 KiB
-// conversation.
+// TestMigrateFromVersion5 opens a database of schema version 5, whose rows
+// hold their whole conversation: a row becomes a first turn whose input is
+// its conversation less its own output, so it lists and continues as
+// before.
+func TestMigrateFromVersion5(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "files"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db, err := openDB(filepath.Join(dir, dbName), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now().Unix()
+	for _, q := range append(append([]string{}, schema[:5]...), `PRAGMA user_version = 5`) {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := db.Exec(`INSERT INTO responses (id, created_at, response, input, conversation) VALUES (?, ?, ?, ?, ?)`,
+		"resp_2", created, []byte(`{"id":"resp_2","output":[{"id":"msg_o2"}]}`), []byte(`[{"id":"msg_i2"}]`),
+		[]byte(`[{"id":"msg_i1"},{"id":"msg_o1"},{"id":"msg_i2"},{"id":"msg_o2"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := openAt(t, dir)
+	defer s.Close()
+	r, err := s.GetResponse(context.Background(), "resp_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Input) != `[{"id":"msg_i1"},{"id":"msg_o1"},{"id":"msg_i2"}]` || r.PreviousID != "" || r.CreatedAt.Unix() != created {
+		t.Fatalf("migrated row: input %s, previous %q, created %v", r.Input, r.PreviousID, r.CreatedAt)
+	}
+	if s.resp.count != 1 || s.resp.bytes != int64(r.Size()) {
+		t.Fatalf("count %d bytes %d, want 1 and %d", s.resp.count, s.resp.bytes, r.Size())
+	}
+}
+
+// TestResponsesWriteBehind: a put is found at once (before it is written),
+// a queued one can be deleted (and is never written), and Close writes the
+// queue (found after reopening).
+func TestResponsesWriteBehind(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openAt(t, dir)
+	s.wmu.Lock() // hold the writer: everything stays queued
+	for _, id := range []string{"resp_a", "resp_b"} {
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, Response: []byte(`{"id":"` + id + `"}`), Input: []byte(`[]`)}); err != nil {
+			s.wmu.Unlock()
+			t.Fatal(err)
+		}
+	}
+	if r, err := s.GetResponse(ctx, "resp_a"); err != nil || string(r.Response) != `{"id":"resp_a"}` {
+		s.wmu.Unlock()
+		t.Fatalf("get before the write: %+v %v", r, err)
+	}
+	var rows int
+	if err := s.r.QueryRow(`SELECT count(*) FROM responses`).Scan(&rows); err != nil || rows != 0 {
+		s.wmu.Unlock()
+		t.Fatalf("%d rows while the writer is held (%v), want 0", rows, err)
+	}
+	s.wmu.Unlock()
+	if err := s.DeleteResponse(ctx, "resp_b"); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if _, err := s.GetResponse(ctx, "resp_b"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("get after delete: %v, want ErrNotFound", err)
+	}
+	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "resp_c", Response: []byte(`{}`), Input: []byte(`[]`)}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // writes resp_c
+	if err := s.PutResponse(ctx, storage.StoredResponse{ID: "resp_d"}); err == nil {
+		t.Fatal("a put after Close was taken")
+	}
+	s = openAt(t, dir)
+	defer s.Close()
+	for id, want := range map[string]bool{"resp_a": true, "resp_b": false, "resp_c": true} {
+		_, err := s.GetResponse(ctx, id)
+		if want && err != nil || !want && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatalf("%s after reopening: %v (want found: %v)", id, err, want)
+		}
+	}
+	if s.resp.count != 2 {
+		t.Fatalf("count %d after reopening, want 2", s.resp.count)
+	}
+}
+
+// TestResponsesMaxBytes: past MaxResponseBytes the least recently used go
+// first; one response over the bound alone is refused.
+func TestResponsesMaxBytes(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{now: time.Unix(1_800_000_000, 0)}
+	s, err := Open(ctx, t.TempDir(), Options{MaxResponseBytes: 1000, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	put := func(id string, n int) error {
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, Response: make([]byte, n), Input: []byte(`[]`)}); err != nil {
+			return err
+		}
+		c.add(time.Second)
+		return s.Flush(ctx)
+	}
+	for i := range 4 {
+		if err := put("resp_"+strconv.Itoa(i), 292); err != nil { // 300 bytes each with id and input
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.GetResponse(ctx, "resp_0"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the oldest past MaxResponseBytes: %v, want ErrNotFound", err)
+	}
+	if n := rowsIn(t, s); n != 3 || s.resp.bytes != 900 {
+		t.Fatalf("%d rows, %d bytes; want 3 and 900", n, s.resp.bytes)
+	}
+	if err := put("resp_big", 2000); !errors.Is(err, storage.ErrTooLarge) {
+		t.Fatalf("over MaxResponseBytes alone: %v, want ErrTooLarge", err)
+	}
+	if err := s.DeleteResponse(ctx, "resp_1"); err != nil {
+		t.Fatal(err)
+	}
+	if s.resp.bytes != 600 {
+		t.Fatalf("%d bytes after a delete, want 600", s.resp.bytes)
+	}
+}
+
+// TestResponsesConversationRenewed: a turn continuing a conversation keeps
+// its earlier turns alive past their own TTL, so the whole conversation
+// expires together, a TTL after its newest turn (less the renewal window).
+func TestResponsesConversationRenewed(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{now: time.Unix(1_800_000_000, 0)}
+	s, err := Open(ctx, t.TempDir(), Options{ResponseTTL: time.Hour, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	prev := ""
+	for i := range 4 {
+		id := "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, PreviousID: prev, Response: []byte(`{}`), Input: []byte(`[]`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		prev = id
+		c.add(40 * time.Minute) // each turn comes after the renewal window
+	}
+	// resp_0 was stored 160 minutes ago, resp_3 40 minutes ago.
+	chain, err := storage.Chain(ctx, s, "resp_3", 0)
+	if err != nil || len(chain) != 4 {
+		t.Fatalf("conversation 2 h 40 min after its first turn: %d turns, %v", len(chain), err)
+	}
+	c.add(21 * time.Minute)
+	if _, err := s.GetResponse(ctx, "resp_0"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a TTL after the newest turn: %v, want ErrNotFound", err)
+	}
+}
+
+// BenchmarkPutResponse is a stored-response write as the request path sees
+// it (queued for the writer; found by a GET at once): a 2 KiB response
+// object and 512 B of input items. Sustained, it runs at the speed of the
+// writer's batched commits once the queue is full.
 func BenchmarkPutResponse(b *testing.B) {
 	s, err := Open(context.Background(), b.TempDir(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512), Conversation: make([]byte, 4096)}
+	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		r.ID = "resp_" + strconv.Itoa(i)
 		if err := s.PutResponse(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPutResponseDurable is one stored-response write waited for until
+// it is durable (WAL, synchronous FULL): the latency the request path had
+// when it wrote synchronously.
+func BenchmarkPutResponseDurable(b *testing.B) {
+	s, err := Open(context.Background(), b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := storage.StoredResponse{Response: make([]byte, 2048), Input: make([]byte, 512)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		r.ID = "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -48,9 +48,11 @@ type Options struct {
 	// ResponseTTL is how long a stored response (responses.go) is kept;
 	// zero is storage.DefaultResponseTTL.
 	ResponseTTL time.Duration
-	// MaxResponses bounds the stored responses, the oldest removed first;
-	// zero is DefaultMaxResponses.
-	MaxResponses int
+	// MaxResponses and MaxResponseBytes (the responses' JSON) bound the
+	// stored responses, the least recently used removed first; zero is
+	// DefaultMaxResponses, DefaultMaxResponseBytes.
+	MaxResponses     int
+	MaxResponseBytes int64
 	// Now is the clock of the responses' time to live (tests); nil is
 	// time.Now.
 	Now func() time.Time
@@ -73,8 +75,9 @@ type Store struct {
 	// commonDocs is the document count over which a query word is left
 	// out of a full-text search of an index of total chunks.
 	commonDocs func(total int) int
-	// resp is the stored responses' bounds and count (responses.go).
-	resp responseState
+	// resp is the stored responses' bounds, counts and write queue
+	// (responses.go).
+	resp *responseState
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -161,6 +164,7 @@ func openDB(path string, conns int) (*sql.DB, error) {
 func (s *Store) Close() error {
 	var err error
 	s.once.Do(func() {
+		s.closeResponses() // commits the queued responses first
 		close(s.closed)
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
@@ -327,6 +331,31 @@ var schema = []string{
 		conversation BLOB NOT NULL
 	);
 	CREATE INDEX responses_created ON responses(created_at);`,
+
+	// 6: stored responses keep their own turn only (responses.go): the
+	// conversation column goes, previous_id links a turn to the one it
+	// continued, used_at (Unix milliseconds) is the last use the time to
+	// live and the bounds count from, size is the row's bytes (the byte
+	// bound). A row of version 5 keeps its whole conversation: its earlier
+	// turns (the conversation less its own output items) become its input.
+	`CREATE TABLE responses_v6 (
+		id TEXT PRIMARY KEY,
+		previous_id TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		used_at INTEGER NOT NULL,
+		size INTEGER NOT NULL,
+		response BLOB NOT NULL,
+		input BLOB NOT NULL
+	);
+	INSERT INTO responses_v6 (id, previous_id, created_at, used_at, size, response, input)
+	SELECT id, '', created_at, created_at * 1000, 0, response,
+		CAST(coalesce((SELECT json_group_array(json(c.value) ORDER BY c.key) FROM json_each(CAST(r.conversation AS TEXT)) c
+			WHERE c.key < json_array_length(CAST(r.conversation AS TEXT)) - coalesce(json_array_length(CAST(r.response AS TEXT), '$.output'), 0)), '[]') AS BLOB)
+	FROM responses r;
+	UPDATE responses_v6 SET size = length(CAST(id AS BLOB)) + length(response) + length(input);
+	DROP TABLE responses;
+	ALTER TABLE responses_v6 RENAME TO responses;
+	CREATE INDEX responses_used ON responses(used_at);`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

@@ -1,0 +1,15 @@
+package respcache_test
+
+import (
+	"os"
+	"testing"
+)
+
+func readExample(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../recipes/testdata/example-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
