@@ -144,7 +144,7 @@ func (s *Server) run(ctx context.Context) error {
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
 		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
-			Storage: stored.management(), ResponseCache: plugins.Cache()})
+			Storage: stored.management(), ResponseCache: plugins.Cache(), Backends: ups.Health().Snapshot})
 		if err != nil {
 			return err
 		}

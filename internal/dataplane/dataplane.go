@@ -84,6 +84,11 @@ type Config struct {
 	// (global.services.response_api); nil keeps nothing, and the stored-
 	// response routes and previous_response_id say the store is off.
 	Responses storage.Responses
+	// Failover: the front end retries and fails over itself under a
+	// decision's reliability policy (Exchange.Retarget), so the request
+	// phase keeps what rewriting for another candidate needs. ext_proc
+	// leaves retries to Envoy and pays nothing for it.
+	Failover bool
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -96,34 +101,15 @@ type Plane struct {
 	files     Files
 	responses storage.Responses
 	epochs    *respcache.Epochs // the response cache's scope per recipe, decision and model (shared by copies)
+	failover  bool
 	// beside holds a token per response phase running on its own goroutine
 	// (runBeside; shared by copies).
 	beside chan struct{}
 }
 
-// maxBeside bounds the response phases running beside requests: past it a
-// response phase runs on its request's goroutine, so a burst of answers
-// slows its own handlers instead of piling up goroutines, each holding an
-// answer, without limit.
-const maxBeside = 64
-
-// runBeside runs fn on a goroutine of its own, the client having its answer
-// already, or on the caller's when maxBeside are running.
-func (p *Plane) runBeside(fn func()) {
-	select {
-	case p.beside <- struct{}{}:
-		go func() {
-			defer func() { <-p.beside }()
-			fn()
-		}()
-	default:
-		fn()
-	}
-}
-
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{},
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover,
 		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
@@ -352,7 +338,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 		returnClientHeaders(header, lent)
 	}
 
-	if res.Policy.Active() {
+	if p.failover && res.Policy.Active() {
 		p.keepRetargetBase(in, out, req.Fields, header)
 	}
 

@@ -14,6 +14,7 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/retry/host/previous_hosts/v3"
 	httpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"sigs.k8s.io/yaml"
@@ -83,6 +84,9 @@ func TestExampleEnvoyConfig(t *testing.T) {
 		pm.GetResponseBodyMode() != extprocfilterv3.ProcessingMode_BUFFERED {
 		t.Errorf("ext_proc filter %v", &ep)
 	}
+	if !ep.GetMutationRules().GetAllowEnvoy().GetValue() {
+		t.Error("mutation_rules.allow_envoy must be true: Junction sets the router's retry and timeout headers (x-envoy-*)")
+	}
 	clusters := map[string]*clusterv3.Cluster{}
 	for _, c := range b.GetStaticResources().GetClusters() {
 		clusters[c.GetName()] = c
@@ -121,6 +125,9 @@ func TestExampleEnvoyConfig(t *testing.T) {
 		}
 		if r.GetRoute().GetIdleTimeout().AsDuration() <= 0 {
 			t.Errorf("model %s: no idle timeout", m.Name)
+		}
+		if hp := r.GetRoute().GetRetryPolicy().GetRetryHostPredicate(); len(hp) != 1 || hp[0].GetName() != "envoy.retry_host_predicates.previous_hosts" {
+			t.Errorf("model %s: retries must go to another host of the cluster (previous_hosts): %v", m.Name, hp)
 		}
 	}
 	if r := matchRoute(vh.GetRoutes(), nil); r == nil || r.GetDirectResponse() == nil {

@@ -249,6 +249,7 @@ func (x *exchange) decide(trailers bool) error {
 	m := x.early
 	x.early = mutation{}
 	m.diff(x.reqHeader, out.Header)
+	putPolicyHeaders(&m, out.Result.Policy)
 	if p := out.Target.RequestURI(); p != x.path {
 		m.put(":path", p, false)
 		x.path = p

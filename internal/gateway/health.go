@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -25,6 +27,8 @@ type Health struct {
 	mu       sync.RWMutex
 	backends map[string]*backendHealth
 	models   map[string][]string // model name -> backend keys
+	// ejections counts each backend's ejections (kept after it recovers).
+	ejections map[string]uint64
 }
 
 type backendHealth struct {
@@ -52,6 +56,7 @@ func NewHealth(threshold int, cooldown time.Duration) *Health {
 		now:       time.Now,
 		backends:  map[string]*backendHealth{},
 		models:    map[string][]string{},
+		ejections: map[string]uint64{},
 	}
 }
 
@@ -138,9 +143,51 @@ func (h *Health) Failure(key string) {
 	}
 	b.failures++
 	if b.failures >= h.threshold {
+		if now := h.now(); !now.Before(b.downUntil) {
+			h.ejections[key]++ // a new ejection, not a failed probe of one
+		}
 		b.downUntil = h.now().Add(h.cooldown)
 		// Count again from zero after the cooldown: one more failure of the
 		// probe request should not wait for Threshold more.
 		b.failures = h.threshold - 1
 	}
+}
+
+// Snapshot is every backend of the configured models (and any other that
+// failed), sorted, with what passive health knows of it: for the metrics
+// (metrics.WatchBackends) and the management status document.
+func (h *Health) Snapshot() []metrics.BackendState {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	now := h.now()
+	seen := map[string]bool{}
+	var out []metrics.BackendState
+	add := func(k string) {
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		st := metrics.BackendState{Backend: k, Ejections: h.ejections[k]}
+		if b, ok := h.backends[k]; ok {
+			st.ConsecutiveFailures = b.failures
+			st.Ejected = now.Before(b.downUntil)
+			if st.Ejected {
+				// Failure keeps one below the threshold so that a failed
+				// probe after the cool-down ejects again at once; report
+				// what happened.
+				st.ConsecutiveFailures = h.threshold
+			}
+		}
+		out = append(out, st)
+	}
+	for _, keys := range h.models {
+		for _, k := range keys {
+			add(k)
+		}
+	}
+	for k := range h.backends {
+		add(k)
+	}
+	slices.SortFunc(out, func(a, b metrics.BackendState) int { return strings.Compare(a.Backend, b.Backend) })
+	return out
 }

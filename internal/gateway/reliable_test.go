@@ -291,6 +291,26 @@ func TestFallbackOverBackendRefsAndPassiveHealth(t *testing.T) {
 	if got := e.errors("small", "upstream_5xx"); got != DefaultFailureThreshold {
 		t.Errorf("errors{small,upstream_5xx} = %v, want %d (one per connection failure)", got, DefaultFailureThreshold)
 	}
+	// The ejection is visible in the metrics and the status snapshot.
+	deadKey := dead + "/v1"
+	if got := e.scalar("junction_upstream_backend_ejected", map[string]string{"backend": deadKey}); got != 1 {
+		t.Errorf("junction_upstream_backend_ejected{%s} = %v, want 1", deadKey, got)
+	}
+	if got := e.scalar("junction_upstream_backend_ejections_total", map[string]string{"backend": deadKey}); got != 1 {
+		t.Errorf("junction_upstream_backend_ejections_total = %v, want 1", got)
+	}
+	if got := e.scalar("junction_upstream_backend_ejected", map[string]string{"backend": e.ups["small"].srv.URL + "/v1"}); got != 0 {
+		t.Errorf("the healthy backend reads ejected = %v", got)
+	}
+	found := false
+	for _, b := range e.server.ups.Health().Snapshot() {
+		if b.Backend == deadKey {
+			found = b.Ejected && b.ConsecutiveFailures == DefaultFailureThreshold && b.Ejections == 1
+		}
+	}
+	if !found {
+		t.Errorf("snapshot %+v does not report %s ejected", e.server.ups.Health().Snapshot(), deadKey)
+	}
 }
 
 func TestPreferredEndpointIsTriedFirst(t *testing.T) {

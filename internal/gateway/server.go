@@ -91,7 +91,8 @@ func New(opts Options) *Server {
 	if s.ups == nil {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses})
+	s.metrics.WatchBackends(s.ups.health.Snapshot)
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true})
 	return s
 }
 

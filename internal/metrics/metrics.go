@@ -94,6 +94,7 @@ type Metrics struct {
 	classificationAccuracy *prometheus.GaugeVec
 	classificationDuration prometheus.Histogram
 	cache                  *cacheCollector
+	backends               *backendCollector
 	piiDetections          *prometheus.CounterVec
 	jailbreakAttempts      *prometheus.CounterVec
 	requestErrors          *prometheus.CounterVec
@@ -148,7 +149,8 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time spent computing a request's signals.",
 			Buckets: classificationBuckets,
 		}),
-		cache: newCacheCollector(),
+		cache:    newCacheCollector(),
+		backends: newBackendCollector(),
 		piiDetections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "router_pii_detections_total",
 			Help: "Requests in which personal data was detected, by the action taken (blocked or allowed).",
@@ -213,7 +215,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		m.cache, m.piiDetections, m.jailbreakAttempts,
 		m.requestErrors, m.modelRequests, m.reasoningDecisions, m.templateUsage,
 		m.effortUsage, m.modelCost, m.reasonCodes, m.ttft, m.tpot,
-		m.promptTokens, m.completionTokens, m.responsePhaseSkipped,
+		m.promptTokens, m.completionTokens, m.responsePhaseSkipped, m.backends,
 	)
 	return m
 }

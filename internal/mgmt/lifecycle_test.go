@@ -61,6 +61,15 @@ func TestConfigLifecycle(t *testing.T) {
 	if r.errCode(t) != mgmt.CodeRestartRequired {
 		t.Fatalf("tracing: %s", r.body)
 	}
+	// The response cache's backend and bounds are read at start.
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"services": map[string]any{"response_cache": map[string]any{"backend": "embedded"}}}}, "If-Match", etag), 409)
+	if !strings.Contains(string(r.body), `"path":"/global/services/response_cache"`) || r.errCode(t) != mgmt.CodeRestartRequired {
+		t.Fatalf("response cache: %s", r.body)
+	}
+	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"services": map[string]any{"response_cache": map[string]any{"backend": "redis"}}}}, "If-Match", etag), 400)
+	if !strings.Contains(string(r.body), "/global/services/response_cache/backend") {
+		t.Fatalf("an unknown response cache backend: %s", r.body)
+	}
 	// Model deployments are started with serve: adding one needs a restart.
 	r = must(t, e.call("PATCH", "/api/v1/config", map[string]any{"global": map[string]any{"model_catalog": map[string]any{
 		"deployments": []any{map[string]any{"name": "guard", "artifact": "jailbreak-glove"}}}}}, "If-Match", etag), 409)

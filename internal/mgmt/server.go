@@ -23,6 +23,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/junction-router/junction/internal/metrics"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,6 +57,9 @@ type Options struct {
 	// ResponseCache serves /api/v1/storage/response-cache/*; nil answers
 	// them 503.
 	ResponseCache ResponseCache
+	// Backends reports the standalone gateway's passive health of each
+	// upstream backend for GET /api/v1/status; nil leaves it out.
+	Backends func() []metrics.BackendState
 }
 
 // Server is the management API.

@@ -145,6 +145,20 @@ type StatusDocument struct {
 	// good one after a failed reload).
 	ActiveConfigHash string `json:"active_config_hash,omitempty"`
 	ActivationStage  string `json:"activation_stage,omitempty"`
+	// Backends is the standalone gateway's passive health of each upstream
+	// backend (absent when no gateway serves in this process).
+	Backends []BackendStatus `json:"backends,omitempty"`
+}
+
+// BackendStatus is one upstream backend as passive health sees it.
+type BackendStatus struct {
+	// Backend is its base URL.
+	Backend string `json:"backend"`
+	// State is healthy, or ejected while it is skipped for its cool-down
+	// after failing too often in a row.
+	State               string `json:"state"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+	Ejections           uint64 `json:"ejections"`
 }
 
 // Condition is one status condition.
@@ -212,6 +226,15 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		cond("Ready", "False", "ConfigActivationFailed")
 	default:
 		cond("Ready", "Unknown", "RequiredDependenciesUnobserved")
+	}
+	if s.opts.Backends != nil {
+		for _, b := range s.opts.Backends() {
+			st := BackendStatus{Backend: b.Backend, State: "healthy", ConsecutiveFailures: b.ConsecutiveFailures, Ejections: b.Ejections}
+			if b.Ejected {
+				st.State = "ejected"
+			}
+			doc.Backends = append(doc.Backends, st)
+		}
 	}
 	writeJSON(w, http.StatusOK, doc)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/mgmt"
 )
 
@@ -245,5 +246,29 @@ func TestEveryRouteAnswers(t *testing.T) {
 		if r.status == 405 {
 			t.Errorf("%s %s: 405", method, path)
 		}
+	}
+}
+
+// TestStatusReportsBackendHealth: the gateway's passive health of each
+// backend is in the status document.
+func TestStatusReportsBackendHealth(t *testing.T) {
+	e := newEnvOpts(t, copyBase(t), compiler(t), func(o *mgmt.Options) {
+		o.Backends = func() []metrics.BackendState {
+			return []metrics.BackendState{
+				{Backend: "http://a.internal:8000/v1", Ejected: true, ConsecutiveFailures: 3, Ejections: 2},
+				{Backend: "http://b.internal:8000/v1"},
+			}
+		}
+	})
+	var st mgmt.StatusDocument
+	if err := json.Unmarshal(must(t, e.call("GET", "/api/v1/status", nil), 200).body, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := []mgmt.BackendStatus{
+		{Backend: "http://a.internal:8000/v1", State: "ejected", ConsecutiveFailures: 3, Ejections: 2},
+		{Backend: "http://b.internal:8000/v1", State: "healthy"},
+	}
+	if fmt.Sprint(st.Backends) != fmt.Sprint(want) {
+		t.Errorf("backends = %+v, want %+v", st.Backends, want)
 	}
 }

@@ -56,6 +56,7 @@ type System struct {
 	loaded []recipes.Recipe // every recipe a load served, so later loads keep their types
 	cur    atomic.Pointer[pluginLoad]
 	old    []*wasm.Modules // replaced loads, closed with the system
+	stats  *Stats          // live runs by type, across loads
 }
 
 type pluginLoad struct {
@@ -118,7 +119,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
-	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log}
+	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now())}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
@@ -216,10 +217,18 @@ func (p *System) hasModule(typ string, doc *recipes.Document) bool {
 
 func (p *System) runner() *plugin.Stage { return p.cur.Load().runner }
 
-// Request implements plugin.Runner.
+// Request implements plugin.Runner; live runs are counted in Stats.
 func (p *System) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
-	return p.runner().Request(ctx, refs, req)
+	out, err := p.runner().Request(ctx, refs, req)
+	if req.Mode == plugin.ModeLive {
+		p.stats.Record(out.Reports)
+	}
+	return out, err
 }
+
+// PluginStats implements mgmt.PluginStatsReader: typ's live request-phase
+// runs since the system started.
+func (p *System) PluginStats(typ string) (mgmt.PluginRunStats, time.Time) { return p.stats.Type(typ) }
 
 // Validate checks a reference with the latest load (module schemas for
 // module types) and the built-in plugins' own configuration code.

@@ -90,7 +90,7 @@ func ScopeOf(doc *recipes.Document, recipe, decision, model string) Scope {
 	if perRecipe {
 		s.Recipe = recipe
 	}
-	s.sfx = s.suffix()
+	s.sfx = any(s.suffix())
 	return s
 }
 
@@ -145,7 +145,8 @@ type Epochs struct {
 
 type docEpochs struct {
 	doc *recipes.Document
-	m   sync.Map // epochKey -> Scope
+	mu  sync.RWMutex
+	m   map[epochKey]Scope
 }
 
 type epochKey struct{ recipe, decision, model string }
@@ -158,7 +159,7 @@ func (e *Epochs) Scope(doc *recipes.Document, recipe, decision, model string) Sc
 	}
 	cur := e.cur.Load()
 	if cur == nil || cur.doc != doc {
-		next := &docEpochs{doc: doc}
+		next := &docEpochs{doc: doc, m: map[epochKey]Scope{}}
 		if !e.cur.CompareAndSwap(cur, next) {
 			if cur = e.cur.Load(); cur == nil || cur.doc != doc {
 				return ScopeOf(doc, recipe, decision, model)
@@ -168,10 +169,15 @@ func (e *Epochs) Scope(doc *recipes.Document, recipe, decision, model string) Sc
 		}
 	}
 	k := epochKey{recipe, decision, model}
-	if s, ok := cur.m.Load(k); ok {
-		return s.(Scope)
+	cur.mu.RLock()
+	s, ok := cur.m[k]
+	cur.mu.RUnlock()
+	if ok {
+		return s
 	}
-	s := ScopeOf(doc, recipe, decision, model)
-	cur.m.Store(k, s)
+	s = ScopeOf(doc, recipe, decision, model)
+	cur.mu.Lock()
+	cur.m[k] = s
+	cur.mu.Unlock()
 	return s
 }

@@ -12,7 +12,7 @@ import (
 
 // The spec's example configuration: response_cache on the catch-all
 // decision "general" (models small and big).
-func exampleDoc(t *testing.T, edit func(string) string) *recipes.Document {
+func exampleDoc(t testing.TB, edit func(string) string) *recipes.Document {
 	t.Helper()
 	src := readExample(t)
 	if edit != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func readExample(t *testing.T) string {
+func readExample(t testing.TB) string {
 	t.Helper()
 	b, err := os.ReadFile("../../recipes/testdata/example-config.yaml")
 	if err != nil {

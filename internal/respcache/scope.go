@@ -14,7 +14,7 @@ import (
 type Scope struct {
 	Recipe string
 	Epoch  string
-	sfx    string // suffix(), kept by ScopeOf so a request need not build it
+	sfx    any // suffix() as a context value, kept by ScopeOf so a request need not build it
 }
 
 // suffix is what Scoped appends to a namespace.
@@ -36,11 +36,10 @@ func WithScope(ctx context.Context, s Scope) context.Context {
 	if s.Recipe == "" && s.Epoch == "" {
 		return ctx
 	}
-	sfx := s.sfx
-	if sfx == "" {
-		sfx = s.suffix()
+	if s.sfx != nil {
+		return context.WithValue(ctx, scopeKey{}, s.sfx)
 	}
-	return context.WithValue(ctx, scopeKey{}, sfx)
+	return context.WithValue(ctx, scopeKey{}, s.suffix())
 }
 
 // Scoped is the hostapi.Cache the plugin host is given: every namespace

@@ -58,11 +58,16 @@ type Config struct {
 	// BufferLimit is Envoy's buffer limit for BUFFERED_PARTIAL (what fits is
 	// sent, the rest passes); 0 means no limit.
 	BufferLimit int
+	// AllowEnvoyHeaders is mutation_rules.allow_envoy: the processor may set
+	// x-envoy-* request headers (the router's retry and timeout headers).
+	// Without it Envoy refuses them (Rejected).
+	AllowEnvoyHeaders bool
 }
 
 // Standard is the configuration of examples/envoy/envoy.yaml: buffered
-// request and response bodies, mode override allowed.
-var Standard = Config{RequestBody: Buffered, ResponseBody: Buffered, AllowModeOverride: true}
+// request and response bodies, mode override allowed, x-envoy-* headers
+// allowed.
+var Standard = Config{RequestBody: Buffered, ResponseBody: Buffered, AllowModeOverride: true, AllowEnvoyHeaders: true}
 
 // Header is one header field; keys are lower case, as Envoy sends them.
 type Header struct{ Key, Value string }

@@ -75,8 +75,12 @@ func TestMutationRulesAndContentLength(t *testing.T) {
 			}}}
 		}
 	}
+	// Envoy's defaults: x-envoy-* refused (Standard allows them, as
+	// examples/envoy/envoy.yaml's mutation_rules do).
+	defaults := Standard
+	defaults.AllowEnvoyHeaders = false
 	c := client(t, &scripted{answers: []func(*extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse{headersOK, body("hello", "5")}})
-	s, err := c.Open(context.Background(), Standard)
+	s, err := c.Open(context.Background(), defaults)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func (s *Stream) override(r *extprocv3.ProcessingResponse) *filterv3.ProcessingM
 }
 
 // applyHeaders applies a header mutation to h under Envoy's default
-// mutation rules.
+// mutation rules (x-envoy-* allowed with Config.AllowEnvoyHeaders).
 func (s *Stream) applyHeaders(h Headers, m *extprocv3.HeaderMutation) Headers {
 	for _, o := range m.GetSetHeaders() {
 		k := o.GetHeader().GetKey()
@@ -97,7 +97,8 @@ func (s *Stream) applyHeaders(h Headers, m *extprocv3.HeaderMutation) Headers {
 		if v == "" {
 			v = o.GetHeader().GetValue()
 		}
-		if k != strings.ToLower(k) || k == "host" || k == ":authority" || k == ":scheme" || k == ":method" || strings.HasPrefix(k, "x-envoy-") {
+		if k != strings.ToLower(k) || k == "host" || k == ":authority" || k == ":scheme" || k == ":method" ||
+			(strings.HasPrefix(k, "x-envoy-") && !s.cfg.AllowEnvoyHeaders) {
 			s.Rejected = append(s.Rejected, "set "+k)
 			continue
 		}

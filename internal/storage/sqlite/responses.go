@@ -71,6 +71,7 @@ type responseState struct {
 	queue   []*storage.StoredResponse          // not yet taken by the writer, oldest first
 	stopped bool                               // Close began: puts are refused
 	busy    bool                               // the writer is writing or pruning
+	idle    chan struct{}                      // closed (and replaced) each time the writer ends a round
 	slots   chan struct{}                      // one per pending response (maxQueued)
 	kick    chan struct{}                      // wakes the writer
 	stop    chan struct{}                      // closed by Close: drain and end
@@ -82,7 +83,7 @@ type responseState struct {
 func (s *Store) openResponses(ctx context.Context, o Options) error {
 	s.resp = &responseState{ttl: o.ResponseTTL, max: o.MaxResponses, maxBytes: o.MaxResponseBytes, now: o.Now,
 		pending: map[string]*storage.StoredResponse{}, slots: make(chan struct{}, maxQueued),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), idle: make(chan struct{})}
 	r := s.resp
 	if r.ttl <= 0 {
 		r.ttl = storage.DefaultResponseTTL
@@ -255,7 +256,7 @@ func (s *Store) Flush(ctx context.Context) error {
 	st := s.resp
 	for {
 		st.mu.Lock()
-		n, busy := len(st.pending), st.busy
+		n, busy, idle := len(st.pending), st.busy, st.idle
 		st.mu.Unlock()
 		if n == 0 && !busy {
 			return nil
@@ -269,7 +270,7 @@ func (s *Store) Flush(ctx context.Context) error {
 			return fmt.Errorf("sqlite: %d stored responses not yet written: %w", n, ctx.Err())
 		case <-st.done:
 			return errClosed
-		case <-time.After(time.Millisecond):
+		case <-idle:
 		}
 	}
 }
@@ -344,6 +345,8 @@ func (s *Store) writeResponses() {
 		}
 		st.mu.Lock()
 		st.busy = false
+		close(st.idle)
+		st.idle = make(chan struct{})
 		st.mu.Unlock()
 	}
 }
