@@ -27,9 +27,12 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/sdk"
 )
@@ -151,6 +154,9 @@ func configError(typ string, err error) error {
 // Call implements plugin.Modules: req goes through the ABI's request record,
 // as it would into a module.
 func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
+		span.SetAttributes(tracing.PluginRuntime.String("native"))
+	}
 	b, err := m.binding(typ, config)
 	if b == nil {
 		return plugin.ModuleResult{}, err
