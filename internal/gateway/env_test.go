@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -187,7 +189,11 @@ type envConfig struct {
 	noRun   bool
 	files   dataplane.Files
 	store   storage.Responses
+	tracer  *tracing.Tracer
 }
+
+// withTracer runs the gateway with tracing on.
+func withTracer(t *tracing.Tracer) envOption { return func(c *envConfig) { c.tracer = t } }
 
 // withResponseStore keeps Responses API answers in r.
 func withResponseStore(r storage.Responses) envOption { return func(c *envConfig) { c.store = r } }
@@ -206,6 +212,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	if cfg.noRun {
 		cfg.plugins = nil
+	}
+	// claude's backend takes its key from the environment; a request to it
+	// is refused while the variable is unset.
+	if os.Getenv("JUNCTION_TEST_ANTHROPIC_KEY") == "" {
+		t.Setenv("JUNCTION_TEST_ANTHROPIC_KEY", "sk-ant-env")
 	}
 	e := &env{t: t, ups: map[string]*fakeUpstream{}}
 	yaml := testConfig
@@ -239,6 +250,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Files:     cfg.files,
 		Responses: cfg.store,
+		Tracer:    cfg.tracer,
 	})
 	e.gw = httptest.NewServer(e.server)
 	t.Cleanup(e.gw.Close)

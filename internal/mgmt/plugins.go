@@ -177,13 +177,20 @@ func (s *Server) pluginBindings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	out := PluginBindings{Type: t.Type, Bindings: []PluginBinding{}}
+	writeJSON(w, http.StatusOK, PluginBindings{Type: t.Type, Bindings: s.pluginBindingsOf(t, doc, q.Get("recipe"), q.Get("decision"))})
+}
+
+// pluginBindingsOf lists the decisions of doc that use plugin type t (narrowed
+// to a recipe and a decision when they are not empty), each checked by the
+// runtime.
+func (s *Server) pluginBindingsOf(t PluginType, doc *recipes.Document, recipe, decision string) []PluginBinding {
+	out := []PluginBinding{}
 	for ri, rc := range doc.Recipes {
-		if rn := q.Get("recipe"); rn != "" && rn != rc.Name {
+		if recipe != "" && recipe != rc.Name {
 			continue
 		}
 		for di, d := range rc.Decisions {
-			if dn := q.Get("decision"); dn != "" && dn != d.Name {
+			if decision != "" && decision != d.Name {
 				continue
 			}
 			for pi, p := range d.Plugins {
@@ -204,11 +211,11 @@ func (s *Server) pluginBindings(w http.ResponseWriter, r *http.Request) {
 				} else {
 					b.Valid = true
 				}
-				out.Bindings = append(out.Bindings, b)
+				out = append(out, b)
 			}
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 func declaredEnabled(raw json.RawMessage) bool {
@@ -456,24 +463,10 @@ func (s *Server) compressionCapabilities(w http.ResponseWriter, r *http.Request)
 	}
 	c := Capabilities{Type: t.Type, Available: t.Available, Reason: t.Reason, Features: []string{}}
 	if t.Available {
-		c.Features = []string{"preview"}
+		c.Features = []string{"preview", "health"}
+		if _, ok := s.plugins.(PluginStatsReader); ok {
+			c.Features = append(c.Features, "stats")
+		}
 	}
 	writeJSON(w, http.StatusOK, c)
-}
-
-func (s *Server) pluginUnavailable(typ string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.pluginType(typ)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		if t.Available {
-			writeError(w, newErr(http.StatusNotImplemented, CodeNotImplemented, "the %s runtime is available but this route has no handler for it yet", typ))
-			return
-		}
-		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
-		e.body.Status = "unavailable"
-		writeError(w, e)
-	}
 }

@@ -117,8 +117,8 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/v1/plugins/{type}/bindings", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "active bindings of a plugin type", query: []string{"recipe", "decision"}, out: PluginBindings{}, errs: []int{404}, h: s.pluginBindings},
 		{method: "POST", path: "/api/v1/plugins/{type}/preview", perm: PermConfigRead, sensitivity: sensSensitive, tag: "plugins", summary: "preview (default) or probe a plugin on a request; never persists, never calls a generation backend", in: PluginPreviewRequest{}, out: PluginPreviewResponse{}, errs: []int{400, 404, 503}, h: s.pluginPreview},
 		{method: "GET", path: "/api/v1/plugins/context_compression/capabilities", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression capabilities", out: Capabilities{}, h: s.compressionCapabilities},
-		{method: "GET", path: "/api/v1/plugins/context_compression/health", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression health (503 while its runtime is unavailable)", errs: []int{503}, h: s.pluginUnavailable("context_compression")},
-		{method: "GET", path: "/api/v1/observability/plugins/context_compression/stats", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression statistics (503 while its runtime is unavailable)", errs: []int{503}, h: s.pluginUnavailable("context_compression")},
+		{method: "GET", path: "/api/v1/plugins/context_compression/health", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression health: the runtime, the serving configuration's bindings and their configuration checks (ok, or degraded with the problems); 503 while no runtime runs it", out: CompressionHealth{}, errs: []int{503}, h: s.compressionHealth},
+		{method: "GET", path: "/api/v1/observability/plugins/context_compression/stats", perm: PermConfigRead, sensitivity: sensInternal, tag: "plugins", summary: "context compression's live runs since the plugin system started: compressed, within budget, failed; tokens before, after and saved; messages dropped, tool outputs shortened. 503 while no runtime runs it or without the serving plugin system", out: CompressionStats{}, errs: []int{503}, h: s.compressionStats},
 
 		// observability
 		{method: "GET", path: "/api/v1/observability/audit", perm: PermAuditRead, sensitivity: sensSensitive, tag: "observability", summary: "hash-chained audit ring (latest 10,000)", query: []string{"action", "limit", "after_sequence"}, out: AuditPage{}, errs: bad, h: s.audit},
@@ -192,17 +192,7 @@ func (s *Server) routeTable() []route {
 	} {
 		rs = append(rs, cr(rt))
 	}
-	// Context recovery answers 503 with the
-	// reason until they exist.
-	type st struct{ method, path, perm, svc string }
-	for _, x := range []struct {
-		st
-		why string
-	}{
-		{st{"POST", "/api/v1/storage/context-recovery/invalidate", PermCacheInvalidate, "context recovery"}, "context recovery belongs to context_compression, which runs on the WebAssembly plugin runtime"},
-	} {
-		rs = append(rs, route{method: x.method, path: x.path, perm: x.perm, sensitivity: sensSensitive, tag: "storage",
-			summary: x.svc + " (503 while the service is unavailable)", errs: []int{503}, h: s.unavailable(x.svc, x.why)})
-	}
+	rs = append(rs, route{method: "POST", path: "/api/v1/storage/context-recovery/invalidate", perm: PermCacheInvalidate, sensitivity: sensSensitive, tag: "storage",
+		summary: "context recovery: 501, there is no state to invalidate (context_compression keeps nothing of what it drops; each turn is compressed afresh from the whole conversation)", errs: []int{501}, h: s.recoveryNotKept})
 	return rs
 }

@@ -137,6 +137,8 @@ type CacheStatsBody struct {
 	Evictions     CacheEvictions        `json:"evictions"`
 	TopNamespaces []CacheNamespaceCount `json:"top_namespaces"`
 	Epochs        []CacheEpoch          `json:"epochs"`
+	// Error says why the backend is degraded (its writes fail).
+	Error string `json:"error,omitempty"`
 }
 
 func (s *Server) cacheStats(w http.ResponseWriter, r *http.Request) {
@@ -149,17 +151,18 @@ func (s *Server) cacheStats(w http.ResponseWriter, r *http.Request) {
 		}
 		top = n
 	}
+	// An error (an embedded backend's failing writes) comes with the
+	// statistics, which are still what the cache serves from.
 	st, err := s.opts.ResponseCache.Stats(top)
-	if err != nil {
-		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "the response cache's statistics: %v", err))
-		return
-	}
 	k := st.Counts
 	out := CacheStatsBody{Backend: s.opts.ResponseCache.Info().Name, Entries: st.Entries, Bytes: st.Bytes, Namespaces: st.Namespaces,
 		Hits: CacheKinds{Exact: k.ExactHits, Semantic: k.SemanticHits}, Misses: CacheKinds{Exact: k.ExactMisses, Semantic: k.SemanticMisses},
 		HitRatio:      k.HitRatio(),
 		Evictions:     CacheEvictions{Capacity: k.Evictions, Expired: k.Expirations, Invalidated: k.Invalidated, Flushed: k.Flushed},
 		TopNamespaces: []CacheNamespaceCount{}, Epochs: []CacheEpoch{}}
+	if err != nil {
+		out.Error = err.Error()
+	}
 	for _, n := range st.Top {
 		out.TopNamespaces = append(out.TopNamespaces, CacheNamespaceCount{Namespace: n.Namespace, Entries: n.Entries})
 	}

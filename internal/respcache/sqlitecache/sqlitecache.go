@@ -27,25 +27,50 @@ const File = "response-cache.db"
 
 // embedded is the backend that survives a restart: every entry is kept in
 // a SQLite file (WAL, synchronous=NORMAL: a process crash loses nothing
-// committed, a power cut may lose the last stores, which a cache can
+// committed, a power cut may lose the last commits, which a cache can
 // afford) and, for lookups, in an in-memory memstore.Cache loaded at open
-// (embeddings included, so a semantic lookup never reads the file). Writes
-// go to both under one mutex; removals the memory makes on its own
-// (eviction, expiry met by a lookup) are queued and deleted from the file
-// with the next write.
+// (embeddings included, so a semantic lookup never reads the file).
+//
+// Writes are behind: a store changes the memory and appends to an ordered
+// log of file changes (inserts, and the deletes of every entry the memory
+// removes, by eviction, expiry, invalidation or flush), which one writer
+// goroutine commits in batches, one transaction each, so a burst of misses
+// does not queue on the disk. Invalidate, Flush and Close wait until the log
+// is committed. A failed commit keeps the log and is reported by Stats (the
+// management API's health) until a later commit succeeds.
 type embedded struct {
 	path string
 	mem  *memstore.Cache
 	db   *sql.DB
 	now  func() time.Time
 
-	wmu sync.Mutex // serialises writes (memory and file together)
+	wmu sync.Mutex // a memory change and its log entries, together
 
-	pmu     sync.Mutex
-	pending []nsKey // removed from memory, still in the file
+	lmu     sync.Mutex
+	log     []change // not yet in the file, in order
+	lastErr error    // of the last commit, nil once one succeeds
+
+	dmu       sync.Mutex // one commit at a time
+	kick      chan struct{}
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
-type nsKey struct{ ns, key string }
+// change is one file change: an entry's row (upsert), a delete (row nil),
+// or a flush scope's epoch (isEpoch: the scope in ns).
+type change struct {
+	ns, key string
+	row     *row
+	isEpoch bool
+	epoch   uint64
+}
+
+type row struct {
+	value, embedding       []byte
+	created, expires, used int64
+}
 
 // schema are the migrations of the file, applied in order; PRAGMA
 // user_version is the number applied.
@@ -83,7 +108,7 @@ func Open(ctx context.Context, path string, o respcache.Options) (respcache.Back
 		return nil, fmt.Errorf("response cache file %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	b := &embedded{path: path, mem: o.NewCache(), db: db, now: o.Now}
+	b := &embedded{path: path, mem: o.NewCache(), db: db, now: o.Now, kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -91,6 +116,8 @@ func Open(ctx context.Context, path string, o respcache.Options) (respcache.Back
 		db.Close()
 		return nil, fmt.Errorf("response cache file %s: %w (delete the file to start with an empty cache)", path, err)
 	}
+	b.wg.Add(1)
+	go b.writer()
 	return b, nil
 }
 
@@ -157,67 +184,96 @@ func (b *embedded) open(ctx context.Context) error {
 		return err
 	}
 	rows.Close()
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	return b.write(ctx, nil)
+	return b.commit(ctx)
 }
 
 // removed is memstore's OnRemove: called with the memory's lock held.
-func (b *embedded) removed(ns, key string) {
-	b.pmu.Lock()
-	b.pending = append(b.pending, nsKey{ns, key})
-	b.pmu.Unlock()
+func (b *embedded) removed(ns, key string) { b.append(change{ns: ns, key: key}) }
+
+func (b *embedded) append(c change) {
+	b.lmu.Lock()
+	b.log = append(b.log, c)
+	b.lmu.Unlock()
 }
 
-// write deletes the pending removals and runs then (if any) in one
-// transaction (b.wmu held).
-func (b *embedded) write(ctx context.Context, then func(*sql.Tx) error) error {
-	b.pmu.Lock()
-	pending := b.pending
-	b.pending = nil
-	b.pmu.Unlock()
-	if len(pending) == 0 && then == nil {
+// writer commits the log whenever it grows, until Close.
+func (b *embedded) writer() {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-b.kick:
+			_ = b.commit(context.Background())
+		case <-b.done:
+			return
+		}
+	}
+}
+
+func (b *embedded) wake() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// commit writes the log to the file in one transaction; on failure the log
+// is kept (in order) for the next commit.
+func (b *embedded) commit(ctx context.Context) error {
+	b.dmu.Lock()
+	defer b.dmu.Unlock()
+	b.lmu.Lock()
+	log := b.log
+	b.log = nil
+	b.lmu.Unlock()
+	if len(log) == 0 {
 		return nil
 	}
-	tx, err := b.db.BeginTx(ctx, nil)
+	err := b.apply(ctx, log)
+	b.lmu.Lock()
 	if err != nil {
-		b.requeue(pending)
-		return err
+		b.log = append(log, b.log...)
+		b.lastErr = fmt.Errorf("response cache file %s: %d changes not written: %w", b.path, len(b.log), err)
+		err = b.lastErr
+	} else {
+		b.lastErr = nil
 	}
-	fail := func(err error) error {
-		tx.Rollback()
-		b.requeue(pending)
-		return err
-	}
-	if len(pending) > 0 {
-		del, err := tx.PrepareContext(ctx, `DELETE FROM entries WHERE ns = ? AND key = ?`)
-		if err != nil {
-			return fail(err)
-		}
-		for _, p := range pending {
-			if _, err := del.ExecContext(ctx, p.ns, p.key); err != nil {
-				del.Close()
-				return fail(err)
-			}
-		}
-		del.Close()
-	}
-	if then != nil {
-		if err := then(tx); err != nil {
-			return fail(err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		b.requeue(pending)
-		return err
-	}
-	return nil
+	b.lmu.Unlock()
+	return err
 }
 
-func (b *embedded) requeue(p []nsKey) {
-	b.pmu.Lock()
-	b.pending = append(p, b.pending...)
-	b.pmu.Unlock()
+func (b *embedded) apply(ctx context.Context, log []change) error {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	del, err := tx.PrepareContext(ctx, `DELETE FROM entries WHERE ns = ? AND key = ?`)
+	if err != nil {
+		return err
+	}
+	defer del.Close()
+	put, err := tx.PrepareContext(ctx, `INSERT INTO entries (ns, key, value, embedding, created, expires, used) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, embedding = excluded.embedding,
+		created = excluded.created, expires = excluded.expires, used = excluded.used`)
+	if err != nil {
+		return err
+	}
+	defer put.Close()
+	for _, c := range log {
+		switch {
+		case c.isEpoch:
+			_, err = tx.ExecContext(ctx, `INSERT INTO epochs (scope, epoch) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET epoch = excluded.epoch`, c.ns, int64(c.epoch))
+		case c.row == nil:
+			_, err = del.ExecContext(ctx, c.ns, c.key)
+		default:
+			r := c.row
+			_, err = put.ExecContext(ctx, c.ns, c.key, r.value, r.embedding, r.created, r.expires, r.used)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // Lookup implements hostapi.Cache: from memory only.
@@ -225,55 +281,50 @@ func (b *embedded) Lookup(ctx context.Context, ns, key string, embedding []float
 	return b.mem.Lookup(ctx, ns, key, embedding, threshold)
 }
 
-// Store implements hostapi.Cache: the entry is in the file when it returns.
+// Store implements hostapi.Cache: the entry is in memory when it returns,
+// and in the file once the writer committed it (Close waits for that).
 func (b *embedded) Store(ctx context.Context, ns, key string, value []byte, ttl time.Duration, embedding []float32) error {
 	b.wmu.Lock()
 	defer b.wmu.Unlock()
 	if err := b.mem.Store(ctx, ns, key, value, ttl, embedding); err != nil {
 		return err
 	}
-	created, expires, ok := b.mem.Times(ns, key)
-	if !ok { // evicted at once (larger than the byte bound): nothing to keep
-		return b.write(ctx, nil)
+	// Evicted at once (larger than the byte bound): its delete is logged.
+	if created, expires, ok := b.mem.Times(ns, key); ok {
+		b.append(change{ns: ns, key: key, row: &row{value: value, embedding: encodeVector(embedding),
+			created: created.UnixNano(), expires: expires.UnixNano(), used: b.now().UnixNano()}})
 	}
-	err := b.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO entries (ns, key, value, embedding, created, expires, used) VALUES (?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, embedding = excluded.embedding,
-			created = excluded.created, expires = excluded.expires, used = excluded.used`,
-			ns, key, value, encodeVector(embedding), created.UnixNano(), expires.UnixNano(), b.now().UnixNano())
-		return err
-	})
-	if err != nil {
-		// Memory and file must agree: without its row the entry goes.
-		b.mem.Delete(ns, key)
-		return fmt.Errorf("response cache file %s: %w", b.path, err)
-	}
+	b.wake()
 	return nil
 }
 
 func (b *embedded) Counts() (respcache.Counts, int) { return b.mem.Counts() }
 
-func (b *embedded) Stats(topN int) (respcache.Stats, error) { return b.mem.Stats(topN), nil }
+// Stats are the memory's; the error is the last failed commit's, until one
+// succeeds.
+func (b *embedded) Stats(topN int) (respcache.Stats, error) {
+	b.lmu.Lock()
+	err := b.lastErr
+	b.lmu.Unlock()
+	return b.mem.Stats(topN), err
+}
 
 func (b *embedded) Invalidate(f respcache.Filter, dryRun bool) (int, int, error) {
 	b.wmu.Lock()
-	defer b.wmu.Unlock()
 	n, nss := b.mem.Invalidate(f, dryRun)
+	b.wmu.Unlock()
 	if dryRun {
 		return n, nss, nil
 	}
-	return n, nss, b.write(context.Background(), nil)
+	return n, nss, b.commit(context.Background())
 }
 
 func (b *embedded) Flush(f respcache.Filter) (uint64, int, error) {
 	b.wmu.Lock()
-	defer b.wmu.Unlock()
 	epoch, n := b.mem.Flush(f)
-	err := b.write(context.Background(), func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO epochs (scope, epoch) VALUES (?, ?) ON CONFLICT (scope) DO UPDATE SET epoch = excluded.epoch`, f.Scope(), int64(epoch))
-		return err
-	})
-	return epoch, n, err
+	b.append(change{ns: f.Scope(), isEpoch: true, epoch: epoch})
+	b.wmu.Unlock()
+	return epoch, n, b.commit(context.Background())
 }
 
 func (b *embedded) Info() respcache.Info {
@@ -282,13 +333,16 @@ func (b *embedded) Info() respcache.Info {
 	return info
 }
 
-// Close deletes what memory removed since the last write and closes the
-// file.
+// Close stops the writer, commits what is left of the log and closes the
+// file; calling it again does nothing.
 func (b *embedded) Close() error {
-	b.wmu.Lock()
-	defer b.wmu.Unlock()
-	err := b.write(context.Background(), nil)
-	return errors.Join(err, b.db.Close())
+	b.closeOnce.Do(func() {
+		close(b.done)
+		b.wg.Wait()
+		err := b.commit(context.Background())
+		b.closeErr = errors.Join(err, b.db.Close())
+	})
+	return b.closeErr
 }
 
 func encodeVector(v []float32) []byte {

@@ -70,3 +70,35 @@ func setVersion(t *testing.T, path string, v int) {
 		t.Fatal(err)
 	}
 }
+
+// A store reaches the file without waiting for Close: the writer commits
+// the log in the background (a crash then loses only what it had not).
+func TestEmbeddedWritesBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), sqlitecache.File)
+	b, err := sqlitecache.Open(context.Background(), path, respcache.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for i := range 50 {
+		if err := b.Store(context.Background(), "ns", fmt.Sprintf("k%d", i), []byte("v"), time.Hour, []float32{1, 0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for n := 0; n != 50; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 50 stores in the file after 10 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+		_ = db.QueryRow(`SELECT count(*) FROM entries`).Scan(&n)
+	}
+	if _, err := b.Stats(0); err != nil {
+		t.Fatalf("stats after good commits: %v", err)
+	}
+}

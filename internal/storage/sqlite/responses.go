@@ -71,6 +71,7 @@ type responseState struct {
 	queue   []*storage.StoredResponse          // not yet taken by the writer, oldest first
 	stopped bool                               // Close began: puts are refused
 	busy    bool                               // the writer is writing or pruning
+	idle    chan struct{}                      // closed (and replaced) each time the writer ends a round
 	slots   chan struct{}                      // one per pending response (maxQueued)
 	kick    chan struct{}                      // wakes the writer
 	stop    chan struct{}                      // closed by Close: drain and end
@@ -82,7 +83,7 @@ type responseState struct {
 func (s *Store) openResponses(ctx context.Context, o Options) error {
 	s.resp = &responseState{ttl: o.ResponseTTL, max: o.MaxResponses, maxBytes: o.MaxResponseBytes, now: o.Now,
 		pending: map[string]*storage.StoredResponse{}, slots: make(chan struct{}, maxQueued),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), idle: make(chan struct{})}
 	r := s.resp
 	if r.ttl <= 0 {
 		r.ttl = storage.DefaultResponseTTL
@@ -255,7 +256,7 @@ func (s *Store) Flush(ctx context.Context) error {
 	st := s.resp
 	for {
 		st.mu.Lock()
-		n, busy := len(st.pending), st.busy
+		n, busy, idle := len(st.pending), st.busy, st.idle
 		st.mu.Unlock()
 		if n == 0 && !busy {
 			return nil
@@ -269,7 +270,7 @@ func (s *Store) Flush(ctx context.Context) error {
 			return fmt.Errorf("sqlite: %d stored responses not yet written: %w", n, ctx.Err())
 		case <-st.done:
 			return errClosed
-		case <-time.After(time.Millisecond):
+		case <-idle:
 		}
 	}
 }
@@ -344,6 +345,8 @@ func (s *Store) writeResponses() {
 		}
 		st.mu.Lock()
 		st.busy = false
+		close(st.idle)
+		st.idle = make(chan struct{})
 		st.mu.Unlock()
 	}
 }
@@ -523,4 +526,74 @@ func (s *Store) DeleteResponse(ctx context.Context, id string) error {
 		return nil
 	}
 	return fmt.Errorf("response %q: %w", id, storage.ErrNotFound)
+}
+
+// ResponseChain implements storage.ChainReader: the turns not yet written
+// are followed in memory, the rest of the conversation is read in one
+// recursive query (a turn costs no round trip of its own).
+func (s *Store) ResponseChain(ctx context.Context, id string, maxTurns int) ([]storage.StoredResponse, error) {
+	if maxTurns <= 0 {
+		maxTurns = storage.MaxConversationTurns
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	tooLong := fmt.Errorf("response %s: %w (more than %d)", id, storage.ErrChainTooLong, maxTurns)
+	var chain []storage.StoredResponse // newest first
+	next := id
+	st := s.resp
+	st.mu.Lock()
+	for next != "" {
+		p := st.pending[next]
+		if p == nil {
+			break
+		}
+		if len(chain) == maxTurns {
+			st.mu.Unlock()
+			return nil, tooLong
+		}
+		chain = append(chain, *p)
+		next = p.PreviousID
+	}
+	st.mu.Unlock()
+	if next != "" {
+		keep := s.keepFrom()
+		rows, err := s.r.QueryContext(ctx, `WITH RECURSIVE chain(id, previous_id, created_at, response, input, n) AS (
+			SELECT id, previous_id, created_at, response, input, 1 FROM responses WHERE id = ? AND used_at >= ?
+			UNION ALL
+			SELECT r.id, r.previous_id, r.created_at, r.response, r.input, c.n + 1 FROM responses r JOIN chain c ON r.id = c.previous_id
+			WHERE c.previous_id != '' AND r.used_at >= ? AND c.n < ?)
+			SELECT id, previous_id, created_at, response, input FROM chain ORDER BY n`, next, keep, keep, maxTurns-len(chain)+1)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+		}
+		found := 0
+		for rows.Next() {
+			var r storage.StoredResponse
+			var created int64
+			if err := rows.Scan(&r.ID, &r.PreviousID, &created, &r.Response, &r.Input); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+			}
+			r.CreatedAt = time.Unix(created, 0)
+			chain = append(chain, r)
+			found++
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+		}
+		switch {
+		case found == 0 && next == id:
+			return nil, fmt.Errorf("response %q: %w", id, storage.ErrNotFound)
+		case found == 0:
+			return nil, &storage.ChainBrokenError{ID: id, Missing: next}
+		case len(chain) > maxTurns:
+			return nil, tooLong
+		}
+		if last := chain[len(chain)-1]; last.PreviousID != "" {
+			return nil, &storage.ChainBrokenError{ID: id, Missing: last.PreviousID}
+		}
+	}
+	slices.Reverse(chain)
+	return chain, nil
 }

@@ -1,0 +1,144 @@
+package mgmt
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/junction-router/junction/internal/plugin"
+)
+
+// The context_compression routes: health (the plugin's runtime and the
+// serving configuration's bindings), statistics of its live runs (counted
+// by the serving plugin system), and context recovery, which this build
+// does not keep (see recoveryNotKept).
+
+// PluginStatsReader is what a plugin runtime offers when it serves live
+// traffic (junction serve's plugin system): the counts of a type's runs.
+type PluginStatsReader interface {
+	PluginStats(typ string) (PluginRunStats, time.Time)
+}
+
+// PluginRunStats are one plugin type's live runs: how many, by status, and
+// the sums of the numeric values of their reports.
+type PluginRunStats struct {
+	Runs     int64              `json:"runs"`
+	ByStatus map[string]int64   `json:"by_status"`
+	Sums     map[string]float64 `json:"value_sums"`
+}
+
+const compressionType = "context_compression"
+
+// CompressionHealth answers GET /api/v1/plugins/context_compression/health.
+type CompressionHealth struct {
+	Type string `json:"type"`
+	// Status is ok, degraded (a binding's configuration is refused by the
+	// runtime) or unavailable (no runtime runs the plugin; answered 503).
+	Status    string `json:"status"`
+	Available bool   `json:"available"`
+	Runtime   string `json:"runtime,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Bindings counts the serving configuration's decisions that use the
+	// plugin; ValidBindings those whose configuration the runtime accepts;
+	// Problems lists the others.
+	Bindings      int             `json:"bindings"`
+	ValidBindings int             `json:"valid_bindings"`
+	Problems      []PluginBinding `json:"problems"`
+	// StatsAvailable: live runs are counted (GET
+	// /api/v1/observability/plugins/context_compression/stats answers).
+	StatsAvailable bool `json:"stats_available"`
+	// RecoveryState is false: the plugin keeps nothing of what it drops.
+	RecoveryState bool `json:"recovery_state"`
+}
+
+func (s *Server) compressionHealth(w http.ResponseWriter, r *http.Request) {
+	t, err := s.pluginType(compressionType)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !t.Available {
+		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
+		e.body.Status = "unavailable"
+		writeError(w, e)
+		return
+	}
+	_, stats := s.plugins.(PluginStatsReader)
+	h := CompressionHealth{Type: t.Type, Status: "ok", Available: true, Runtime: t.Runtime, Problems: []PluginBinding{}, StatsAvailable: stats}
+	for _, b := range s.pluginBindingsOf(t, s.cfg.Runtime().Current().Document(), "", "") {
+		h.Bindings++
+		if b.Valid {
+			h.ValidBindings++
+		} else {
+			h.Problems = append(h.Problems, b)
+		}
+	}
+	if len(h.Problems) > 0 {
+		h.Status = "degraded"
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// CompressionStats answers GET
+// /api/v1/observability/plugins/context_compression/stats: the plugin's
+// live runs since the plugin system started, from their reports.
+type CompressionStats struct {
+	Type  string    `json:"type"`
+	Since time.Time `json:"since"`
+	// Runs counts the requests the plugin ran on: Compressed (it changed
+	// the messages), WithinBudget (nothing to do), Failed; ByStatus has
+	// every status the stage reported.
+	Runs         int64            `json:"runs"`
+	Compressed   int64            `json:"compressed"`
+	WithinBudget int64            `json:"within_budget"`
+	Failed       int64            `json:"failed"`
+	ByStatus     map[string]int64 `json:"by_status"`
+	// Token and message sums over every run (a run within budget adds the
+	// same tokens before and after).
+	TokensBefore         int64   `json:"tokens_before"`
+	TokensAfter          int64   `json:"tokens_after"`
+	TokensSaved          int64   `json:"tokens_saved"`
+	SavedRatio           float64 `json:"saved_ratio"`
+	MessagesDropped      int64   `json:"messages_dropped"`
+	ToolOutputsShortened int64   `json:"tool_outputs_shortened"`
+}
+
+func (s *Server) compressionStats(w http.ResponseWriter, r *http.Request) {
+	t, err := s.pluginType(compressionType)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if !t.Available {
+		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
+		e.body.Status = "unavailable"
+		writeError(w, e)
+		return
+	}
+	sr, ok := s.plugins.(PluginStatsReader)
+	if !ok {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"context_compression statistics are counted by the plugin system that serves traffic (junction serve); this management API was started without one"))
+		return
+	}
+	ts, since := sr.PluginStats(compressionType)
+	out := CompressionStats{Type: compressionType, Since: since.UTC(), Runs: ts.Runs, ByStatus: ts.ByStatus,
+		Compressed: ts.ByStatus[plugin.StatusApplied], WithinBudget: ts.ByStatus[plugin.StatusSkipped], Failed: ts.ByStatus[plugin.StatusFailed],
+		TokensBefore: int64(ts.Sums["tokens_before"]), TokensAfter: int64(ts.Sums["tokens_after"]),
+		MessagesDropped: int64(ts.Sums["messages_dropped"]), ToolOutputsShortened: int64(ts.Sums["tool_outputs_shortened"])}
+	out.TokensSaved = out.TokensBefore - out.TokensAfter
+	if out.TokensBefore > 0 {
+		out.SavedRatio = float64(out.TokensSaved) / float64(out.TokensBefore)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// recoveryNotKept answers POST /api/v1/storage/context-recovery/invalidate:
+// context_compression is a pure function of the request it rewrites (it
+// drops older turns and shortens tool outputs in the forwarded copy) and
+// keeps nothing to recover them from, so there is no state to invalidate;
+// the full conversation stays with the client, or in the Responses API's
+// store (previous_response_id), each turn compressed afresh.
+func (s *Server) recoveryNotKept(w http.ResponseWriter, r *http.Request) {
+	writeError(w, newErr(http.StatusNotImplemented, CodeNotImplemented,
+		"there is no context-recovery state to invalidate: context_compression keeps nothing of what it drops (it rewrites only the forwarded request; the whole conversation stays with the client or in the Responses API store, and each turn is compressed afresh)"))
+}
