@@ -50,7 +50,8 @@ type Cache struct {
 	all    list.List // every entry, most recently used first
 	bytes  int64     // entrySize of every entry
 	counts CacheCounts
-	epochs map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
+	epochs  map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
+	flushes uint64            // flushes of any scope
 }
 
 // Defaults of the whole cache's bounds.
