@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 
 	"github.com/junction-router/junction/internal/deploy"
@@ -53,10 +54,10 @@ func (s *Server) run(ctx context.Context) error {
 	defer closeModels()
 	deps.Apply(&models)
 	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
-		if ctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return nil // stopped while waiting
 		}
-		return err
+		return err // a deployment failed (reported as phase error until stopped)
 	}
 	stored, err := openStoredData(ctx, o.DataDir, peeked, models.Embedder, deps, log)
 	if err != nil {
@@ -100,7 +101,10 @@ func (s *Server) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return errors.Join(catalogOK(d), nativeOK(d))
+		// A backend key missing from the environment is refused here (at
+		// start-up and on every activation), not at validation: see
+		// recipes.CheckCredentials.
+		return errors.Join(catalogOK(d), nativeOK(d), recipes.CheckCredentials(d, os.LookupEnv))
 	}
 	source := recipes.BuiltinYAML()
 	if o.Document != nil {
@@ -158,11 +162,18 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	// The data-plane listeners open once every model deployment is ready.
 	if err := deps.Wait(ctx); err != nil {
-		ls.abandon()
-		if ctx.Err() != nil {
-			return nil
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			ls.abandon()
+			return nil // stopped while waiting
 		}
+		// Start-up has ended: the management API keeps answering /ready
+		// and /startup-status with phase error and the reason until serve
+		// is stopped (the data-plane listeners never open).
 		startup.Fail(err.Error())
+		if mAddr != "" {
+			deps.HoldFailure(ctx, err, ls.errc)
+		}
+		ls.abandon()
 		return err
 	}
 	served, err := o.Model.Apply(doc)

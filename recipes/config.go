@@ -115,6 +115,10 @@ type BackendRef struct {
 	ExtraHeaders map[string]string `json:"extra_headers,omitempty"`
 	// APIKeyEnv names an environment variable holding the upstream key (never the key itself).
 	APIKeyEnv string `json:"api_key_env,omitempty"`
+	// ForwardClientAuth passes the client's own credentials (Authorization,
+	// x-api-key, api-key) to this backend; without it they never reach one.
+	// Exclusive with APIKeyEnv.
+	ForwardClientAuth bool `json:"forward_client_auth,omitempty"`
 	// Timeout bounds one upstream call; 0 means the listener's timeout.
 	Timeout Duration `json:"timeout,omitempty"`
 }

@@ -168,6 +168,9 @@ func (c *checker) backend(p string, b BackendRef) {
 	if b.APIKeyEnv != "" && !isEnvName(b.APIKeyEnv) {
 		c.add(p+"/api_key_env", CodeInvalidValue, "name an environment variable (letters, digits, _), not the key itself")
 	}
+	if b.APIKeyEnv != "" && b.ForwardClientAuth {
+		c.add(p+"/forward_client_auth", CodeConflict, "a backend takes its key from api_key_env or from the client, not both; remove one")
+	}
 	if b.Timeout.Duration < 0 {
 		c.add(p+"/timeout", CodeInvalidValue, "must not be negative (got %s)", b.Timeout.Duration)
 	}

@@ -97,6 +97,10 @@ func TestSemanticProblems(t *testing.T) {
 		{"api_key_env holds a key", func(t *testing.T, v map[string]any) {
 			set(t, v, "/providers/models/0/backend_refs/0/api_key_env", "sk-abc123")
 		}, "/providers/models/0/backend_refs/0/api_key_env", CodeInvalidValue, "environment variable"},
+		{"api_key_env and forward_client_auth", func(t *testing.T, v map[string]any) {
+			set(t, v, "/providers/models/0/backend_refs/0/api_key_env", "BIG_KEY")
+			set(t, v, "/providers/models/0/backend_refs/0/forward_client_auth", true)
+		}, "/providers/models/0/backend_refs/0/forward_client_auth", CodeConflict, "not both"},
 		{"negative backend timeout", func(t *testing.T, v map[string]any) {
 			set(t, v, "/providers/models/0/backend_refs/0/timeout", -3)
 		}, "/providers/models/0/backend_refs/0/timeout", CodeInvalidValue, "must not be negative"},

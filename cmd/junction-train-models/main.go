@@ -71,6 +71,11 @@ func run(glove, data, out string, dry, check bool, w io.Writer) error {
 	for name, raw := range files {
 		man.Files[name] = defaultmodels.Digest(raw)
 	}
+	// What the worker and the router load is the model directories written
+	// from the bundle: their digests pin a cached copy (checked on load).
+	if man.Artifacts, err = b.ArtifactDigests(); err != nil {
+		return err
+	}
 	mj, err := json.MarshalIndent(man, "", "  ")
 	if err != nil {
 		return err

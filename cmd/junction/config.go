@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/pluginsys"
@@ -46,6 +47,13 @@ func configCmd(args []string, stdout, stderr io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(stdout, "%s: valid (%s)\n", path, recipes.HashBytes(canon))
+			// Keys live where the document is served, not where it is
+			// checked: a missing one is a warning here, refused by serve.
+			if ve, ok := recipes.AsValidationError(recipes.CheckCredentials(doc, os.LookupEnv)); ok {
+				for _, p := range ve.Problems {
+					fmt.Fprintf(stderr, "  warning: %s (junction serve refuses to start without it)\n", p.String())
+				}
+			}
 		}
 		if failed > 0 {
 			return fmt.Errorf("%d of %d document(s) invalid", failed, len(args)-1)

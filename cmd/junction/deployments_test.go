@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/worker/supervise"
@@ -435,6 +436,7 @@ func TestServeDeploymentFailures(t *testing.T) {
 	}
 
 	t.Setenv(supervise.EnvReadyTimeout, "300ms")
+	t.Setenv(deploy.EnvFailureHold, "0") // exit with the failure at once
 	cfg, _, _, _ = deploymentConfig(t, fmt.Sprintf(`    deployments:
       - {name: remote, endpoint: "127.0.0.1:%d"}
     bindings:

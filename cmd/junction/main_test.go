@@ -395,3 +395,24 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A backend key missing where the document is checked is a warning, not a
+// failure: keys live where the document is served (serve refuses it).
+func TestConfigValidateWarnsAboutAnUnsetBackendKey(t *testing.T) {
+	t.Setenv("JUNCTION_CLI_TEST_KEY", "")
+	p := writeFile(t, `version: v1
+providers:
+  defaults: {default_model: small}
+  models:
+    - {name: small, backend_refs: [{base_url: "http://127.0.0.1:9/v1", provider: openai, api_key_env: JUNCTION_CLI_TEST_KEY}]}
+recipes:
+  - name: default
+`)
+	code, out, errOut := runCLI(t, "config", "validate", p)
+	if code != 0 || !strings.Contains(out, "valid (sha256:") {
+		t.Fatalf("code %d, out %q", code, out)
+	}
+	if !strings.Contains(errOut, "warning: /providers/models/0/backend_refs/0/api_key_env") || !strings.Contains(errOut, "JUNCTION_CLI_TEST_KEY") {
+		t.Errorf("stderr lacks the warning naming the variable:\n%s", errOut)
+	}
+}

@@ -233,7 +233,7 @@ func workerCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil && cfg.cacheDir == "" && os.Getenv("JUNCTION_MODELS_DIR") == "" {
 			// Nothing prepared by hand: serve the committed default models,
 			// written out as model directories on first use.
-			cdir, cerr := defaultmodels.CacheDir("")
+			cdir, cerr := defaultmodels.WriteCache("")
 			if cerr != nil {
 				return errors.Join(err, cerr)
 			}

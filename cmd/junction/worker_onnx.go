@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/worker"
 	"github.com/junction-router/junction/internal/inference/worker/ortmodel"
 )
@@ -25,6 +26,17 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 		path, err := worker.ResolveModel(spec, dir)
 		if err != nil {
 			return nil, err
+		}
+		// The files loaded must be those the manifest or the pinned
+		// revision names; each is read once here.
+		builtin, err := defaultmodels.CheckLoad(path, spec.Revision)
+		if err != nil {
+			return nil, worker.Permanent(err)
+		}
+		if !builtin {
+			if err := worker.CheckRevision(path, spec.Revision); err != nil {
+				return nil, err
+			}
 		}
 		return ortmodel.Load(ctx, rt, path, spec, inference.ModelOptions{})
 	}

@@ -141,9 +141,9 @@ type Request struct {
 	// headers, extra_headers, credentials and the plugins' changes are
 	// applied to it.
 	Header http.Header
-	// ClientAuthorization is forwarded as Authorization when the backend has
-	// no api_key_env key; the gateway sets it only on a listener without
-	// api_keys (the client's key is then meant for the backend).
+	// ClientAuthorization is forwarded as Authorization to a backend with
+	// forward_client_auth; the gateway sets it only on a listener without
+	// api_keys (on one with keys, the client's key is the gateway's).
 	ClientAuthorization string
 	// ClientHeader is the client's request headers, for a front end whose
 	// Header does not start from them (the gateway): the decision's plugins
@@ -305,6 +305,10 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	if err != nil {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, NewError(http.StatusBadGateway, TypeUpstream,
 			fmt.Sprintf("upstream for model %q is misconfigured: %v", model.Name, err)))
+		return
+	}
+	if e := CheckBackendKey(ref, model.Name); e != nil {
+		p.fail(in, out, label, metrics.ReasonUpstream5xx, e)
 		return
 	}
 	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)
@@ -517,13 +521,22 @@ func Input(req *chat.Request) signal.Input {
 
 // UpstreamHeader builds the forwarded request's headers on h (nil: new
 // headers): the content type, what the answer should be, the backend's
-// extra_headers and its credentials (api_key_env, else clientAuth). A
-// gateway builds them from nothing so that nothing the client sent for the
-// gateway (its key in particular) leaks to a backend.
+// extra_headers and its credentials. Credentials are the key api_key_env
+// names, else, only with forward_client_auth, the client's own (clientAuth
+// for the gateway, which builds headers from nothing; the client's headers
+// already in h for ext_proc); any other client credential in h is removed,
+// so that a key meant for Junction or Envoy never reaches a backend. A
+// backend whose api_key_env is unset gets no Authorization at all (Run
+// refuses to call it; see CheckBackendKey).
 func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientAuth string) http.Header {
 	if h == nil {
 		// Room for these, the routing headers and a few extra.
 		h = make(http.Header, 8+len(ref.ExtraHeaders))
+	}
+	if !ref.ForwardClientAuth || ref.APIKeyEnv != "" {
+		for _, k := range clientCredentialHeaders {
+			delete(h, k)
+		}
 	}
 	hv := make(headerValues, 0, 2)
 	hv.set(h, "Content-Type", "application/json")
@@ -536,12 +549,30 @@ func UpstreamHeader(h http.Header, ref *recipes.BackendRef, stream bool, clientA
 		h.Set(k, v)
 	}
 	switch {
-	case ref.APIKeyEnv != "" && os.Getenv(ref.APIKeyEnv) != "":
-		h.Set("Authorization", "Bearer "+os.Getenv(ref.APIKeyEnv))
-	case clientAuth != "":
+	case ref.APIKeyEnv != "":
+		if key := os.Getenv(ref.APIKeyEnv); key != "" {
+			h.Set("Authorization", "Bearer "+key)
+		}
+	case ref.ForwardClientAuth && clientAuth != "":
 		h.Set("Authorization", clientAuth)
 	}
 	return h
+}
+
+// clientCredentialHeaders are the headers a client authenticates with,
+// removed from the upstream request unless the backend forwards them.
+var clientCredentialHeaders = []string{"Authorization", "Proxy-Authorization", "X-Api-Key", "Api-Key"}
+
+// CheckBackendKey fails when the backend's api_key_env is unset or empty in
+// this process: serve refuses such a document at activation
+// (recipes.CheckCredentials), so this catches a variable removed since, and
+// answers 502 naming it rather than calling the backend without its key.
+func CheckBackendKey(ref *recipes.BackendRef, model string) *Error {
+	if ref.APIKeyEnv == "" || os.Getenv(ref.APIKeyEnv) != "" {
+		return nil
+	}
+	return NewError(http.StatusBadGateway, TypeUpstream,
+		fmt.Sprintf("the backend of model %q takes its key from the environment variable %s, which is not set; set it where junction serve runs", model, ref.APIKeyEnv))
 }
 
 // AnthropicHeader turns the upstream headers UpstreamHeader built into a

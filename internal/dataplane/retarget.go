@@ -48,6 +48,9 @@ func (x *Exchange) Retarget(ref recipes.ModelRef, model *recipes.Model, backend 
 	if base == nil {
 		return errors.New("the request was not prepared for a retry (no active reliability policy)")
 	}
+	if e := CheckBackendKey(backend, model.Name); e != nil {
+		return e // never called without its key
+	}
 	anthropic := IsAnthropic(model.APIFormat)
 	if anthropic && !x.plane.anthropic {
 		return fmt.Errorf("model %q has api_format anthropic, which this front end does not translate to", model.Name)

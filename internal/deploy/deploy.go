@@ -57,14 +57,19 @@ type Set struct {
 	met          *metrics.ModelRuntime
 	deps         []*deployment
 	readyTimeout time.Duration
-	bound        signal.Models // the kinds bound to deployments; nil fields run in-process
-	embedDep     *deployment   // the deployment of the embeddings binding (compiling needs it)
+	// failureHold is how long a failed start-up keeps answering /ready
+	// before serve exits; negative: until serve is stopped.
+	failureHold time.Duration
+	bound       signal.Models // the kinds bound to deployments; nil fields run in-process
+	embedDep    *deployment   // the deployment of the embeddings binding (compiling needs it)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex // guards the replicas' status and startup
 	startup *mgmt.Startup
+	// failure is why start-up ended, once a wait has failed.
+	failure string
 }
 
 type deployment struct {
@@ -182,9 +187,14 @@ func Start(doc *recipes.Document, o Options) (s *Set, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Set{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout}
+	s = &Set{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout, failureHold: -1}
 	if s.readyTimeout <= 0 {
 		s.readyTimeout = 10 * time.Minute
+	}
+	if v := os.Getenv(EnvFailureHold); v != "" {
+		if s.failureHold, err = time.ParseDuration(v); err != nil || s.failureHold < 0 {
+			return nil, fmt.Errorf("$%s=%q: give a Go duration such as 5m (0: exit at once)", EnvFailureHold, v)
+		}
 	}
 	defer func() {
 		if err != nil {
@@ -359,7 +369,7 @@ func managedArgs(cfg recipes.ModelDeployment, r recipes.DeploymentReplica, model
 	if builtin && os.Getenv(supervise.EnvCacheDir) == "" {
 		// Built-in names resolve against the committed default models,
 		// written once into the user cache.
-		if dir, err := defaultmodels.CacheDir(""); err == nil {
+		if dir, err := defaultmodels.WriteCache(""); err == nil {
 			args = append(args, "--cache-dir", dir)
 		}
 	}
@@ -542,7 +552,8 @@ func (s *Set) watch(ctx context.Context, d *deployment, i int) {
 	t := time.NewTicker(deploymentPoll)
 	defer t.Stop()
 	for {
-		st, err := supervise.Health(ctx, r.http, r.base)
+		h, err := supervise.HealthReport(ctx, r.http, r.base)
+		st := h.Status
 		if ctx.Err() != nil {
 			return
 		}
@@ -559,6 +570,8 @@ func (s *Set) watch(ctx context.Context, d *deployment, i int) {
 			st = "starting"
 		case err != nil:
 			st, reason = "unreachable", err.Error()
+		case !ready && len(h.Failures) > 0:
+			reason = "the worker reports " + st + ": " + strings.Join(h.Failures, "; ")
 		case !ready:
 			reason = "the worker reports " + st
 		}

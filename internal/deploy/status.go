@@ -6,6 +6,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -81,10 +82,13 @@ func (s *Set) snapshotLocked() []mgmt.ModelDeployment {
 func (s *Set) serveInterimStatus(addr string, doc *recipes.Document, version string) (stop func()) {
 	status := func() mgmt.StartupStatus {
 		s.mu.Lock()
-		deps := s.snapshotLocked()
+		deps, failure := s.snapshotLocked(), s.failure
 		s.mu.Unlock()
 		st := mgmt.StartupStatus{ReadyStatus: mgmt.ReadyStatus{Phase: "loading_model_deployments", PendingModels: []string{}, TotalModels: len(deps)},
 			ModelDeployments: deps}
+		if failure != "" {
+			st.Phase, st.Message = "error", failure
+		}
 		for _, d := range deps {
 			if d.Ready {
 				st.ReadyModels++
@@ -92,7 +96,7 @@ func (s *Set) serveInterimStatus(addr string, doc *recipes.Document, version str
 				st.PendingModels = append(st.PendingModels, d.Name)
 			}
 		}
-		if len(st.PendingModels) == 0 {
+		if len(st.PendingModels) == 0 && failure == "" {
 			// Every deployment is ready and the configuration is compiling:
 			// the phase the management API reports then.
 			st.Phase = "starting"
@@ -145,10 +149,45 @@ func (s *Set) WaitForCompile(ctx context.Context, statusAddr string, doc *recipe
 	if len(deps) == 0 {
 		return nil
 	}
-	if statusAddr != "" {
-		defer s.serveInterimStatus(statusAddr, doc, version)()
+	if statusAddr == "" {
+		return s.waitFor(ctx, deps)
 	}
-	return s.waitFor(ctx, deps)
+	defer s.serveInterimStatus(statusAddr, doc, version)()
+	err := s.waitFor(ctx, deps)
+	if err != nil && ctx.Err() == nil {
+		// Start-up has ended: the interim listener keeps answering phase
+		// error with the reason until serve is stopped, so that whoever
+		// watches /ready learns why.
+		s.HoldFailure(ctx, err, nil)
+	}
+	return err
+}
+
+// EnvFailureHold says how long junction serve keeps answering /ready and
+// /startup-status with phase error after a model deployment failed, before
+// it exits with the failure (Go duration; 0: at once). Unset: until it is
+// stopped.
+const EnvFailureHold = "JUNCTION_FAILED_STARTUP_HOLD"
+
+// HoldFailure logs why start-up ended and returns when ctx ends, stop
+// receives, or $JUNCTION_FAILED_STARTUP_HOLD passes: meanwhile the
+// management (or interim) listener answers phase error with the reason.
+func (s *Set) HoldFailure(ctx context.Context, err error, stop <-chan error) {
+	if s == nil || s.failureHold == 0 {
+		return
+	}
+	var timeout <-chan time.Time
+	if s.failureHold > 0 {
+		t := time.NewTimer(s.failureHold)
+		defer t.Stop()
+		timeout = t.C
+	}
+	s.log.Error("junction serve cannot start; /ready and /startup-status answer phase error until it is stopped", "err", err, "hold", EnvFailureHold)
+	select {
+	case <-ctx.Done():
+	case <-stop:
+	case <-timeout:
+	}
 }
 
 // Wait waits until every deployment has a ready replica, or the ready
@@ -158,6 +197,34 @@ func (s *Set) Wait(ctx context.Context) error {
 		return nil
 	}
 	return s.waitFor(ctx, s.deps)
+}
+
+// failed is the start-up failure of the first pending deployment
+// whose every replica reports that its model failed to load (a worker
+// settles there: it will not become ready), or nil. It is recorded, so that
+// the interim status reports phase error with it.
+// workerFailed is the /health status of a worker whose every model failed
+// to load (worker.StateFailed); it does not leave it.
+const workerFailed = "failed"
+
+func (s *Set) failed(pending []*deployment) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range pending {
+		var why []string
+		for _, r := range d.reps {
+			if r.state != workerFailed {
+				why = nil
+				break
+			}
+			why = append(why, "replica "+r.name+": "+r.reason)
+		}
+		if len(why) > 0 {
+			s.failure = fmt.Sprintf("model deployment %s failed to load: %s", d.cfg.Name, strings.Join(why, "; "))
+			return errors.New(s.failure)
+		}
+	}
+	return nil
 }
 
 func (s *Set) waitFor(ctx context.Context, deps []*deployment) error {
@@ -175,6 +242,9 @@ func (s *Set) waitFor(ctx context.Context, deps []*deployment) error {
 		if len(pending) == 0 {
 			return nil
 		}
+		if err := s.failed(pending); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -190,8 +260,9 @@ func (s *Set) waitFor(ctx context.Context, deps []*deployment) error {
 					why = append(why, w)
 				}
 			}
+			s.failure = fmt.Sprintf("model deployments not ready after %s (set $%s to wait longer): %s", s.readyTimeout, supervise.EnvReadyTimeout, strings.Join(why, "; "))
 			s.mu.Unlock()
-			return fmt.Errorf("model deployments not ready after %s (set $%s to wait longer): %s", s.readyTimeout, supervise.EnvReadyTimeout, strings.Join(why, "; "))
+			return errors.New(s.failure)
 		case <-t.C:
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,6 +143,11 @@ func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
 	o := envOptions{backend: demobackend.Options{Now: fixedNow}}
 	for _, c := range configure {
 		c(&o)
+	}
+	// big's backend takes its key from the environment; a request to it is
+	// refused while the variable is unset.
+	if os.Getenv("EXTPROC_TEST_BIG_KEY") == "" {
+		t.Setenv("EXTPROC_TEST_BIG_KEY", "sk-env-big")
 	}
 	e := &env{t: t, url: "http://127.0.0.1:18080", backend: demobackend.New(o.backend)}
 	y := testConfig

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -206,6 +207,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	if cfg.noRun {
 		cfg.plugins = nil
+	}
+	// claude's backend takes its key from the environment; a request to it
+	// is refused while the variable is unset.
+	if os.Getenv("JUNCTION_TEST_ANTHROPIC_KEY") == "" {
+		t.Setenv("JUNCTION_TEST_ANTHROPIC_KEY", "sk-ant-env")
 	}
 	e := &env{t: t, ups: map[string]*fakeUpstream{}}
 	yaml := testConfig

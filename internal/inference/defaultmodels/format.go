@@ -183,9 +183,12 @@ func (b *Bundle) check() error {
 // cross-validated figures, so that drift between the files and the training
 // code is caught by a test.
 type Manifest struct {
-	Source  map[string]string `json:"source"`
-	Files   map[string]string `json:"files"`
-	Reports json.RawMessage   `json:"reports"`
+	Source map[string]string `json:"source"`
+	Files  map[string]string `json:"files"`
+	// Artifacts are the digests of the files Write creates from them, by
+	// "model/file": a cached copy is checked against them on every load.
+	Artifacts map[string]string `json:"artifacts,omitempty"`
+	Reports   json.RawMessage   `json:"reports"`
 }
 
 // ReadManifest returns the committed manifest.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -115,34 +116,55 @@ func (b *Bundle) Write(dir string) error {
 // bundle, writing them on first use under the user cache directory, or the
 // temporary directory when that cannot be written (named by the manifest's
 // digest, so a new bundle gets a new directory). root overrides the cache
-// root when not empty.
-func CacheDir(root string) (string, error) {
+// root when not empty. Every file of a directory written before is checked
+// against the manifest's digests (about 0.2 s); one that differs has the
+// directory rebuilt, with an error logged.
+func CacheDir(root string) (string, error) { return cacheDirUnder(root, true) }
+
+// WriteCache is CacheDir without checking a directory written before, for a
+// caller that hands the directory to a worker: the worker checks each
+// built-in model it loads from it (VerifyModel), so the files are read once.
+func WriteCache(root string) (string, error) { return cacheDirUnder(root, false) }
+
+func cacheDirUnder(root string, verify bool) (string, error) {
 	if root != "" {
-		return cacheDir(root)
+		return cacheDir(root, verify)
 	}
 	var errs []error
 	if c, err := os.UserCacheDir(); err == nil {
-		dir, err := cacheDir(filepath.Join(c, "junction", "defaultmodels"))
+		dir, err := cacheDir(filepath.Join(c, "junction", "defaultmodels"), verify)
 		if err == nil {
 			return dir, nil
 		}
 		errs = append(errs, err)
 	}
-	dir, err := cacheDir(filepath.Join(os.TempDir(), "junction-defaultmodels"))
+	dir, err := cacheDir(filepath.Join(os.TempDir(), "junction-defaultmodels"), verify)
 	if err == nil {
 		return dir, nil
 	}
 	return "", errors.Join(append(errs, err)...)
 }
 
-func cacheDir(root string) (string, error) {
+func cacheDir(root string, verify bool) (string, error) {
 	man, err := data.ReadFile("data/" + ManifestFile)
 	if err != nil {
 		return "", fmt.Errorf("defaultmodels: %s is missing; run `make models`", ManifestFile)
 	}
 	dir := filepath.Join(root, Digest(man)[len("sha256:"):][:16])
-	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
-		return dir, nil
+	if IsCache(dir) {
+		if !verify {
+			return dir, nil
+		}
+		// The marker says the directory was written whole, not that its
+		// files are still those: every load checks them.
+		err := Verify(dir)
+		if err == nil {
+			return dir, nil
+		}
+		slog.Default().Error("the cached default models differ from the committed manifest; rebuilding them", "dir", dir, "err", err)
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return "", fmt.Errorf("%w; removing %s to rebuild it failed: %v (remove it by hand)", err, dir, rerr)
+		}
 	}
 	b, err := Load()
 	if err != nil {
@@ -159,12 +181,23 @@ func cacheDir(root string) (string, error) {
 	if err := b.Write(tmp); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+	// A bundle whose written files differ from the manifest (a stale
+	// manifest) is refused rather than trusted later.
+	if err := Verify(tmp); err != nil {
+		return "", fmt.Errorf("%w (the committed manifest is stale: run `make models`)", err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, CompleteMarker), nil, 0o644); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		// Another process may have written it first.
-		if _, serr := os.Stat(filepath.Join(dir, "complete")); serr == nil {
+		if IsCache(dir) {
+			if !verify {
+				return dir, nil
+			}
+			if verr := Verify(dir); verr != nil {
+				return "", verr
+			}
 			return dir, nil
 		}
 		return "", fmt.Errorf("defaultmodels: cache: %w", err)

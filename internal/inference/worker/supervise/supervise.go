@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -287,24 +288,49 @@ func (w *Worker) health(ctx context.Context) (string, error) {
 
 // Health reads a worker's /health status (ready, degraded, failed, ...).
 func Health(ctx context.Context, c *http.Client, base string) (string, error) {
+	h, err := HealthReport(ctx, c, base)
+	return h.Status, err
+}
+
+// WorkerHealth is what a worker's /health says: its status, and why each
+// model that failed to load did.
+type WorkerHealth struct {
+	Status string
+	// Failures is "model: error" for each failed model, sorted.
+	Failures []string
+}
+
+// HealthReport reads a worker's /health with its models' failures.
+func HealthReport(ctx context.Context, c *http.Client, base string) (WorkerHealth, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/health", nil)
 	if err != nil {
-		return "", err
+		return WorkerHealth{}, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return "", err
+		return WorkerHealth{}, err
 	}
 	defer resp.Body.Close()
 	var h struct {
 		Status string `json:"status"`
+		Models map[string]struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"models"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil {
-		return "", fmt.Errorf("worker /health: %w", err)
+		return WorkerHealth{}, fmt.Errorf("worker /health: %w", err)
 	}
-	return h.Status, nil
+	out := WorkerHealth{Status: h.Status}
+	for name, m := range h.Models {
+		if m.Status == "failed" {
+			out.Failures = append(out.Failures, name+": "+m.Error)
+		}
+	}
+	slices.Sort(out.Failures)
+	return out, nil
 }
 
 // Ready waits until the worker's /health answers ready, or ReadyTimeout.
