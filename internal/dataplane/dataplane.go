@@ -47,6 +47,7 @@ import (
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/translate"
 	"github.com/junction-router/junction/recipes"
 )
@@ -250,7 +251,15 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	}
 	out.Chat = req
 
+	traced := tracing.Recording(ctx)
+	var routeStart time.Time
+	if traced {
+		routeStart = time.Now()
+	}
 	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
+	if traced {
+		traceRoute(ctx, in.Recipe, routeStart, time.Now(), res, err)
+	}
 	if err != nil {
 		p.routeFailed(ctx, in, out, err)
 		return

@@ -52,6 +52,10 @@ type Exchange struct {
 	streamEnded  bool
 	aStream      *translate.AnthropicStream
 	rStream      *translate.ResponsesStream
+
+	// trace is what the model call's span reports (see Trace); nil when
+	// it does not record.
+	trace *answerTrace
 }
 
 // NewExchange starts one request received at start. The exchange runs the
@@ -245,6 +249,9 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 	m := x.Out.Model
 	x.plane.metrics.TTFT(m.Name, time.Since(x.start))
 	a := ParseAnswer(body)
+	if x.trace != nil {
+		x.traceJSON(body)
+	}
 	if a.Usage != nil {
 		x.plane.metrics.Usage(m.Name, m.Pricing, *a.Usage)
 		x.plane.metrics.TPOT(m.Name, time.Since(x.sent), a.Usage.CompletionTokens)
@@ -353,6 +360,9 @@ func (x *Exchange) chatEvent(dst, raw, data []byte, rewrite, upstream bool) []by
 			if x.first.IsZero() {
 				x.first = time.Now()
 				x.plane.metrics.TTFT(x.Out.Model.Name, x.first.Sub(x.start))
+			}
+			if x.trace != nil {
+				x.traceChunk(data)
 			}
 			if u, usageOnly := ChunkUsage(data); u != nil {
 				x.usage = u

@@ -41,6 +41,7 @@ import (
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -86,6 +87,8 @@ type Options struct {
 	// Responses is the Responses API's response store; nil keeps nothing
 	// (see dataplane.Config.Responses).
 	Responses storage.Responses
+	// Tracer makes the request's spans; nil: tracing is off.
+	Tracer *tracing.Tracer
 }
 
 // Server implements extprocv3.ExternalProcessorServer. It is safe for

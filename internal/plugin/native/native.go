@@ -22,8 +22,11 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/sdk"
 )
@@ -113,7 +116,10 @@ func configError(typ string, err error) error {
 
 // Call implements plugin.Modules: req goes through the ABI's request record,
 // as it would into a module.
-func (m *Modules) Call(_ context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
+		span.SetAttributes(tracing.PluginRuntime.String("native"))
+	}
 	b, err := m.binding(typ, config)
 	if b == nil {
 		return plugin.ModuleResult{}, err
