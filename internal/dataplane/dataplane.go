@@ -103,11 +103,15 @@ type Plane struct {
 	responses storage.Responses
 	epochs    *respcache.Epochs // the response cache's scope per recipe, decision and model (shared by copies)
 	failover  bool
+	// beside holds a token per response phase running on its own goroutine
+	// (runBeside; shared by copies).
+	beside chan struct{}
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover,
+		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}

@@ -265,8 +265,9 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 
 // Answered hands the complete non-streamed answer to the decision's
 // response-phase plugins, once the client has it: beside the request, so
-// the client is not kept waiting, under the plugins' own deadlines rather
-// than the client's connection.
+// the client is not kept waiting (at most maxBeside at once; past that on
+// the caller's goroutine), under the plugins' own deadlines rather than the
+// client's connection.
 func (x *Exchange) Answered(ctx context.Context, status int) {
 	body := x.respBody
 	if body == nil {
@@ -277,7 +278,7 @@ func (x *Exchange) Answered(ctx context.Context, status int) {
 		status = http.StatusOK
 	}
 	out, plane := x.Out, x.plane
-	go plane.runResponsePhase(context.WithoutCancel(ctx), &out, status, body)
+	plane.runBeside(func() { plane.runResponsePhase(context.WithoutCancel(ctx), &out, status, body) })
 }
 
 // StartStream prepares for an event-stream answer: the collector for the
@@ -450,5 +451,5 @@ func (x *Exchange) StreamEnded(ctx context.Context, status int, delivered bool) 
 		plane.streamEnded(ctx, &out, status, sa, false)
 		return
 	}
-	go plane.streamEnded(context.WithoutCancel(ctx), &out, status, sa, true)
+	plane.runBeside(func() { plane.streamEnded(context.WithoutCancel(ctx), &out, status, sa, true) })
 }
