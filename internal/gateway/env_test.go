@@ -23,6 +23,7 @@ import (
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/recipes"
 )
@@ -188,7 +189,11 @@ type envConfig struct {
 	noRun   bool
 	files   dataplane.Files
 	store   storage.Responses
+	limiter *ratelimit.Limiter
 }
+
+// withLimiter applies global.rate_limits with l.
+func withLimiter(l *ratelimit.Limiter) envOption { return func(c *envConfig) { c.limiter = l } }
 
 // withResponseStore keeps Responses API answers in r.
 func withResponseStore(r storage.Responses) envOption { return func(c *envConfig) { c.store = r } }
@@ -245,6 +250,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Files:     cfg.files,
 		Responses: cfg.store,
+		Limiter:   cfg.limiter,
 	})
 	e.gw = httptest.NewServer(e.server)
 	t.Cleanup(e.gw.Close)

@@ -34,6 +34,7 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/recipes"
 )
@@ -70,6 +71,9 @@ type Options struct {
 	// Responses is the Responses API's response store; nil keeps nothing
 	// (see dataplane.Config.Responses).
 	Responses storage.Responses
+	// Limiter applies global.rate_limits (shared with the other front
+	// end); nil admits everything.
+	Limiter *ratelimit.Limiter
 }
 
 // Server is the data-plane HTTP handler.
@@ -92,7 +96,7 @@ func New(opts Options) *Server {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
 	s.metrics.WatchBackends(s.ups.health.Snapshot)
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true, Limiter: opts.Limiter})
 	return s
 }
 
