@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/extproc"
@@ -16,6 +18,8 @@ import (
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/tracing"
+	"github.com/junction-router/junction/internal/tracing/otlp"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -60,6 +64,11 @@ func (s *Server) run(ctx context.Context) error {
 		}
 		return err // a deployment failed (reported as phase error until stopped)
 	}
+	tracer, err := startTracing(peeked, o.Version, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing(tracer, log) // after the listeners: their last spans are flushed
 	stored, err := openStoredData(ctx, o.DataDir, peeked, models.Embedder, deps, log)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -149,7 +158,7 @@ func (s *Server) run(ctx context.Context) error {
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
 		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
-			Storage: stored.management(), ResponseCache: plugins.Cache(), Backends: ups.Health().Snapshot})
+			Storage: stored.management(), ResponseCache: plugins.Cache(), Backends: ups.Health().Snapshot, Tracer: tracer})
 		if err != nil {
 			return err
 		}
@@ -197,7 +206,7 @@ func (s *Server) run(ctx context.Context) error {
 			break
 		}
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log,
-			Files: stored.store, Responses: responses, Limiter: limiter})
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if a, ok := o.ListenerAddrs[l.Name]; ok {
 			addr = a
@@ -215,7 +224,7 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	if !o.DisableExtproc {
 		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg,
-			Files: stored.store, Responses: responses, Limiter: limiter}); err != nil {
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter}); err != nil {
 			return fail(err)
 		}
 	}
@@ -282,4 +291,45 @@ func (s *Server) serveExtproc(ls *listeners, doc *recipes.Document, eo extproc.O
 	s.setAddr("ext_proc", ln.Addr().String())
 	s.log.Info("ext_proc listening", "addr", addr, "tls", o.ExtprocTLS.CertFile != "", "mtls", o.ExtprocTLS.ClientCAFile != "", "recipe", recipe)
 	return nil
+}
+
+// startTracing builds the tracer global.services.observability.tracing
+// describes, as serve starts (a change needs a restart); nil when tracing
+// is off.
+func startTracing(doc *recipes.Document, version string, log *slog.Logger) (*tracing.Tracer, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	cfg := doc.Global.Services.Observability.Tracing
+	t, err := otlp.New(cfg, otlp.Options{Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("global.services.observability.tracing: %w", err)
+	}
+	if t != nil {
+		ep := cfg.Exporter.Endpoint
+		if ep == "" {
+			ep = recipes.DefaultTracingEndpointGRPC
+			if cfg.Exporter.Protocol == recipes.TracingProtocolHTTP {
+				ep = recipes.DefaultTracingEndpointHTTP
+			}
+		}
+		protocol := cfg.Exporter.Protocol
+		if protocol == "" {
+			protocol = recipes.TracingProtocolGRPC
+		}
+		log.Info("tracing on", "exporter", "otlp", "protocol", protocol, "endpoint", ep, "capture_content", cfg.CaptureContent)
+	}
+	return t, nil
+}
+
+// stopTracing sends the spans still queued, for up to 5 seconds.
+func stopTracing(t *tracing.Tracer, log *slog.Logger) {
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("tracing: spans still queued at shutdown were not all sent", "error", err.Error())
+	}
 }

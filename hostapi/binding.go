@@ -206,7 +206,7 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	}
 	rec := req.Append(inst.rec[:0])
 	inst.rec = rec
-	st := &callState{b: b, mode: req.Mode}
+	st := &callState{typ: b.m.desc.Type, config: b.config, limits: &b.limits, mode: req.Mode}
 	if req.Phase == abi.PhaseRequest {
 		// The spans describe the request before it is sent; the response
 		// phase has none (pii_spans answers unavailable), as documented.

@@ -105,6 +105,7 @@ type Host struct {
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
+	funcs   map[string]hostFunc // by import name
 
 	mu sync.Mutex
 	// caches are the compilation caches of interruptible and trusted code:
@@ -133,6 +134,7 @@ type engineRuntime struct {
 func New(ctx context.Context, cfg Config) (*Host, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
 	h := &Host{cfg: cfg, log: cfg.Logger, runtimes: make(map[runtimeKey]*engineRuntime)}
+	h.funcs = h.hostFuncs()
 	for i, sub := range []string{"interruptible", "trusted"} {
 		if cfg.CacheDir == "" {
 			h.caches[i] = wazero.NewCompilationCache()

@@ -19,7 +19,11 @@ import (
 // handler call (from the reactor's initializer) finds none and answers
 // unavailable.
 type callState struct {
-	b            *Binding
+	// typ, config and limits are the binding's: a module's or a native
+	// plugin's (NativeBinding).
+	typ          string
+	config       []byte
+	limits       *Limits
 	mode         abi.Mode
 	hostCalls    int
 	backendCalls int
@@ -41,8 +45,10 @@ type hostFunc func(ctx context.Context, st *callState, in []byte) ([]byte, abi.S
 
 var i32x5 = []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}
 
-func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
-	fns := map[string]hostFunc{
+// hostFuncs are the host functions by import name, the same for modules
+// (serve) and native plugins (NativeBinding.Call).
+func (h *Host) hostFuncs() map[string]hostFunc {
+	return map[string]hostFunc{
 		abi.ImportLog:            h.hostLog,
 		abi.ImportConfig:         hostConfig,
 		abi.ImportEmbed:          h.hostEmbed,
@@ -58,9 +64,12 @@ func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) err
 		abi.ImportMemoryRecall:   h.hostMemoryRecall,
 		abi.ImportMemoryRemember: h.hostMemoryRemember,
 	}
+}
+
+func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(abi.ImportModule)
 	for _, name := range abi.Imports {
-		fn := fns[name]
+		fn := h.funcs[name]
 		if fn == nil {
 			return errors.New("no implementation of host function " + name)
 		}
@@ -73,6 +82,36 @@ func (h *Host) instantiateHostModule(ctx context.Context, rt wazero.Runtime) err
 	return err
 }
 
+// admit counts a host function call against the handler call's budget and
+// checks the argument's size (n bytes): the same for a module's call (serve)
+// and a native plugin's (NativeBinding).
+func admit(st *callState, n int) abi.Status {
+	st.hostCalls++
+	if st.hostCalls > st.limits.MaxHostCalls || n > st.limits.MaxOutput {
+		return abi.StatusLimit
+	}
+	return abi.StatusOK
+}
+
+// run runs an admitted host function under the call's deadline and checks
+// the answer's size. in must not be kept by fn.
+func run(ctx context.Context, st *callState, fn hostFunc, in []byte) ([]byte, abi.Status) {
+	fctx := ctx
+	if !st.deadline.IsZero() {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithDeadline(ctx, st.deadline)
+		defer cancel()
+	}
+	out, status := fn(fctx, st, in)
+	if status != abi.StatusOK {
+		return nil, status
+	}
+	if len(out) > st.limits.MaxOutput {
+		return nil, abi.StatusLimit
+	}
+	return out, abi.StatusOK
+}
+
 // serve adapts a hostFunc to the ABI's calling convention.
 func serve(fn hostFunc) api.GoModuleFunction {
 	return api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
@@ -81,32 +120,19 @@ func serve(fn hostFunc) api.GoModuleFunction {
 			if st == nil {
 				return abi.StatusUnavailable
 			}
-			st.hostCalls++
-			if st.hostCalls > st.b.limits.MaxHostCalls {
-				return abi.StatusLimit
-			}
 			inPtr, inLen := uint32(stack[0]), uint32(stack[1])
 			outPtr, outCap, outLenPtr := uint32(stack[2]), uint32(stack[3]), uint32(stack[4])
-			if int(inLen) > st.b.limits.MaxOutput {
-				return abi.StatusLimit
+			if status := admit(st, int(inLen)); status != abi.StatusOK {
+				return status
 			}
 			mem := mod.Memory()
 			in, ok := mem.Read(inPtr, inLen)
 			if !ok {
 				return abi.StatusInvalidArgument
 			}
-			fctx := ctx
-			if !st.deadline.IsZero() {
-				var cancel context.CancelFunc
-				fctx, cancel = context.WithDeadline(ctx, st.deadline)
-				defer cancel()
-			}
-			out, status := fn(fctx, st, in)
+			out, status := run(ctx, st, fn, in)
 			if status != abi.StatusOK {
 				return status
-			}
-			if len(out) > st.b.limits.MaxOutput {
-				return abi.StatusLimit
 			}
 			if !mem.WriteUint32Le(outLenPtr, uint32(len(out))) {
 				return abi.StatusInvalidArgument
@@ -143,7 +169,7 @@ func hostPIISpans(_ context.Context, st *callState, _ []byte) ([]byte, abi.Statu
 }
 
 func hostConfig(_ context.Context, st *callState, _ []byte) ([]byte, abi.Status) {
-	return st.b.config, abi.StatusOK
+	return st.config, abi.StatusOK
 }
 
 const maxLogMessage = 1024
@@ -169,7 +195,7 @@ func (h *Host) hostLog(ctx context.Context, st *callState, in []byte) ([]byte, a
 	case abi.LogError:
 		level = slog.LevelError
 	}
-	h.log.Log(ctx, level, msg, "plugin", st.b.m.desc.Type, "mode", st.mode.String())
+	h.log.Log(ctx, level, msg, "plugin", st.typ, "mode", st.mode.String())
 	return nil, abi.StatusOK
 }
 

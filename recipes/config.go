@@ -470,20 +470,58 @@ type MetricsConfig struct {
 	Port    int    `json:"port,omitempty"`
 }
 
-// Tracing configures OpenTelemetry export.
+// Tracing configures OpenTelemetry tracing (internal/tracing builds it at
+// start; a change needs a restart). Omitted fields take the defaults named
+// on each.
 type Tracing struct {
-	Enabled  bool            `json:"enabled,omitempty"`
+	Enabled bool `json:"enabled,omitempty"`
+	// Provider is "opentelemetry", the only one (the default).
 	Provider string          `json:"provider,omitempty"`
 	Exporter TracingExporter `json:"exporter,omitempty"`
-	Sampling json.RawMessage `json:"sampling,omitempty"`
+	// Sampling decides which new traces are recorded; a request that
+	// arrives with a sampled traceparent is always recorded (parent-based).
+	Sampling *TracingSampling `json:"sampling,omitempty"`
+	// Resource holds resource attributes (name → string, number or bool)
+	// added to service.name junction and service.version; the key
+	// service_name is read as service.name.
 	Resource json.RawMessage `json:"resource,omitempty"`
+	// CaptureContent puts prompts and answers on the model-call spans
+	// (gen_ai.input.messages, gen_ai.output.messages). Off by default:
+	// request text is personal data in most deployments.
+	CaptureContent bool `json:"capture_content,omitempty"`
 }
 
-// TracingExporter says where traces go.
+// TracingExporter says where traces go: OTLP over gRPC (the default, port
+// 4317) or over HTTP with protobuf bodies (protocol http/protobuf, port
+// 4318).
 type TracingExporter struct {
-	Type     string `json:"type,omitempty"`
+	// Type is "otlp", the only one (the default).
+	Type string `json:"type,omitempty"`
+	// Protocol is "grpc" (default) or "http/protobuf", as
+	// OTEL_EXPORTER_OTLP_PROTOCOL names them.
+	Protocol string `json:"protocol,omitempty"`
+	// Endpoint is host:port (default jaeger:4317, or jaeger:4318 over HTTP)
+	// or, over HTTP, a URL (http://host:4318, with a path other than
+	// /v1/traces when the collector wants one).
 	Endpoint string `json:"endpoint,omitempty"`
-	Insecure bool   `json:"insecure,omitempty"`
+	// Insecure sends without TLS; nil means true (the spec's default).
+	Insecure *bool `json:"insecure,omitempty"`
+}
+
+// Tracing sampling types.
+const (
+	SamplingRatio     = "ratio"
+	SamplingAlwaysOn  = "always_on"
+	SamplingAlwaysOff = "always_off"
+)
+
+// TracingSampling is the head sampler of new traces.
+type TracingSampling struct {
+	// Type is ratio (default), always_on or always_off.
+	Type string `json:"type,omitempty"`
+	// Rate is the share of new traces recorded with type ratio, 0 to 1;
+	// nil means 1.
+	Rate *float64 `json:"rate,omitempty"`
 }
 
 // ResponseAPI configures the /v1/responses store (responseapi.go: its

@@ -215,6 +215,7 @@ func (c *checker) global() {
 	m := s.Observability.Metrics
 	c.address("/global/services/observability/metrics/address", m.Address)
 	c.port("/global/services/observability/metrics/port", m.Port)
+	c.tracing()
 	c.address("/global/extproc/address", c.doc.Global.Extproc.Address)
 	c.port("/global/extproc/port", c.doc.Global.Extproc.Port)
 	if mc := c.doc.Global.ModelCatalog; mc != nil && mc.SignalTimeoutMS < 0 {

@@ -10,17 +10,23 @@ import (
 
 // Handle runs p on one encoded request record (hostapi/abi's format) the way
 // a module's exported handler does, and returns the result the module would
-// have returned. It runs a plugin's code natively, outside WebAssembly: the
-// router runs the built-in plugins that call no host function this way, from
-// the same code as their guests (every host function answers unavailable
-// here). A panic in the plugin becomes a failed result. The result may point
-// into record: keep record until the result has been used.
+// have returned. It runs a plugin's code natively, outside WebAssembly, from
+// the same code as its guest; every host function answers unavailable (see
+// HandleHost). A panic in the plugin becomes a failed result. The result may
+// point into record: keep record until the result has been used.
 //
 // It is not built into guests (GOOS=wasip1), which have the exports instead
 // (exports.go's handle: the same dispatch, over the instance's one view and
 // result; kept apart so that the guests' bytes, and the digests recipes pin,
 // do not change).
-func Handle(p Plugin, record []byte) abi.Result {
+func Handle(p Plugin, record []byte) abi.Result { return HandleHost(p, record, nil) }
+
+// HandleHost is Handle with host functions: the plugin's calls through the
+// request (Request.Embed, Request.CacheLookup, …, Request.PIISpans) go to h
+// (the router gives hostapi's, under the module's mode gate and limits). The
+// package-level functions (sdk.Embed, …) have no host natively: a plugin that
+// runs both ways calls the request's.
+func HandleHost(p Plugin, record []byte, h Host) abi.Result {
 	var view Request
 	var res Result
 	func() {
@@ -33,6 +39,7 @@ func Handle(p Plugin, record []byte) abi.Result {
 			res.fail("decoding the request: " + err.Error())
 			return
 		}
+		view.host = h
 		var err error
 		if view.phase == abi.PhaseResponse {
 			rp, ok := p.(ResponsePlugin)

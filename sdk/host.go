@@ -78,6 +78,29 @@ func call(name string, fn hostFunc, arg []byte) ([]byte, error) {
 	return scratch[:outLen], nil
 }
 
+// Host serves host functions in the router's process, for a plugin run
+// natively (HandleHost): name is the import's name (abi.Import*), in its
+// argument record, and the answer is the record the host function writes.
+// A module never has one: its calls go through its imports.
+type Host interface {
+	Call(name string, in []byte) ([]byte, abi.Status)
+}
+
+// call runs a host function for r's handler call: through the native host
+// when r has one, else through the module's import (a nil r: the package's
+// functions). The answer may alias a buffer of the SDK's: decode it before
+// the next call.
+func (r *Request) call(name string, fn hostFunc, arg []byte) ([]byte, error) {
+	if r != nil && r.host != nil {
+		out, st := r.host.Call(name, arg)
+		if err := statusErr(name, st); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	return call(name, fn, arg)
+}
+
 // Log levels.
 const (
 	LevelDebug = abi.LogDebug
@@ -89,8 +112,14 @@ const (
 // Log writes a message to the host's log. Never log request text: the host
 // may drop or truncate messages.
 func Log(level uint32, msg string) {
+	(*Request)(nil).Log(level, msg)
+}
+
+// Log is the package's Log for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Log(level uint32, msg string) {
 	a := abi.LogArgs{Level: level, Message: msg}
-	_, _ = call("log", hostLog, a.Append(nil))
+	_, _ = r.call("log", hostLog, a.Append(nil))
 }
 
 // Logf formats and logs at info level.
@@ -108,8 +137,14 @@ func Config() ([]byte, error) {
 // Embed returns the host embedder's vector for text. A backend call: denied
 // in preview.
 func Embed(text string) ([]float32, error) {
+	return (*Request)(nil).Embed(text)
+}
+
+// Embed is the package's Embed for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Embed(text string) ([]float32, error) {
 	a := abi.TextArgs{Text: text}
-	b, err := call("embed", hostEmbed, a.Append(nil))
+	b, err := r.call("embed", hostEmbed, a.Append(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -122,8 +157,14 @@ type VectorHit = abi.VectorHit
 // VectorSearch returns the k items of the named store most similar to query.
 // A backend call: denied in preview.
 func VectorSearch(store string, query []float32, k int) ([]VectorHit, error) {
+	return (*Request)(nil).VectorSearch(store, query, k)
+}
+
+// VectorSearch is the package's VectorSearch for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) VectorSearch(store string, query []float32, k int) ([]VectorHit, error) {
 	a := abi.VectorSearchArgs{Store: store, K: uint32(k), Query: query}
-	b, err := call("vector_search", hostVectorSearch, a.Append(nil))
+	b, err := r.call("vector_search", hostVectorSearch, a.Append(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +178,14 @@ type CacheEntry = abi.CacheEntry
 // CacheLookup finds key in the namespace, or (when embedding is given) the
 // most similar entry at or above threshold. ErrNotFound on a miss. Live only.
 func CacheLookup(namespace, key string, embedding []float32, threshold float32) (CacheEntry, error) {
+	return (*Request)(nil).CacheLookup(namespace, key, embedding, threshold)
+}
+
+// CacheLookup is the package's CacheLookup for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) CacheLookup(namespace, key string, embedding []float32, threshold float32) (CacheEntry, error) {
 	a := abi.CacheLookupArgs{Namespace: namespace, Key: key, Embedding: embedding, Threshold: threshold}
-	b, err := call("cache_lookup", hostCacheLookup, a.Append(nil))
+	b, err := r.call("cache_lookup", hostCacheLookup, a.Append(nil))
 	if err != nil {
 		return CacheEntry{}, err
 	}
@@ -150,8 +197,14 @@ func CacheLookup(namespace, key string, embedding []float32, threshold float32) 
 // CacheStore stores value under key for ttlSeconds (0: the host's default),
 // with an optional embedding for similarity lookups. Live only.
 func CacheStore(namespace, key string, value []byte, ttlSeconds int, embedding []float32) error {
+	return (*Request)(nil).CacheStore(namespace, key, value, ttlSeconds, embedding)
+}
+
+// CacheStore is the package's CacheStore for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) CacheStore(namespace, key string, value []byte, ttlSeconds int, embedding []float32) error {
 	a := abi.CacheStoreArgs{Namespace: namespace, Key: key, Value: value, TTLSeconds: uint32(ttlSeconds), Embedding: embedding}
-	_, err := call("cache_store", hostCacheStore, a.Append(nil))
+	_, err := r.call("cache_store", hostCacheStore, a.Append(nil))
 	return err
 }
 
@@ -161,8 +214,14 @@ type Class = abi.Class
 // Classify runs the host's classifier binding (e.g. "domain", "jailbreak")
 // on text. A backend call: denied in preview.
 func Classify(binding, text string) ([]Class, error) {
+	return (*Request)(nil).Classify(binding, text)
+}
+
+// Classify is the package's Classify for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Classify(binding, text string) ([]Class, error) {
 	a := abi.ClassifyArgs{Binding: binding, Text: text}
-	b, err := call("classify", hostClassify, a.Append(nil))
+	b, err := r.call("classify", hostClassify, a.Append(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +230,14 @@ func Classify(binding, text string) ([]Class, error) {
 
 // TokenCount is the host's token count of text.
 func TokenCount(text string) (int, error) {
+	return (*Request)(nil).TokenCount(text)
+}
+
+// TokenCount is the package's TokenCount for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) TokenCount(text string) (int, error) {
 	a := abi.TextArgs{Text: text}
-	b, err := call("token_count", hostTokenCount, a.Append(nil))
+	b, err := r.call("token_count", hostTokenCount, a.Append(nil))
 	if err != nil {
 		return 0, err
 	}
@@ -183,7 +248,13 @@ func TokenCount(text string) (int, error) {
 
 // Now is the host's time in Unix nanoseconds.
 func Now() (int64, error) {
-	b, err := call("now", hostNow, nil)
+	return (*Request)(nil).Now()
+}
+
+// Now is the package's Now for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Now() (int64, error) {
+	b, err := r.call("now", hostNow, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -205,7 +276,13 @@ type RetrieveArgs = abi.RetrieveArgs
 // preview; a probe reads no result cache. ErrUnavailable for an unknown
 // source or a host without stored data.
 func Retrieve(a RetrieveArgs) ([]VectorHit, error) {
-	b, err := call("retrieve", hostRetrieve, a.Append(nil))
+	return (*Request)(nil).Retrieve(a)
+}
+
+// Retrieve is the package's Retrieve for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Retrieve(a RetrieveArgs) ([]VectorHit, error) {
+	b, err := r.call("retrieve", hostRetrieve, a.Append(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +293,14 @@ func Retrieve(a RetrieveArgs) ([]VectorHit, error) {
 // least minScore, best first. Each hit's Payload is JSON {"id", "text",
 // "created_at"}. A backend call: denied in preview.
 func Recall(scope, query string, k int, minScore float32) ([]VectorHit, error) {
+	return (*Request)(nil).Recall(scope, query, k, minScore)
+}
+
+// Recall is the package's Recall for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Recall(scope, query string, k int, minScore float32) ([]VectorHit, error) {
 	a := abi.MemoryRecallArgs{Scope: scope, Query: query, K: uint32(k), MinScore: minScore}
-	b, err := call("memory_recall", hostMemoryRecall, a.Append(nil))
+	b, err := r.call("memory_recall", hostMemoryRecall, a.Append(nil))
 	if err != nil {
 		return nil, err
 	}
@@ -226,8 +309,14 @@ func Recall(scope, query string, k int, minScore float32) ([]VectorHit, error) {
 
 // Remember keeps text as a memory of scope. Live only: it persists.
 func Remember(scope, text string) error {
+	return (*Request)(nil).Remember(scope, text)
+}
+
+// Remember is the package's Remember for r's handler call: a plugin that may run
+// natively (sdk.HandleHost) calls the request's host functions.
+func (r *Request) Remember(scope, text string) error {
 	a := abi.MemoryRememberArgs{Scope: scope, Text: text}
-	_, err := call("memory_remember", hostMemoryRemember, a.Append(nil))
+	_, err := r.call("memory_remember", hostMemoryRemember, a.Append(nil))
 	return err
 }
 

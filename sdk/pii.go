@@ -55,7 +55,7 @@ var (
 // not the whole story (see ErrPIIIncomplete). errors.Is(err, ErrNotScanned):
 // there was no scan and the spans are nil. Other errors come from the host.
 func (r *Request) PIISpans() ([]PIISpan, error) {
-	b, err := call("pii_spans", hostPIISpans, nil)
+	b, err := r.call("pii_spans", hostPIISpans, nil)
 	if errors.Is(err, ErrUnavailable) {
 		return nil, ErrNotScanned
 	}

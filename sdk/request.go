@@ -20,6 +20,7 @@ type Request struct {
 	at              [5]int // headers, messages, signals, body, status
 	body, respBody  []byte
 	status          uint32
+	host            Host // the native host (HandleHost); nil in a module
 
 	headers             []Header
 	messages            []Message

@@ -33,7 +33,9 @@
 // the host functions wrapped here (Log, Embed, VectorSearch, CacheLookup, CacheStore,
 // Classify, TokenCount, Now, Request.PIISpans for the personal data the router detected,
 // Retrieve, Recall and Remember for its stored data), each of which the host may
-// refuse in the request's mode (ErrDenied).
+// refuse in the request's mode (ErrDenied). The same functions are methods of
+// the Request (req.Embed, req.CacheLookup, …): a plugin the router may also
+// run natively (HandleHost) calls those, which reach the router's host there.
 //
 // This package imports hostapi/abi and the standard library only; it must
 // not grow dependencies a guest would have to link.

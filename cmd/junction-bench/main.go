@@ -40,9 +40,10 @@ func main() {
 	tput := flag.Duration("throughput-duration", 5*time.Second, "length of the throughput run")
 	gwCPUs := flag.String("server-cpus", "", "pin the gateway to these CPUs (taskset list, e.g. 0,1; GOMAXPROCS follows)")
 	upCPUs := flag.String("backend-cpus", "", "pin the demo backend to these CPUs")
+	trace := flag.Bool("trace", false, "serve with tracing on (every request sampled), exporting over OTLP/gRPC to a receiver in this process")
 	flag.Parse()
 	serverCPUs, backendCPUs = *gwCPUs, *upCPUs
-	if err := run(*bin, *rate, *dur, *rounds, *conc, *tput); err != nil {
+	if err := run(*bin, *rate, *dur, *rounds, *conc, *tput, *trace); err != nil {
 		fmt.Fprintln(os.Stderr, "junction-bench:", err)
 		os.Exit(1)
 	}
@@ -75,7 +76,7 @@ global:
 
 const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
 
-func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Duration) error {
+func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Duration, traceSpans bool) error {
 	var ports [3]int
 	for i := range ports {
 		p, err := loadrun.FreePort()
@@ -91,7 +92,17 @@ func run(bin string, rate int, dur time.Duration, rounds, conc int, tput time.Du
 	}
 	defer os.RemoveAll(dir)
 	cfgPath := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(config, gwPort, upPort, upPort, metricsPort)+recipes.BenchRecipesYAML()), 0o600); err != nil {
+	cfg := fmt.Sprintf(config, gwPort, upPort, upPort, metricsPort)
+	var sink *otlpSink
+	if traceSpans {
+		if sink, err = startOTLPSink(); err != nil {
+			return err
+		}
+		defer sink.srv.Stop()
+		cfg += fmt.Sprintf("      tracing: {enabled: true, exporter: {type: otlp, endpoint: %q}, sampling: {type: always_on}}\n", sink.addr)
+		defer func() { fmt.Printf("tracing on: %d spans received over OTLP/gRPC\n", sink.spans.Load()) }()
+	}
+	if err := os.WriteFile(cfgPath, []byte(cfg+recipes.BenchRecipesYAML()), 0o600); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -116,6 +116,22 @@ const (
 	flagToolCalls = 1 << 3
 )
 
+// Size is the length of r's record.
+func (r *Result) Size() int {
+	n := 1 + 4 + len(r.Error) + 4 + len(r.Detail) + 4 + len(r.CacheStatus) + 4
+	for _, kv := range r.Values {
+		n += 8 + len(kv.Key) + len(kv.Value)
+	}
+	if r.Immediate != nil {
+		n += 4 + 4 + len(r.Immediate.Content)
+	}
+	n += 4
+	for _, m := range r.Mutations {
+		n += 1 + 4 + 4 + len(m.Name) + 4 + len(m.Value)
+	}
+	return n
+}
+
 // Append encodes r onto b.
 func (r *Result) Append(b []byte) []byte {
 	e := Encoder{B: b}

@@ -48,6 +48,7 @@ import (
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/translate"
 	"github.com/junction-router/junction/recipes"
 )
@@ -106,12 +107,16 @@ type Plane struct {
 	responses storage.Responses
 	epochs    *respcache.Epochs // the response cache's scope per recipe, decision and model (shared by copies)
 	failover  bool
-	limiter   *ratelimit.Limiter
+	// beside holds a token per response phase running on its own goroutine
+	// (runBeside; shared by copies).
+	beside  chan struct{}
+	limiter *ratelimit.Limiter
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover, limiter: cfg.Limiter}
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover, limiter: cfg.Limiter,
+		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
 	}
@@ -258,7 +263,15 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	}
 	out.Chat = req
 
+	traced := tracing.Recording(ctx)
+	var routeStart time.Time
+	if traced {
+		routeStart = time.Now()
+	}
 	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
+	if traced {
+		traceRoute(ctx, in.Recipe, routeStart, time.Now(), res, err)
+	}
 	if err != nil {
 		p.routeFailed(ctx, in, out, err)
 		return

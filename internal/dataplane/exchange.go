@@ -54,6 +54,10 @@ type Exchange struct {
 	streamEnded  bool
 	aStream      *translate.AnthropicStream
 	rStream      *translate.ResponsesStream
+
+	// trace is what the model call's span reports (see Trace); nil when
+	// it does not record.
+	trace *answerTrace
 }
 
 // NewExchange starts one request received at start. The exchange runs the
@@ -250,6 +254,9 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 	m := x.Out.Model
 	x.plane.metrics.TTFT(m.Name, time.Since(x.start))
 	a := ParseAnswer(body)
+	if x.trace != nil {
+		x.traceJSON(body)
+	}
 	if a.Usage != nil {
 		x.usedTokens, x.usedKnown = a.Usage.PromptTokens+a.Usage.CompletionTokens, true
 		x.plane.metrics.Usage(m.Name, m.Pricing, *a.Usage)
@@ -264,8 +271,9 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 
 // Answered hands the complete non-streamed answer to the decision's
 // response-phase plugins, once the client has it: beside the request, so
-// the client is not kept waiting, under the plugins' own deadlines rather
-// than the client's connection.
+// the client is not kept waiting (at most maxBeside at once; past that on
+// the caller's goroutine), under the plugins' own deadlines rather than the
+// client's connection.
 func (x *Exchange) Answered(ctx context.Context, status int) {
 	body := x.respBody
 	if body == nil {
@@ -276,7 +284,7 @@ func (x *Exchange) Answered(ctx context.Context, status int) {
 		status = http.StatusOK
 	}
 	out, plane := x.Out, x.plane
-	go plane.runResponsePhase(context.WithoutCancel(ctx), &out, status, body)
+	plane.runBeside(func() { plane.runResponsePhase(context.WithoutCancel(ctx), &out, status, body) })
 }
 
 // StartStream prepares for an event-stream answer: the collector for the
@@ -359,6 +367,9 @@ func (x *Exchange) chatEvent(dst, raw, data []byte, rewrite, upstream bool) []by
 			if x.first.IsZero() {
 				x.first = time.Now()
 				x.plane.metrics.TTFT(x.Out.Model.Name, x.first.Sub(x.start))
+			}
+			if x.trace != nil {
+				x.traceChunk(data)
 			}
 			if u, usageOnly := ChunkUsage(data); u != nil {
 				x.usage = u
@@ -447,5 +458,5 @@ func (x *Exchange) StreamEnded(ctx context.Context, status int, delivered bool) 
 		plane.streamEnded(ctx, &out, status, sa, false)
 		return
 	}
-	go plane.streamEnded(context.WithoutCancel(ctx), &out, status, sa, true)
+	plane.runBeside(func() { plane.streamEnded(context.WithoutCancel(ctx), &out, status, sa, true) })
 }

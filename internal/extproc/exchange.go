@@ -11,6 +11,7 @@ import (
 
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -111,6 +112,10 @@ type exchange struct {
 	quiet     bool // messages after complete are expected (an override Envoy may ignore)
 	cancelled bool // the request was cancelled and counted as such
 	recorded  bool
+
+	// Tracing (trace.go): nil spans when it is off.
+	span, modelSpan trace.Span
+	phaseTimes      [msgKinds]spanTimes
 }
 
 func (s *Server) newExchange(stream extprocv3.ExternalProcessor_ProcessServer) *exchange {
@@ -209,6 +214,18 @@ func (x *exchange) arm() {
 }
 
 func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {
+	if x.s.opts.Tracer == nil {
+		return x.dispatch(req)
+	}
+	from := time.Now()
+	err := x.dispatch(req)
+	if x.span != nil {
+		x.notePhase(messageKind(req), from, time.Now())
+	}
+	return err
+}
+
+func (x *exchange) dispatch(req *extprocv3.ProcessingRequest) error {
 	if pc := req.GetProtocolConfig(); pc != nil && x.proto == nil {
 		x.proto = pc
 	}
@@ -318,6 +335,7 @@ func (x *exchange) finish() {
 	}
 	d := end.Sub(x.start)
 	x.dp.Record(x.endpoint, st, d)
+	x.endSpans(st, end)
 	if !x.s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}

@@ -32,6 +32,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 	if i := strings.IndexAny(path, "?#"); i >= 0 {
 		path = path[:i]
 	}
+	x.startSpan(ri.method, path)
 	switch {
 	case path == "/v1/chat/completions":
 		x.endpoint = dataplane.EndpointChat
@@ -76,6 +77,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 		}
 		return x.methodNotAllowed(ri.method, path, strings.Join(allow, ", "))
 	}
+	x.span = nil // not Junction's request: its span is never ended, so never sent
 	return x.passthrough()
 }
 
@@ -245,6 +247,7 @@ func (x *exchange) decide(trailers bool) error {
 	}
 	x.dp.Forwarded()
 	x.phase = phaseForwarded
+	x.startModelSpan()
 
 	m := x.early
 	x.early = mutation{}

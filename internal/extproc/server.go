@@ -42,6 +42,7 @@ import (
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -87,6 +88,8 @@ type Options struct {
 	// Responses is the Responses API's response store; nil keeps nothing
 	// (see dataplane.Config.Responses).
 	Responses storage.Responses
+	// Tracer makes the request's spans; nil: tracing is off.
+	Tracer *tracing.Tracer
 	// Limiter applies global.rate_limits (shared with the other front
 	// end); nil admits everything.
 	Limiter *ratelimit.Limiter

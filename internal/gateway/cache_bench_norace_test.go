@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/builtintest"
 	"github.com/junction-router/junction/recipes"
 )
@@ -26,13 +28,20 @@ import (
 // misses and every answer is stored), with the decision's response_cache off,
 // exact, or exact_then_semantic (the semantic lookup embeds the question and
 // scans the namespace, which fills up to its bound as the benchmark runs).
-// The cache's own cost is on − off, measured in one run.
+// The plugin runs as its module in the wasm host (wasm) or in process over
+// the same host's functions (native, what serve runs). The cache's own cost
+// is on − off, measured in one run.
 func BenchmarkGatewayCacheMiss(b *testing.B) {
 	answer := []byte(`{"id":"chatcmpl-demo","object":"chat.completion","created":1767225600,"model":"small","choices":[{"index":0,"message":{"role":"assistant","content":"Paris."},"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":2,"total_tokens":29}}` + "\n")
-	runner := builtintest.Runner(b, "response_cache")
+	runners := map[string]plugin.Runner{"wasm": builtintest.Runner(b, "response_cache"), "native": builtintest.NativeRunner(b)}
 	asked := 0 // across runs: the cache outlives each b.N round
-	for _, mode := range []string{"off", "exact", "exact_then_semantic"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, name := range []string{"off", "exact/wasm", "exact/native", "exact_then_semantic/wasm", "exact_then_semantic/native"} {
+		mode, rt, _ := strings.Cut(name, "/")
+		runner := runners[rt]
+		if mode == "off" {
+			runner = runners["wasm"] // with no plugin to run
+		}
+		b.Run(name, func(b *testing.B) {
 			plugins := ""
 			if mode != "off" {
 				plugins = fmt.Sprintf("\n        plugins: [{type: response_cache, configuration: {mode: %s, ttl_seconds: 600}}]", mode)

@@ -25,6 +25,7 @@ import (
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -189,8 +190,12 @@ type envConfig struct {
 	noRun   bool
 	files   dataplane.Files
 	store   storage.Responses
+	tracer  *tracing.Tracer
 	limiter *ratelimit.Limiter
 }
+
+// withTracer runs the gateway with tracing on.
+func withTracer(t *tracing.Tracer) envOption { return func(c *envConfig) { c.tracer = t } }
 
 // withLimiter applies global.rate_limits with l.
 func withLimiter(l *ratelimit.Limiter) envOption { return func(c *envConfig) { c.limiter = l } }
@@ -250,6 +255,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Files:     cfg.files,
 		Responses: cfg.store,
+		Tracer:    cfg.tracer,
 		Limiter:   cfg.limiter,
 	})
 	e.gw = httptest.NewServer(e.server)

@@ -61,14 +61,25 @@ func (x *exchange) forward(rt *dataplane.Routing, c *upstreamCall) {
 	c.timer = time.AfterFunc(c.timeout, func() { cancel(errUpstreamTimeout) })
 	defer c.timer.Stop()
 
-	req := newUpstreamRequest(ctx, c.reqURL, c.header, c.body)
+	rctx, span := x.startUpstreamSpan(ctx, c)
+	req := newUpstreamRequest(rctx, c.reqURL, c.header, c.body)
 	x.dp.Forwarded()
 	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
 	if err != nil {
+		if span != nil {
+			errType := upstreamErrorType(ctx)
+			if errType == "" {
+				errType = "unreachable"
+			}
+			x.dp.EndModelSpan(span, 0, errType)
+		}
 		x.upstreamFailed(rt, c, err)
 		return
 	}
 	defer resp.Body.Close()
+	if span != nil {
+		defer func() { x.dp.EndModelSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
+	}
 
 	if resp.StatusCode >= 400 {
 		x.relayError(rt, c, resp)
@@ -126,6 +137,18 @@ func (x *exchange) upstreamFailed(rt *dataplane.Routing, c *upstreamCall, err er
 	}
 	x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
 		fmt.Sprintf("upstream for model %q at %s is unreachable: %v", c.model.Name, where, unwrapURLError(err))))
+}
+
+// upstreamErrorType is an attempt's error.type for its span: timeout,
+// cancelled (the client went away) or empty.
+func upstreamErrorType(ctx context.Context) string {
+	switch {
+	case errors.Is(context.Cause(ctx), errUpstreamTimeout):
+		return "timeout"
+	case ctx.Err() != nil:
+		return "cancelled"
+	}
+	return ""
 }
 
 // unwrapURLError drops url.Error's "Post \"http://…\":" prefix; the message

@@ -15,6 +15,9 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/tracing"
+	"github.com/junction-router/junction/internal/tracing/otlp"
+	"github.com/junction-router/junction/internal/tracing/otlptest"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -83,9 +86,25 @@ providers:
 func BenchmarkGatewayHandler(b *testing.B) {
 	answer := []byte(`{"id":"chatcmpl-demo-0a1b2c3d4e5f","object":"chat.completion","created":1767225600,"model":"small","choices":[{"index":0,"message":{"role":"assistant","content":"[demo:small] reasoning off (chat_template_kwargs.enable_thinking=false) — you said: \"What is the capital of France? Answer in one word, please.\""},"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":37,"total_tokens":64}}` + "\n")
 	body := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`)
-	for _, name := range []string{"keyword", "bench"} {
-		b.Run(name, func(b *testing.B) {
-			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[name]))
+	// traced: tracing on, every request sampled, spans exported over
+	// OTLP/gRPC to an in-process receiver (the batch exporter works beside
+	// the requests, on the same CPUs).
+	for _, run := range []struct {
+		name, recipe string
+		traced       bool
+	}{{"keyword", "keyword", false}, {"bench", "bench", false}, {"keyword-traced", "keyword", true}} {
+		b.Run(run.name, func(b *testing.B) {
+			var tracer *tracing.Tracer
+			if run.traced {
+				rcv := otlptest.NewGRPC(b)
+				t, err := otlp.New(recipes.Tracing{Enabled: true, Exporter: recipes.TracingExporter{Endpoint: rcv.Addr}}, otlp.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = t.Shutdown(context.Background()) }()
+				tracer = t
+			}
+			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[run.recipe]))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -102,6 +121,7 @@ func BenchmarkGatewayHandler(b *testing.B) {
 				Plugins:   native.Stage(),
 				Upstreams: ups,
 				Logger:    slog.New(slog.DiscardHandler),
+				Tracer:    tracer,
 			})
 			ctx := context.Background()
 			b.ReportAllocs()

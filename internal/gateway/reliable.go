@@ -425,16 +425,33 @@ func (x *exchange) attempt(parent context.Context, rt *dataplane.Routing, c *ups
 		}
 		cancel(nil)
 	}
+	// Each attempt is a "chat {model}" span (trace.go), ended when it fails
+	// or once its answer was relayed.
+	rctx, span := x.startUpstreamSpan(ctx, c)
 	fail := func(resp *http.Response, err error) *attemptFailure {
 		f := &attemptFailure{resp: resp, err: err, cancel: stop, model: c.model.Name, key: c.key}
 		if resp == nil {
 			f.timeout = errors.Is(context.Cause(ctx), errUpstreamTimeout)
 			f.connect = !f.timeout && isConnectError(err)
 		}
+		if span != nil {
+			status, errType := 0, "error"
+			switch {
+			case resp != nil:
+				status, errType = resp.StatusCode, ""
+			case f.timeout:
+				errType = "timeout"
+			case f.connect:
+				errType = "unreachable"
+			case ctx.Err() != nil:
+				errType = "cancelled"
+			}
+			x.dp.EndModelSpan(span, status, errType)
+		}
 		return f
 	}
 
-	req := newUpstreamRequest(ctx, c.reqURL, c.header, c.body)
+	req := newUpstreamRequest(rctx, c.reqURL, c.header, c.body)
 	x.dp.Forwarded()
 	resp, err := x.s.ups.transport(c.ref).RoundTrip(req)
 	if err != nil {
@@ -460,6 +477,9 @@ func (x *exchange) attempt(parent context.Context, rt *dataplane.Routing, c *ups
 		}
 		x.s.ups.health.Success(c.key)
 		defer stop()
+		if span != nil { // before stop cancels ctx
+			defer func() { x.dp.EndModelSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
+		}
 		defer resp.Body.Close()
 		x.relayStreamFrom(rt, c, resp, rd, raw, data)
 		return nil
@@ -476,6 +496,9 @@ func (x *exchange) attempt(parent context.Context, rt *dataplane.Routing, c *ups
 	}
 	x.s.ups.health.Success(c.key)
 	defer stop()
+	if span != nil { // before stop cancels ctx
+		defer func() { x.dp.EndModelSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
+	}
 	x.writeJSON(rt, c, resp, buf.Bytes())
 	return nil
 }

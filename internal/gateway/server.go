@@ -30,12 +30,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -71,6 +74,8 @@ type Options struct {
 	// Responses is the Responses API's response store; nil keeps nothing
 	// (see dataplane.Config.Responses).
 	Responses storage.Responses
+	// Tracer makes the request's spans; nil: tracing is off.
+	Tracer *tracing.Tracer
 	// Limiter applies global.rate_limits (shared with the other front
 	// end); nil admits everything.
 	Limiter *ratelimit.Limiter
@@ -107,6 +112,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	x.w = &responseWriter{ResponseWriter: rw}
 	x.id = dataplane.RequestID(r.Header.Get(dataplane.HeaderRequestID))
 	x.w.Header()[dataplane.HeaderRequestID] = []string{x.id}
+	x.startSpan()
 	defer x.finish()
 	defer x.recover()
 
@@ -186,6 +192,8 @@ type exchange struct {
 	dp dataplane.Exchange
 	// cancelled: the client went away; status 499 in metrics.
 	cancelled bool
+	// span is the request's server span; nil when tracing is off.
+	span trace.Span
 }
 
 // allow answers 405 unless the method is one of methods.
@@ -271,6 +279,7 @@ func (x *exchange) finish() {
 	}
 	d := time.Since(x.start)
 	x.dp.Record(x.endpoint, status, d)
+	x.endSpan(status)
 	if !x.s.log.Enabled(context.Background(), slog.LevelInfo) {
 		return // spare building the line's attributes
 	}

@@ -66,3 +66,17 @@ func BenchmarkCacheLookupExact(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCacheLookupExactMiss is an exact miss among 10,000 entries: what
+// an exact-mode lookup of a new question costs the cache.
+func BenchmarkCacheLookupExactMiss(b *testing.B) {
+	c, _ := benchCache(b, 10000, 100)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok, err := c.Lookup(ctx, "ns", "absent", nil, 0); ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}

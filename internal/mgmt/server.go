@@ -23,7 +23,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/junction-router/junction/internal/metrics"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,8 +33,12 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/tracing"
 )
 
 // Options configure a management Server.
@@ -60,6 +63,9 @@ type Options struct {
 	// Backends reports the standalone gateway's passive health of each
 	// upstream backend for GET /api/v1/status; nil leaves it out.
 	Backends func() []metrics.BackendState
+	// Tracer makes a span of each mutation (the audited routes); nil:
+	// tracing is off.
+	Tracer *tracing.Tracer
 }
 
 // Server is the management API.
@@ -187,9 +193,25 @@ func (s *Server) wrap(rt *route) http.Handler {
 		}
 		ctx := context.WithValue(r.Context(), principalKey, p)
 		ctx = context.WithValue(ctx, requestIDKey, id)
+		var span trace.Span
+		if rt.audit != "" && s.opts.Tracer != nil {
+			ctx, span = s.opts.Tracer.Start(tracing.Extract(ctx, r.Header), rt.method+" "+rt.path, trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithAttributes(tracing.HTTPRequestMethod.String(rt.method), tracing.HTTPRoute.String(rt.path),
+					tracing.ManagementAction.String(rt.audit), tracing.RequestID.String(id)))
+		}
 		rt.h(sw, r.WithContext(ctx))
 		if sw.status == 0 {
 			sw.status = http.StatusOK
+		}
+		if span != nil {
+			span.SetAttributes(tracing.HTTPResponseStatusCode.Int(sw.status))
+			if v := sw.Header().Get("X-Router-Config-Version"); v != "" {
+				span.SetAttributes(tracing.ManagementConfigVersion.String(v))
+			}
+			if sw.status >= 400 {
+				span.SetStatus(codes.Error, http.StatusText(sw.status))
+			}
+			span.End()
 		}
 		if rt.audit != "" {
 			s.cfg.Audit().Record(AuditEntry{Action: rt.audit, Method: rt.method, Route: rt.path, Status: sw.status,

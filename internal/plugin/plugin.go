@@ -26,8 +26,13 @@ import (
 	"fmt"
 	"net/http"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/chat"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -175,8 +180,14 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 		var m *mutations
 		var mr *ModuleResult
 		err := s.err
+		span := noSpan
 		if err == nil {
-			if m, mr, err = call(ctx, s.inst, req); err == nil {
+			cctx := ctx
+			if tracing.Recording(ctx) {
+				cctx, span = tracing.Child(ctx, "plugin "+s.typ, trace.WithAttributes(tracing.PluginType.String(s.typ),
+					tracing.PluginPhase.String("request"), tracing.PluginMode.String(modeOf(req))))
+			}
+			if m, mr, err = call(cctx, s.inst, req); err == nil {
 				err = apply(req, m)
 			}
 		}
@@ -185,6 +196,7 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 			if mr != nil {
 				rep.Module = &ModuleReport{Mode: modeOf(req), BackendCalls: mr.BackendCalls, Persisted: mr.Persisted}
 			}
+			endPluginSpan(span, StatusFailed, err)
 			out.Reports = append(out.Reports, rep)
 			if s.onError == recipes.OnErrorFail {
 				return out, fmt.Errorf("plugin %d (%s) of decision %q failed (on_error: fail): %w", i, s.typ, req.Decision, err)
@@ -200,6 +212,7 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 			rep = moduleReport(s.typ, mr, req.Mode)
 			rep.Status = status
 		}
+		endPluginSpan(span, status, nil)
 		out.Reports = append(out.Reports, rep)
 		if m.cacheStatus != "" {
 			out.CacheStatus = m.cacheStatus
@@ -237,4 +250,20 @@ func modeOf(req *Request) string {
 		return ModeLive
 	}
 	return req.Mode
+}
+
+// noSpan stands for a plugin call's span when tracing is off.
+var noSpan trace.Span = noop.Span{}
+
+// endPluginSpan ends a plugin call's span with its report status (the span
+// records nothing when tracing is off).
+func endPluginSpan(span trace.Span, status string, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(tracing.PluginStatus.String(status))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }

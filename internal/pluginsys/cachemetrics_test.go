@@ -57,6 +57,20 @@ func TestResponseCacheMetricsFollowThePlugin(t *testing.T) {
 	if n != 1 || k.ExactHits != 1 || k.ExactMisses+k.SemanticMisses != 1 {
 		t.Fatalf("cache after miss, store, hit: %d entries, %+v", n, k)
 	}
+	// Serve runs the built-in in process: no module instance was made for
+	// it, and the management API says so.
+	if b := p.cur.Load().mods.Bindings("response_cache"); len(b) != 0 {
+		t.Fatalf("module bindings of a natively run built-in: %+v", b)
+	}
+	var runtime string
+	for _, pt := range p.Types() {
+		if pt.Type == "response_cache" && runtime == "" {
+			runtime = pt.Runtime
+		}
+	}
+	if runtime != "native" {
+		t.Fatalf("response_cache runtime %q, want native", runtime)
+	}
 	want := `
 # HELP router_cache_hit_ratio Share of response-cache lookups that hit, between 0 and 1.
 # TYPE router_cache_hit_ratio gauge

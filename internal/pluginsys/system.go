@@ -48,6 +48,7 @@ import (
 // validator and the management API's PluginRuntime.
 type System struct {
 	host   *hostapi.Host
+	native *native.Modules   // the built-ins run in process, over host's functions
 	cache  respcache.Backend // the response cache behind cache_lookup and cache_store
 	base   *hostapi.Registry // the --plugin-dir modules (the built-ins come from plugins/builtin)
 	log    *slog.Logger
@@ -62,6 +63,7 @@ type pluginLoad struct {
 	runner *plugin.Stage
 	mods   *wasm.Modules
 	types  map[string]bool
+	native map[string]bool // the types run natively (mixed)
 }
 
 // Options configure a System.
@@ -117,7 +119,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
-	p := &System{host: host, cache: cache, base: base, log: log, stats: NewStats(time.Now())}
+	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now())}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
@@ -152,10 +154,16 @@ func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 		if err != nil {
 			return err
 		}
-		next := &pluginLoad{runner: plugin.New(mods), mods: mods, types: map[string]bool{}}
+		next := &pluginLoad{mods: mods, types: map[string]bool{}, native: map[string]bool{}}
 		for _, t := range reg.Types() {
 			next.types[t] = true
+			// A built-in runs natively unless a --plugin-dir module
+			// provides the type.
+			if _, fromDir := p.base.Module(t); !fromDir && p.native.Has(t) {
+				next.native[t] = true
+			}
 		}
+		next.runner = plugin.New(mixed{wasm: mods, native: p.native, types: next.native})
 		if cur.mods != nil {
 			p.old = append(p.old, cur.mods)
 		}
@@ -168,10 +176,25 @@ func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 	if cur.mods == nil {
 		return nil
 	}
-	if err := cur.mods.Warm(ctx, doc, 2); err != nil {
+	// Natively run types need no instances.
+	if err := cur.mods.Warm(ctx, withoutTypes(doc, cur.native), 2); err != nil {
 		return fmt.Errorf("plugin bindings: %w", err)
 	}
 	return nil
+}
+
+// withoutTypes is doc without the plugin references of the given types.
+func withoutTypes(doc *recipes.Document, types map[string]bool) *recipes.Document {
+	out := &recipes.Document{Recipes: slices.Clone(doc.Recipes)}
+	for ri, r := range out.Recipes {
+		r.Decisions = slices.Clone(r.Decisions)
+		for di, d := range r.Decisions {
+			d.Plugins = slices.DeleteFunc(slices.Clone(d.Plugins), func(ref recipes.PluginRef) bool { return types[ref.Type] })
+			r.Decisions[di] = d
+		}
+		out.Recipes[ri] = r
+	}
+	return out
 }
 
 // hasModule reports whether typ is run by a module: a built-in, a
@@ -225,8 +248,9 @@ func (p *System) Response(ctx context.Context, refs []recipes.PluginRef, resp *p
 	return p.runner().Response(ctx, refs, resp)
 }
 
-// Types implements mgmt.PluginRuntime: the built-in types (wasm), any other
-// loaded module type, and the known types nothing implements (unavailable).
+// Types implements mgmt.PluginRuntime: the built-in types (native when the
+// latest load runs them in process, else wasm), any other loaded module
+// type, and the known types nothing implements (unavailable).
 func (p *System) Types() []mgmt.PluginType {
 	seen := map[string]bool{}
 	var out []mgmt.PluginType
@@ -236,13 +260,17 @@ func (p *System) Types() []mgmt.PluginType {
 			out = append(out, mgmt.PluginType{Type: t, Runtime: rt, Available: true})
 		}
 	}
+	cur := p.cur.Load()
 	for _, t := range builtin.Types() {
+		if cur.native[t] {
+			add(t, "native")
+		}
 		add(t, "wasm")
 	}
 	for _, t := range p.base.Types() {
 		add(t, "wasm")
 	}
-	for t := range p.cur.Load().types {
+	for t := range cur.types {
 		add(t, "wasm")
 	}
 	for _, t := range plugin.Types {

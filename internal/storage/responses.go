@@ -90,6 +90,13 @@ func (e *ChainBrokenError) Error() string {
 // Unwrap makes errors.Is(err, ErrChainBroken) hold.
 func (e *ChainBrokenError) Unwrap() error { return ErrChainBroken }
 
+// ChainReader is a Responses backend that reads a whole conversation at
+// once (the embedded store, in one query); Chain uses it. ResponseChain
+// has Chain's contract.
+type ChainReader interface {
+	ResponseChain(ctx context.Context, id string, maxTurns int) ([]StoredResponse, error)
+}
+
 // Chain returns the response id and every earlier turn of its
 // conversation, oldest first, following PreviousID through r, at most
 // maxTurns (MaxConversationTurns when not positive). Errors: ErrNotFound
@@ -98,6 +105,9 @@ func (e *ChainBrokenError) Unwrap() error { return ErrChainBroken }
 func Chain(ctx context.Context, r Responses, id string, maxTurns int) ([]StoredResponse, error) {
 	if maxTurns <= 0 {
 		maxTurns = MaxConversationTurns
+	}
+	if cr, ok := r.(ChainReader); ok {
+		return cr.ResponseChain(ctx, id, maxTurns)
 	}
 	var chain []StoredResponse
 	for next := id; next != ""; {

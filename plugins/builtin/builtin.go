@@ -9,8 +9,8 @@
 // The package is Junction's one table of built-in plugin types (Sources):
 // serve, the management API, the CLI and the harnesses read it for the types,
 // the module bytes (Module, Registry), the configuration checks (CheckConfig)
-// and, for the plugins that call no host function, the same code compiled
-// natively (Plugin.Native). Loading modules into a plugin host is the host's
+// and the same code compiled natively (Plugin.Native) for the plugins that
+// call no host function or call them through the request (NeedsHost). Loading modules into a plugin host is the host's
 // business. It must not build anything at run time, and it holds no state a
 // caller can change.
 package builtin
@@ -54,8 +54,14 @@ type Plugin struct {
 	Check func(config []byte) error `json:"-"`
 	// Native makes the plugin from a configuration, compiled natively from
 	// the same package as its guest; set for the plugins that call no host
-	// function (their guest and native runs cannot differ), nil otherwise.
+	// function (their guest and native runs cannot differ) and for those
+	// that call host functions only through the request (NeedsHost), nil
+	// otherwise.
 	Native sdk.Factory `json:"-"`
+	// NeedsHost: the native plugin calls host functions, so it runs natively
+	// only with the plugin host's functions (internal/plugin/native with a
+	// host: the same mode gate, limits and backends as its module gets).
+	NeedsHost bool `json:"-"`
 }
 
 // Manifest lists the embedded modules and the toolchain that built them.
@@ -74,7 +80,7 @@ var Sources = []Plugin{
 	{Type: fastresponse.Type, Package: "plugins/fastresponse/guest", Check: check(fastresponse.ParseConfig), Native: factory(fastresponse.ParseConfig)},
 	{Type: tools.Type, Package: "plugins/tools/guest", Check: check(tools.ParseConfig)},
 	{Type: rag.Type, Package: "plugins/rag/guest", Check: check(rag.ParseConfig)},
-	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig)},
+	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig), Native: factory(responsecache.ParseConfig), NeedsHost: true},
 	{Type: contextcompression.Type, Package: "plugins/contextcompression/guest", Check: check(contextcompression.ParseConfig)},
 	{Type: memory.Type, Package: "plugins/memory/guest", Check: check(memory.ParseConfig)},
 }

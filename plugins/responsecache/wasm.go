@@ -37,7 +37,9 @@ type lookup struct {
 	note           string
 }
 
-func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error) {
+// lookupArgs computes them for body; the query is embedded through req's
+// host functions (a module's imports, or the router's when run natively).
+func (c *Config) lookupArgs(req *sdk.Request, body []byte, decision, model string) (lookup, error) {
 	k, err := c.keys(body, decision, model, c.Similar())
 	if err != nil {
 		return lookup{}, err
@@ -50,7 +52,7 @@ func (c *Config) lookupArgs(body []byte, decision, model string) (lookup, error)
 		l.ns += "/slots=" + k.Slots
 	}
 	if c.Similar() && k.Query != "" {
-		v, err := sdk.Embed(k.Query)
+		v, err := req.Embed(k.Query)
 		switch {
 		case err == nil:
 			l.emb = v
@@ -87,7 +89,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		res.Skip(fmt.Sprintf("%s: the response cache is used in live mode only (mode %s, %s)", req.Mode(), c.Mode, k.Namespace))
 		return nil
 	}
-	l, err := c.lookupArgs(req.Body(), req.Decision(), req.Model())
+	l, err := c.lookupArgs(req, req.Body(), req.Decision(), req.Model())
 	if errors.Is(err, errNoUser) {
 		res.Skip("not looked up: " + err.Error())
 		return nil
@@ -98,7 +100,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	threshold := float32(*c.Semantic.SimilarityThreshold)
 	why := "miss (" + c.Mode + ")"
 	if c.Exact() {
-		entry, err := sdk.CacheLookup(l.ns, l.key, nil, threshold)
+		entry, err := req.CacheLookup(l.ns, l.key, nil, threshold)
 		switch {
 		case err == nil:
 			_, answer, err := DecodeAnswer(entry.Value)
@@ -119,7 +121,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 	if l.emb != nil {
 		// An empty key: the exact key was tried (or is not used); this is
 		// the similarity lookup alone.
-		entry, err := sdk.CacheLookup(l.ns, "", l.emb, threshold)
+		entry, err := req.CacheLookup(l.ns, "", l.emb, threshold)
 		switch {
 		case err == nil:
 			query, answer, err := DecodeAnswer(entry.Value)
@@ -186,7 +188,7 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 		res.Skip("not stored: only live requests are stored")
 		return nil
 	}
-	l, err := c.lookupArgs(resp.RequestBody(), resp.Decision(), resp.Model())
+	l, err := c.lookupArgs(resp.Request, resp.RequestBody(), resp.Decision(), resp.Model())
 	if errors.Is(err, errNoUser) {
 		res.Skip("not stored: " + err.Error())
 		return nil
@@ -194,7 +196,7 @@ func (c *Config) OnResponse(resp *sdk.Response, res *sdk.Result) error {
 	if err != nil {
 		return err
 	}
-	if err := sdk.CacheStore(l.ns, l.key, EncodeAnswer(l.query, answer), int(c.TTLSeconds), l.emb); err != nil {
+	if err := resp.CacheStore(l.ns, l.key, EncodeAnswer(l.query, answer), int(c.TTLSeconds), l.emb); err != nil {
 		return err
 	}
 	stored := fmt.Sprintf("stored %d bytes for %ds", len(answer.Content), c.TTLSeconds)

@@ -1,17 +1,22 @@
-// Package native runs the built-in plugins that call no host function
-// (system_prompt, header_mutation, request_params, fast_response) in the
-// router's process, compiled from the same packages as their WebAssembly
-// guests (plugins/<name>) and called the way the guest's export calls them:
-// the request goes in as the ABI's request record, the answer comes back as
-// the ABI's result (sdk.Handle), and the plugin stage applies it exactly as it
-// applies a module's. There is no second implementation of any plugin here.
+// Package native runs built-in plugins in the router's process, compiled
+// from the same packages as their WebAssembly guests (plugins/<name>) and
+// called the way the guest's export calls them: the request goes in as the
+// ABI's request record, the answer comes back as the ABI's result
+// (sdk.HandleHost), and the plugin stage applies it exactly as it applies a
+// module's. There is no second implementation of any plugin here.
 //
-// It is what the stage runs when no WebAssembly host is wanted: the tests of
-// the front ends, `junction route`, and the management API's default plugin
-// runtime. serve runs the same plugins as modules in the host.
+// Without a host (New) it runs the built-ins that call no host function
+// (system_prompt, header_mutation, request_params, fast_response): the tests
+// of the front ends, `junction route`, and the management API's default
+// plugin runtime. With a host (WithHost) it also runs the built-ins whose
+// host calls go through the request (response_cache; builtin.Plugin.NeedsHost),
+// their host functions served by hostapi's NativeBinding: the same mode gate,
+// limits, backend counting and backends as the module would get. serve runs
+// the built-ins this way (internal/pluginsys); third-party modules stay in
+// the WebAssembly host.
 //
-// What it must not do: hold plugin behaviour of its own, or run a plugin that
-// calls a host function (it has none to give).
+// What it must not do: hold plugin behaviour of its own, or serve a host
+// function itself (hostapi does).
 package native
 
 import (
@@ -22,8 +27,12 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/sdk"
 )
@@ -32,6 +41,9 @@ import (
 // form (builtin.Plugin.Native). It is safe for concurrent use.
 type Modules struct {
 	factories map[string]sdk.Factory
+	response  map[string]bool // the types whose plugin has a response phase
+	host      *hostapi.Host   // nil: no host functions (New)
+	limits    hostapi.Limits
 
 	mu       sync.RWMutex
 	bindings map[string]*binding // type + "\x00" + configuration
@@ -44,6 +56,8 @@ type binding struct {
 	once sync.Once
 	err  error
 	pool sync.Pool
+	// host serves the plugin's host functions (WithHost); nil without.
+	host *hostapi.NativeBinding
 }
 
 // maxBindings bounds the bindings kept; reaching it starts afresh
@@ -52,25 +66,52 @@ const maxBindings = 4096
 
 var _ plugin.Modules = (*Modules)(nil)
 
-// New returns the built-in plugins' native modules.
-func New() *Modules {
-	m := &Modules{factories: map[string]sdk.Factory{}, bindings: map[string]*binding{}}
+// New returns the native modules of the built-in plugins that call no host
+// function.
+func New() *Modules { return newModules(nil, hostapi.Limits{}) }
+
+// WithHost returns the native modules of every built-in plugin with a
+// native form, their host functions served by h under limits (zero fields:
+// the host's), as h would serve their modules'.
+func WithHost(h *hostapi.Host, limits hostapi.Limits) *Modules { return newModules(h, limits) }
+
+func newModules(h *hostapi.Host, limits hostapi.Limits) *Modules {
+	m := &Modules{factories: map[string]sdk.Factory{}, response: map[string]bool{}, host: h, limits: limits, bindings: map[string]*binding{}}
 	for _, s := range builtin.Sources {
-		if s.Native != nil {
-			m.factories[s.Type] = s.Native
+		if s.Native == nil || (s.NeedsHost && h == nil) {
+			continue
+		}
+		m.factories[s.Type] = s.Native
+		// A factory returns the same concrete type for every configuration
+		// (sdk.Register's rule), so the defaults tell whether it has a
+		// response phase.
+		if p, err := s.Native([]byte("{}")); err == nil {
+			_, m.response[s.Type] = p.(sdk.ResponsePlugin)
 		}
 	}
 	return m
 }
 
-// Stage returns a plugin stage running the built-in plugins natively.
+// Stage returns a plugin stage running the built-in plugins that call no
+// host function natively.
 func Stage() *plugin.Stage { return plugin.New(New()) }
 
-// Types are the plugin types run natively, in the table's order.
+// Types are the plugin types New runs natively, in the table's order.
 func Types() []string {
 	var out []string
 	for _, s := range builtin.Sources {
-		if s.Native != nil {
+		if s.Native != nil && !s.NeedsHost {
+			out = append(out, s.Type)
+		}
+	}
+	return out
+}
+
+// Types are the plugin types m runs, in the table's order.
+func (m *Modules) Types() []string {
+	var out []string
+	for _, s := range builtin.Sources {
+		if m.Has(s.Type) {
 			out = append(out, s.Type)
 		}
 	}
@@ -83,9 +124,8 @@ func (m *Modules) Has(typ string) bool {
 	return ok
 }
 
-// HasResponse implements plugin.Modules: none of these plugins has a
-// response phase.
-func (m *Modules) HasResponse(string) bool { return false }
+// HasResponse implements plugin.Modules.
+func (m *Modules) HasResponse(typ string) bool { return m.response[typ] }
 
 // Validate implements plugin.Modules with the plugin's own configuration
 // code, as the guest's factory runs it.
@@ -113,7 +153,10 @@ func configError(typ string, err error) error {
 
 // Call implements plugin.Modules: req goes through the ABI's request record,
 // as it would into a module.
-func (m *Modules) Call(_ context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
+		span.SetAttributes(tracing.PluginRuntime.String("native"))
+	}
 	b, err := m.binding(typ, config)
 	if b == nil {
 		return plugin.ModuleResult{}, err
@@ -126,10 +169,20 @@ func (m *Modules) Call(_ context.Context, typ string, config json.RawMessage, re
 		// As the guest answers when its factory refuses the configuration.
 		return plugin.ModuleResult{Result: abi.Result{Failed: true, Error: "configuration: " + err.Error()}}, nil
 	}
+	if req.Phase == abi.PhaseResponse && !m.response[typ] {
+		b.pool.Put(p)
+		return plugin.ModuleResult{}, hostapi.ErrNoResponsePhase
+	}
 	// The result may point into the record, so each call has its own.
-	res := sdk.Handle(p, req.Append(make([]byte, 0, req.Size())))
-	b.pool.Put(p)
-	return plugin.ModuleResult{Result: res}, nil
+	rec := req.Append(make([]byte, 0, req.Size()))
+	if b.host == nil {
+		res := sdk.Handle(p, rec)
+		b.pool.Put(p)
+		return plugin.ModuleResult{Result: res}, nil
+	}
+	cr, err := b.host.Call(ctx, req, func(h *hostapi.HostCalls) abi.Result { return sdk.HandleHost(p, rec, h) })
+	b.pool.Put(p) // a plugin value holds its configuration only: a fault does not spoil it
+	return plugin.ModuleResult{Result: cr.Result, BackendCalls: cr.BackendCalls, Persisted: cr.Persisted}, err
 }
 
 // binding returns the binding of (typ, config), checking the configuration
@@ -150,6 +203,9 @@ func (m *Modules) binding(typ string, config json.RawMessage) (*binding, error) 
 				m.bindings = map[string]*binding{}
 			}
 			b = &binding{}
+			if m.host != nil {
+				b.host = m.host.BindNative(typ, configBytes(config), m.limits)
+			}
 			m.bindings[key] = b
 		}
 		m.mu.Unlock()

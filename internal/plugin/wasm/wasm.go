@@ -25,9 +25,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -126,6 +129,9 @@ func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, 
 		return plugin.ModuleResult{}, err
 	}
 	res, err := b.Call(ctx, req)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
+		span.SetAttributes(tracing.PluginRuntime.String("wasm"))
+	}
 	return plugin.ModuleResult{Result: res.Result, BackendCalls: res.BackendCalls, Persisted: res.Persisted}, err
 }
 

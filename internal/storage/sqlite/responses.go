@@ -527,3 +527,73 @@ func (s *Store) DeleteResponse(ctx context.Context, id string) error {
 	}
 	return fmt.Errorf("response %q: %w", id, storage.ErrNotFound)
 }
+
+// ResponseChain implements storage.ChainReader: the turns not yet written
+// are followed in memory, the rest of the conversation is read in one
+// recursive query (a turn costs no round trip of its own).
+func (s *Store) ResponseChain(ctx context.Context, id string, maxTurns int) ([]storage.StoredResponse, error) {
+	if maxTurns <= 0 {
+		maxTurns = storage.MaxConversationTurns
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	tooLong := fmt.Errorf("response %s: %w (more than %d)", id, storage.ErrChainTooLong, maxTurns)
+	var chain []storage.StoredResponse // newest first
+	next := id
+	st := s.resp
+	st.mu.Lock()
+	for next != "" {
+		p := st.pending[next]
+		if p == nil {
+			break
+		}
+		if len(chain) == maxTurns {
+			st.mu.Unlock()
+			return nil, tooLong
+		}
+		chain = append(chain, *p)
+		next = p.PreviousID
+	}
+	st.mu.Unlock()
+	if next != "" {
+		keep := s.keepFrom()
+		rows, err := s.r.QueryContext(ctx, `WITH RECURSIVE chain(id, previous_id, created_at, response, input, n) AS (
+			SELECT id, previous_id, created_at, response, input, 1 FROM responses WHERE id = ? AND used_at >= ?
+			UNION ALL
+			SELECT r.id, r.previous_id, r.created_at, r.response, r.input, c.n + 1 FROM responses r JOIN chain c ON r.id = c.previous_id
+			WHERE c.previous_id != '' AND r.used_at >= ? AND c.n < ?)
+			SELECT id, previous_id, created_at, response, input FROM chain ORDER BY n`, next, keep, keep, maxTurns-len(chain)+1)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+		}
+		found := 0
+		for rows.Next() {
+			var r storage.StoredResponse
+			var created int64
+			if err := rows.Scan(&r.ID, &r.PreviousID, &created, &r.Response, &r.Input); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+			}
+			r.CreatedAt = time.Unix(created, 0)
+			chain = append(chain, r)
+			found++
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("sqlite: read the conversation of %s: %w", id, err)
+		}
+		switch {
+		case found == 0 && next == id:
+			return nil, fmt.Errorf("response %q: %w", id, storage.ErrNotFound)
+		case found == 0:
+			return nil, &storage.ChainBrokenError{ID: id, Missing: next}
+		case len(chain) > maxTurns:
+			return nil, tooLong
+		}
+		if last := chain[len(chain)-1]; last.PreviousID != "" {
+			return nil, &storage.ChainBrokenError{ID: id, Missing: last.PreviousID}
+		}
+	}
+	slices.Reverse(chain)
+	return chain, nil
+}

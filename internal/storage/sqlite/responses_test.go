@@ -408,3 +408,88 @@ func BenchmarkPutResponseDurable(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkChain is rebuilding a conversation of 50 stored turns
+// (storage.Chain: one read a turn), what previous_response_id costs a
+// request on the embedded store.
+func BenchmarkChain(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	prev := ""
+	for i := range 50 {
+		id := "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, PreviousID: prev, Response: make([]byte, 2048), Input: make([]byte, 512)}); err != nil {
+			b.Fatal(err)
+		}
+		prev = id
+	}
+	if err := s.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, v := range []struct {
+		name string
+		r    storage.Responses
+	}{{"OneQuery", s}, {"ReadPerTurn", onlyResponses{s}}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if chain, err := storage.Chain(ctx, v.r, prev, 0); err != nil || len(chain) != 50 {
+					b.Fatal(len(chain), err)
+				}
+			}
+		})
+	}
+}
+
+// onlyResponses hides the store's ChainReader: storage.Chain reads a turn
+// at a time.
+type onlyResponses struct{ storage.Responses }
+
+// TestResponseChainOneQuery: the one-query conversation read agrees with
+// reading a turn at a time, across turns still queued and turns written.
+func TestResponseChainOneQuery(t *testing.T) {
+	ctx := context.Background()
+	s := openAt(t, t.TempDir())
+	defer s.Close()
+	prev := ""
+	for i := range 6 {
+		id := "resp_" + strconv.Itoa(i)
+		if err := s.PutResponse(ctx, storage.StoredResponse{ID: id, PreviousID: prev, Response: []byte(`{}`), Input: []byte(`["` + id + `"]`)}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 3 {
+			if err := s.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.wmu.Lock() // turns 4 and 5 stay queued
+			defer s.wmu.Unlock()
+		}
+		prev = id
+	}
+	a, err := storage.Chain(ctx, s, prev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := storage.Chain(ctx, onlyResponses{s}, prev, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 6 || len(b) != 6 {
+		t.Fatalf("%d and %d turns, want 6", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || string(a[i].Input) != string(b[i].Input) || a[i].PreviousID != b[i].PreviousID {
+			t.Fatalf("turn %d: %+v vs %+v", i, a[i], b[i])
+		}
+	}
+	if _, err := storage.Chain(ctx, s, prev, 5); !errors.Is(err, storage.ErrChainTooLong) {
+		t.Fatalf("6 turns with a bound of 5: %v", err)
+	}
+	if _, err := storage.Chain(ctx, s, "resp_3", 3); !errors.Is(err, storage.ErrChainTooLong) {
+		t.Fatalf("4 written turns with a bound of 3: %v", err)
+	}
+}

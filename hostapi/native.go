@@ -1,0 +1,99 @@
+package hostapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/junction-router/junction/hostapi/abi"
+)
+
+// NativeBinding runs a plugin compiled into the router (a built-in's own Go
+// code, called through sdk.HandleHost) with this host's functions: the same
+// mode gate, host call budget, argument and answer sizes, deadline, backend
+// counting and backends as a module's handler call gets, so a plugin behaves
+// the same run natively or as a module. It is for trusted code only: a native
+// plugin has no memory limit and cannot be interrupted (its deadline is
+// checked when it returns, as for a trusted module, and a late answer is a
+// fault). It is safe for concurrent use; each Call has its own host calls.
+type NativeBinding struct {
+	h      *Host
+	typ    string
+	config []byte
+	limits Limits
+}
+
+// BindNative returns the native binding of plugin type typ with config (its
+// JSON, "{}" when empty: what the config host function answers) and limits
+// (zero fields take the host's; MemoryPages and MaxInstances do not apply).
+// The caller checks the configuration (the plugin's factory does).
+func (h *Host) BindNative(typ string, config []byte, lim Limits) *NativeBinding {
+	if len(config) == 0 {
+		config = []byte("{}")
+	}
+	return &NativeBinding{h: h, typ: typ, config: append([]byte(nil), config...), limits: lim.withDefaultsFrom(h.cfg.Limits)}
+}
+
+// HostCalls are one native handler call's host functions. Call implements
+// sdk.Host; it answers unavailable once the handler call has returned.
+type HostCalls struct {
+	ctx context.Context
+	st  *callState
+	h   *Host
+}
+
+// Call runs the host function named name (an abi.Import* name) on its
+// argument record, as a module's import of it would run.
+func (c *HostCalls) Call(name string, in []byte) ([]byte, abi.Status) {
+	if c.st == nil {
+		return nil, abi.StatusUnavailable
+	}
+	fn := c.h.funcs[name]
+	if fn == nil {
+		return nil, abi.StatusUnavailable
+	}
+	if st := admit(c.st, len(in)); st != abi.StatusOK {
+		return nil, st
+	}
+	return run(c.ctx, c.st, fn, in)
+}
+
+// Call runs one handler call of req's phase: handle runs the plugin on req
+// with the call's host functions and returns its result. The outcome is
+// reported as Binding.Call reports a trusted module's: a late answer or a
+// canceled request is a *Fault (counted, except cancellations), a result
+// record larger than MaxOutput is an output fault.
+func (b *NativeBinding) Call(ctx context.Context, req *abi.Request, handle func(*HostCalls) abi.Result) (CallResult, error) {
+	start := time.Now()
+	res := CallResult{Mode: req.Mode}
+	if _, ok := modeName(req.Mode); !ok {
+		return res, fmt.Errorf("unknown mode %d", req.Mode)
+	}
+	st := &callState{typ: b.typ, config: b.config, limits: &b.limits, mode: req.Mode, deadline: start.Add(b.limits.CallTimeout)}
+	if req.Phase == abi.PhaseRequest {
+		st.pii = req.PII // as Binding.Call: the response phase has no spans
+	}
+	calls := &HostCalls{ctx: context.WithValue(ctx, stateKey{}, st), st: st, h: b.h}
+	r := handle(calls)
+	calls.st = nil
+	elapsed := time.Since(start)
+	res.BackendCalls, res.Persisted, res.Duration = st.backendCalls, st.persisted, elapsed
+	var err error
+	switch {
+	case ctx.Err() != nil:
+		err = &Fault{Kind: FaultCanceled, Err: errors.New("the request was canceled during the call")}
+	case elapsed > b.limits.CallTimeout:
+		err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (native plugin: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
+	case r.Size() > b.limits.MaxOutput:
+		err = &Fault{Kind: FaultOutput, Err: fmt.Errorf("the plugin returned %d bytes, more than the limit of %d", r.Size(), b.limits.MaxOutput)}
+	}
+	if err != nil {
+		if kind := faultKind(err); kind != FaultCanceled {
+			b.h.metrics.fault(b.typ, kind)
+		}
+		return res, err
+	}
+	res.Result = r
+	return res, nil
+}

@@ -1,0 +1,111 @@
+package hostapi_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/memstore"
+)
+
+type unitEmbedder struct{}
+
+func (unitEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i := range texts {
+		out[i] = make([]float32, 16) // a 68-byte answer
+		out[i][0] = 1
+	}
+	return out, nil
+}
+
+// TestNativeBindingGatesLikeModules: a native plugin's host calls go through
+// the module's mode gate, budget, sizes and counting.
+func TestNativeBindingGatesLikeModules(t *testing.T) {
+	ctx := context.Background()
+	h := newHost(t, hostapi.Config{Registerer: prometheus.NewRegistry(),
+		Backends: hostapi.Backends{Embedder: unitEmbedder{}, Cache: memstore.NewCache()}})
+	b := h.BindNative("t", nil, hostapi.Limits{})
+	embed := (&abi.TextArgs{Text: "hello"}).Append(nil)
+	lookup := (&abi.CacheLookupArgs{Namespace: "ns", Key: "k"}).Append(nil)
+	store := (&abi.CacheStoreArgs{Namespace: "ns", Key: "k", Value: []byte("v"), TTLSeconds: 60}).Append(nil)
+	want := map[abi.Mode][3]abi.Status{
+		abi.ModeLive:    {abi.StatusOK, abi.StatusOK, abi.StatusOK},
+		abi.ModeProbe:   {abi.StatusOK, abi.StatusDenied, abi.StatusDenied},
+		abi.ModePreview: {abi.StatusDenied, abi.StatusDenied, abi.StatusDenied},
+	}
+	wantCalls := map[abi.Mode]int{abi.ModeLive: 3, abi.ModeProbe: 1, abi.ModePreview: 0}
+	for _, mode := range []abi.Mode{abi.ModePreview, abi.ModeProbe, abi.ModeLive} {
+		var got [3]abi.Status
+		var cfg []byte
+		res, err := b.Call(ctx, &abi.Request{Phase: abi.PhaseRequest, Mode: mode}, func(c *hostapi.HostCalls) abi.Result {
+			_, got[0] = c.Call(abi.ImportEmbed, embed)
+			_, got[1] = c.Call(abi.ImportCacheStore, store)
+			_, got[2] = c.Call(abi.ImportCacheLookup, lookup)
+			cfg, _ = c.Call(abi.ImportConfig, nil)
+			return abi.Result{Detail: "done"}
+		})
+		if err != nil || res.Detail != "done" {
+			t.Fatalf("%s: %+v %v", mode, res, err)
+		}
+		if got != want[mode] || res.BackendCalls != wantCalls[mode] || res.Persisted != (mode == abi.ModeLive) || string(cfg) != "{}" {
+			t.Errorf("%s: statuses %v (want %v), backend calls %d, persisted %v, config %q", mode, got, want[mode], res.BackendCalls, res.Persisted, cfg)
+		}
+	}
+
+	// The budget of host calls and the answer's size.
+	small := h.BindNative("t", []byte(`{"a":1}`), hostapi.Limits{MaxHostCalls: 2, MaxOutput: 32})
+	var late *hostapi.HostCalls
+	_, err := small.Call(ctx, &abi.Request{Phase: abi.PhaseRequest, Mode: abi.ModeLive}, func(c *hostapi.HostCalls) abi.Result {
+		late = c
+		if out, st := c.Call(abi.ImportConfig, nil); st != abi.StatusOK || string(out) != `{"a":1}` {
+			t.Errorf("config: %q %s", out, st)
+		}
+		if _, st := c.Call(abi.ImportEmbed, embed); st != abi.StatusLimit {
+			t.Errorf("an answer over MaxOutput: %s", st)
+		}
+		if _, st := c.Call(abi.ImportConfig, nil); st != abi.StatusLimit {
+			t.Errorf("a call over MaxHostCalls: %s", st)
+		}
+		return abi.Result{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, st := late.Call(abi.ImportConfig, nil); st != abi.StatusUnavailable {
+		t.Errorf("a host call after the handler returned: %s", st)
+	}
+
+	// A late answer is a deadline fault, counted; a result over MaxOutput an
+	// output fault.
+	slow := h.BindNative("slow", nil, hostapi.Limits{CallTimeout: 5 * time.Millisecond, MaxOutput: 64})
+	_, err = slow.Call(ctx, &abi.Request{Phase: abi.PhaseRequest, Mode: abi.ModeLive}, func(*hostapi.HostCalls) abi.Result {
+		time.Sleep(20 * time.Millisecond)
+		return abi.Result{}
+	})
+	var f *hostapi.Fault
+	if !errors.As(err, &f) || f.Kind != hostapi.FaultDeadline || h.Faults("slow", hostapi.FaultDeadline) != 1 {
+		t.Errorf("late answer: %v", err)
+	}
+	_, err = slow.Call(ctx, &abi.Request{Phase: abi.PhaseRequest, Mode: abi.ModeLive}, func(*hostapi.HostCalls) abi.Result {
+		return abi.Result{Detail: string(make([]byte, 100))}
+	})
+	if !errors.As(err, &f) || f.Kind != hostapi.FaultOutput {
+		t.Errorf("large result: %v", err)
+	}
+}
+
+func TestResultSize(t *testing.T) {
+	r := abi.Result{Skipped: true, Error: "e", Detail: "d", CacheStatus: "hit", Values: []abi.KV{{Key: "k", Value: "v"}},
+		Immediate: &abi.Immediate{Status: 200, Content: "c"}, Mutations: []abi.Mutation{{Op: abi.OpFieldSet, Name: "n", Value: []byte("1")}}}
+	for _, r := range []abi.Result{{}, r} {
+		if got, want := r.Size(), len(r.Append(nil)); got != want {
+			t.Errorf("Size %d, record %d bytes", got, want)
+		}
+	}
+}
