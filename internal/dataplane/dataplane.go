@@ -494,7 +494,7 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
 	// Cache entries are kept per recipe and configuration epoch (the host's
 	// cache adds them to every namespace), in both phases.
-	out.cacheScope = p.epochs.Scope(in.Gen.Document(), res.Recipe, res.Decision, res.Model)
+	out.cacheScope = p.epochs.Scope(in.Gen.Document(), res.Recipe, res.Decision, res.Model).ForRequest()
 	ctx = respcache.WithScope(ctx, out.cacheScope)
 	if res.PII.Scanned && len(res.Plugins) > 0 {
 		pii, err := LocatePII(req, &res.PII)

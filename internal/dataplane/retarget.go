@@ -109,7 +109,7 @@ func (x *Exchange) Retarget(ref recipes.ModelRef, model *recipes.Model, backend 
 		res.Reasoning = mode
 		// The answer is the new model's: the response cache keeps it under
 		// that model's configuration epoch.
-		out.cacheScope = x.plane.epochs.Scope(base.gen.Document(), res.Recipe, res.Decision, model.Name)
+		out.cacheScope = x.plane.epochs.Scope(base.gen.Document(), res.Recipe, res.Decision, model.Name).Retargeted(out.cacheScope)
 	}
 	rt.SetUpstreamHeaders(h, base.id)
 	chatReq := req

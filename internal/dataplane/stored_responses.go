@@ -74,7 +74,11 @@ func (p *Plane) StoredResponse(ctx context.Context, method, id, sub string, quer
 	// turns' inputs and outputs, then its own input.
 	items, e := p.conversation(ctx, id, false)
 	if e != nil {
-		return ErrorAnswer(e, h)
+		a := ErrorAnswer(e, h)
+		if e.Status/100 == 4 {
+			noRetry(a)
+		}
+		return a
 	}
 	page, e := pageItems(items, query)
 	if e != nil {

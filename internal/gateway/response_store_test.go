@@ -249,7 +249,8 @@ func TestConversationAcrossModels(t *testing.T) {
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "previous_response_not_found" || !strings.Contains(apiErr.Message, second.ID) {
 				t.Fatalf("a conversation with a deleted turn: %v", err)
 			}
-			if _, err := e.client.Responses.InputItems.List(ctx, third.ID, responses.InputItemListParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, second.ID) {
+			if _, err := e.client.Responses.InputItems.List(ctx, third.ID, responses.InputItemListParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Message, second.ID) ||
+				apiErr.Response.Header.Get("x-should-retry") != "false" {
 				t.Fatalf("input_items with a deleted turn: %v", err)
 			}
 			if got, err := e.client.Responses.Get(ctx, third.ID, responses.ResponseGetParams{}); err != nil || got.ID != third.ID {

@@ -75,9 +75,17 @@ func (c *Cache) Flush(f CacheFilter) (epoch uint64, removed int) {
 	}
 	scope := f.Scope()
 	c.epochs[scope]++
+	c.flushes++
 	removed = c.removeSelected(f)
 	c.counts.Flushed += uint64(removed)
 	return c.epochs[scope], removed
+}
+
+// Flushes is the number of flushes of any scope since the cache was made.
+func (c *Cache) Flushes() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.flushes
 }
 
 // Epoch is the number of flushes of scope (a CacheFilter.Scope) so far.

@@ -45,12 +45,13 @@ type Cache struct {
 	// store kept elsewhere (the embedded backend) deletes its copies.
 	OnRemove func(ns, key string)
 
-	mu     sync.Mutex
-	nss    map[string]*namespace
-	all    list.List // every entry, most recently used first
-	bytes  int64     // entrySize of every entry
-	counts CacheCounts
-	epochs map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
+	mu      sync.Mutex
+	nss     map[string]*namespace
+	all     list.List // every entry, most recently used first
+	bytes   int64     // entrySize of every entry
+	counts  CacheCounts
+	epochs  map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
+	flushes uint64            // flushes of any scope
 }
 
 // Defaults of the whole cache's bounds.

@@ -12,15 +12,24 @@ import (
 )
 
 // BenchmarkRequestScope is what the data plane adds to a request whose
-// decision has plugins: the memoised scope and the context value.
+// decision has plugins: the memoised scope, the request's flush state
+// (ForRequest) and the context value.
 func BenchmarkRequestScope(b *testing.B) {
 	doc := exampleDoc(b, nil)
 	var e respcache.Epochs
 	ctx := context.Background()
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		_ = respcache.WithScope(ctx, e.Scope(doc, "default", "general", "small"))
-	}
+	b.Run("scope", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = respcache.WithScope(ctx, e.Scope(doc, "default", "general", "small"))
+		}
+	})
+	b.Run("scope+request", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_ = respcache.WithScope(ctx, e.Scope(doc, "default", "general", "small").ForRequest())
+		}
+	})
 }
 
 // BenchmarkStore stores an answer of 1 KiB with a 100-dim embedding: in

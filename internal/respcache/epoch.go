@@ -90,7 +90,7 @@ func ScopeOf(doc *recipes.Document, recipe, decision, model string) Scope {
 	if perRecipe {
 		s.Recipe = recipe
 	}
-	s.sfx = any(s.suffix())
+	s.sfx = s.suffix()
 	return s
 }
 

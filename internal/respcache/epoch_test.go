@@ -103,3 +103,44 @@ func TestScopedAddsTheScopeToNamespaces(t *testing.T) {
 		t.Fatal("a lookup without a scope found a scoped entry")
 	}
 }
+
+// A request that looked up before a flush does not store its answer after
+// it: the flush advanced the epoch of what was in flight too.
+func TestScopedDropsAStoreMadeBeforeAFlush(t *testing.T) {
+	mem := respcache.NewMemory(respcache.Options{})
+	c := respcache.Scoped{Backend: mem}
+	scope := respcache.Scope{Recipe: "r", Epoch: "e"}
+	ask := func(flush bool) bool {
+		ctx := respcache.WithScope(context.Background(), scope.ForRequest())
+		if _, ok, _ := c.Lookup(ctx, "ns", "k", nil, 0); ok {
+			t.Fatal("hit before any store")
+		}
+		if flush {
+			if _, _, err := mem.Flush(respcache.Filter{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Store(ctx, "ns", "k", []byte("v"), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+		_, n := mem.Counts()
+		return n == 1
+	}
+	if ask(true) {
+		t.Fatal("an answer looked up before a flush was stored after it")
+	}
+	if !ask(false) {
+		t.Fatal("an answer without a flush in between was not stored")
+	}
+	// A retargeted scope keeps the request's state.
+	first := scope.ForRequest()
+	c.Lookup(respcache.WithScope(context.Background(), first), "ns2", "k", nil, 0)
+	mem.Flush(respcache.Filter{NamespacePrefix: "other"})
+	next := respcache.Scope{Recipe: "r", Epoch: "e2"}.Retargeted(first)
+	if err := c.Store(respcache.WithScope(context.Background(), next), "ns2", "k", []byte("v"), time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, n := mem.Counts(); n != 1 {
+		t.Fatalf("a retargeted request stored across a flush: %d entries, want the 1 before", n)
+	}
+}

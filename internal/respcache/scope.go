@@ -2,6 +2,7 @@ package respcache
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/junction-router/junction/hostapi"
@@ -14,7 +15,39 @@ import (
 type Scope struct {
 	Recipe string
 	Epoch  string
-	sfx    any // suffix() as a context value, kept by ScopeOf so a request need not build it
+	sfx    string    // suffix(), kept by ScopeOf so a request need not build it
+	req    *reqState // ForRequest's
+}
+
+// reqState is what one request's lookups and stores share: the backend's
+// flush count when the request first used the cache.
+type reqState struct {
+	mu      sync.Mutex
+	seen    bool
+	flushes uint64
+}
+
+// ForRequest is s for one request: a store through Scoped is dropped when
+// the cache was flushed after the request's first lookup, so an answer
+// made before a flush is never stored after it (a flush advances the
+// epoch of what was in flight too). Retargeted keeps what an earlier
+// scope of the same request saw.
+func (s Scope) ForRequest() Scope {
+	s.req = &reqState{}
+	return s
+}
+
+// Retargeted is s for the request prev was made for (a fallback to another
+// model keeps the request's flush state).
+func (s Scope) Retargeted(prev Scope) Scope {
+	s.req = prev.req
+	return s
+}
+
+// scopeValue is the context value WithScope sets.
+type scopeValue struct {
+	sfx string
+	req *reqState
 }
 
 // suffix is what Scoped appends to a namespace.
@@ -36,10 +69,11 @@ func WithScope(ctx context.Context, s Scope) context.Context {
 	if s.Recipe == "" && s.Epoch == "" {
 		return ctx
 	}
-	if s.sfx != nil {
-		return context.WithValue(ctx, scopeKey{}, s.sfx)
+	sfx := s.sfx
+	if sfx == "" {
+		sfx = s.suffix()
 	}
-	return context.WithValue(ctx, scopeKey{}, s.suffix())
+	return context.WithValue(ctx, scopeKey{}, &scopeValue{sfx: sfx, req: s.req})
 }
 
 // Scoped is the hostapi.Cache the plugin host is given: every namespace
@@ -48,19 +82,55 @@ type Scoped struct{ Backend hostapi.Cache }
 
 var _ hostapi.Cache = Scoped{}
 
-func scoped(ctx context.Context, ns string) string {
-	if s, ok := ctx.Value(scopeKey{}).(string); ok {
-		return ns + s
+func scopeOf(ctx context.Context) *scopeValue {
+	v, _ := ctx.Value(scopeKey{}).(*scopeValue)
+	return v
+}
+
+func (v *scopeValue) namespace(ns string) string {
+	if v == nil {
+		return ns
 	}
-	return ns
+	return ns + v.sfx
+}
+
+// flushes is the backend's flush count, when it keeps one.
+func (c Scoped) flushes() (uint64, bool) {
+	f, ok := c.Backend.(interface{ Flushes() uint64 })
+	if !ok {
+		return 0, false
+	}
+	return f.Flushes(), true
 }
 
 // Lookup implements hostapi.Cache.
 func (c Scoped) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
-	return c.Backend.Lookup(ctx, scoped(ctx, ns), key, embedding, threshold)
+	v := scopeOf(ctx)
+	if v != nil && v.req != nil {
+		if n, ok := c.flushes(); ok {
+			v.req.mu.Lock()
+			if !v.req.seen {
+				v.req.seen, v.req.flushes = true, n
+			}
+			v.req.mu.Unlock()
+		}
+	}
+	return c.Backend.Lookup(ctx, v.namespace(ns), key, embedding, threshold)
 }
 
-// Store implements hostapi.Cache.
+// Store implements hostapi.Cache. A store of a request that looked up
+// before a flush is dropped (nil error: the answer is not worth keeping).
 func (c Scoped) Store(ctx context.Context, ns, key string, value []byte, ttl time.Duration, embedding []float32) error {
-	return c.Backend.Store(ctx, scoped(ctx, ns), key, value, ttl, embedding)
+	v := scopeOf(ctx)
+	if v != nil && v.req != nil {
+		if n, ok := c.flushes(); ok {
+			v.req.mu.Lock()
+			stale := v.req.seen && v.req.flushes != n
+			v.req.mu.Unlock()
+			if stale {
+				return nil
+			}
+		}
+	}
+	return c.Backend.Store(ctx, v.namespace(ns), key, value, ttl, embedding)
 }

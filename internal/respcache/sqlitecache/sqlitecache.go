@@ -300,6 +300,9 @@ func (b *embedded) Store(ctx context.Context, ns, key string, value []byte, ttl 
 
 func (b *embedded) Counts() (respcache.Counts, int) { return b.mem.Counts() }
 
+// Flushes is the number of flushes since the backend was opened.
+func (b *embedded) Flushes() uint64 { return b.mem.Flushes() }
+
 // Stats are the memory's; the error is the last failed commit's, until one
 // succeeds.
 func (b *embedded) Stats(topN int) (respcache.Stats, error) {
