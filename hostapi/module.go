@@ -123,6 +123,7 @@ func (m *Module) readDescriptor(raw []byte) error {
 			return fmt.Errorf("the module's descriptor: operations[%d] (%s) has kind %q; want read, preview, probe or mutation", i, o.Name, o.Kind)
 		}
 	}
+	listed := false
 	for _, p := range desc.Phases {
 		switch p {
 		case abi.PhaseNameRequest:
@@ -130,10 +131,15 @@ func (m *Module) readDescriptor(raw []byte) error {
 			if !m.response {
 				return fmt.Errorf("the module's descriptor lists the response phase but the module does not export %s", abi.ExportOnResponse)
 			}
+			listed = true
 		default:
 			return fmt.Errorf("the module's descriptor lists unknown phase %q", p)
 		}
 	}
+	// The descriptor decides: the SDK exports the response entry point from
+	// every module, and a plugin without a response phase must not be handed
+	// every answer (it would only fail, after the host had kept the answer).
+	m.response = listed
 	if len(desc.Schema) == 0 || string(desc.Schema) == "null" {
 		return fmt.Errorf("the %s module's descriptor has no config_schema (use {} to accept any configuration)", desc.Type)
 	}

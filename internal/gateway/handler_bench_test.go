@@ -96,12 +96,17 @@ func BenchmarkGatewayHandler(b *testing.B) {
 		b.Run(run.name, func(b *testing.B) {
 			var tracer *tracing.Tracer
 			if run.traced {
-				rcv := otlptest.NewGRPC(b)
+				rcv := otlptest.NewGRPCSink(b)
 				t, err := otlp.New(recipes.Tracing{Enabled: true, Exporter: recipes.TracingExporter{Endpoint: rcv.Addr}}, otlp.Options{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer func() { _ = t.Shutdown(context.Background()) }()
+				defer func() {
+					_ = t.Shutdown(context.Background())
+					if n := rcv.Count(); n < b.N {
+						b.Errorf("the receiver got %d spans for %d requests", n, b.N)
+					}
+				}()
 				tracer = t
 			}
 			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[run.recipe]))

@@ -40,13 +40,31 @@ type Collector struct {
 	mu    sync.Mutex
 	spans []Span
 	seen  chan struct{}
+	// discard: count the spans, keep none (Count).
+	discard bool
+	count   int
 }
 
 func newCollector() *Collector { return &Collector{seen: make(chan struct{}, 1)} }
 
+// Count is how many spans were received.
+func (c *Collector) Count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
+}
+
 func (c *Collector) add(req *collectortrace.ExportTraceServiceRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.count += len(ss.GetSpans())
+		}
+	}
+	if c.discard {
+		return
+	}
 	for _, rs := range req.GetResourceSpans() {
 		res := attrs(rs.GetResource().GetAttributes())
 		for _, ss := range rs.GetScopeSpans() {
@@ -182,6 +200,14 @@ func NewGRPC(t testing.TB) *GRPC {
 	collectortrace.RegisterTraceServiceServer(srv, traceService{c: r.Collector})
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)
+	return r
+}
+
+// NewGRPCSink is NewGRPC keeping no span, only their Count: for
+// benchmarks, where the receiver's own work should stay small.
+func NewGRPCSink(t testing.TB) *GRPC {
+	r := NewGRPC(t)
+	r.discard = true
 	return r
 }
 
