@@ -17,6 +17,7 @@ import (
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
 	"github.com/junction-router/junction/recipes"
@@ -197,12 +198,15 @@ func (s *Server) run(ctx context.Context) error {
 		}
 		log.Info("native API listening", "addr", "http://"+addr)
 	}
+	// One limiter for every front end: a limit counts across them, and its
+	// buckets outlive configuration changes (rate limits apply live).
+	limiter := ratelimit.New(nil, nil)
 	for _, l := range doc.Listeners {
 		if o.DisableGateway {
 			break
 		}
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log,
-			Files: stored.store, Responses: responses, Tracer: tracer})
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if a, ok := o.ListenerAddrs[l.Name]; ok {
 			addr = a
@@ -220,7 +224,7 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	if !o.DisableExtproc {
 		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg,
-			Files: stored.store, Responses: responses, Tracer: tracer}); err != nil {
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter}); err != nil {
 			return fail(err)
 		}
 	}

@@ -336,6 +336,9 @@ type Global struct {
 	ModelCatalog *ModelCatalog `json:"model_catalog,omitempty"`
 	Router       *Router       `json:"router,omitempty"`
 	Storage      *Storage      `json:"storage,omitempty"`
+	// RateLimits bound requests and tokens per key and window; they apply
+	// live (a change takes effect with the next request).
+	RateLimits []RateLimit `json:"rate_limits,omitempty"`
 }
 
 // Router holds router-wide switches (global.router).

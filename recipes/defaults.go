@@ -155,6 +155,11 @@ func (d *Document) ApplyDefaults() {
 	if b := &g.Services.API.BatchClassification; b.MaxBatchSize == 0 {
 		b.MaxBatchSize = DefaultMaxBatchSize
 	}
+	for i := range g.RateLimits {
+		if g.RateLimits[i].Window.Duration == 0 {
+			g.RateLimits[i].Window.Duration = DefaultRateLimitWindow
+		}
+	}
 }
 
 func upperAll(list []string) {

@@ -65,6 +65,7 @@ func (d *Document) semanticProblems() []Problem {
 	c.providers()
 	c.recipes()
 	c.global()
+	c.rateLimits()
 	c.ports()
 	return c.ps
 }

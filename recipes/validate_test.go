@@ -97,6 +97,18 @@ func TestSemanticProblems(t *testing.T) {
 		{"api_key_env holds a key", func(t *testing.T, v map[string]any) {
 			set(t, v, "/providers/models/0/backend_refs/0/api_key_env", "sk-abc123")
 		}, "/providers/models/0/backend_refs/0/api_key_env", CodeInvalidValue, "environment variable"},
+		{"rate limit key", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/rate_limits", y(t, "[{name: a, key: ip, requests: 1}]"))
+		}, "/global/rate_limits/0/key", CodeInvalidValue, "header:<name>"},
+		{"rate limit without a bound", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/rate_limits", y(t, "[{name: a, key: user}]"))
+		}, "/global/rate_limits/0", CodeMissingField, "requests, tokens or both"},
+		{"rate limit names", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/rate_limits", y(t, "[{name: a, key: user, tokens: 5}, {name: a, key: 'header:X-Team', requests: 1}]"))
+		}, "/global/rate_limits/1/name", CodeDuplicate, "already used"},
+		{"rate limit window", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/rate_limits", y(t, "[{name: a, key: model, requests: 1, window: 10ms}]"))
+		}, "/global/rate_limits/0/window", CodeInvalidValue, "at least 1s"},
 		{"api_key_env and forward_client_auth", func(t *testing.T, v map[string]any) {
 			set(t, v, "/providers/models/0/backend_refs/0/api_key_env", "BIG_KEY")
 			set(t, v, "/providers/models/0/backend_refs/0/forward_client_auth", true)

@@ -45,6 +45,7 @@ import (
 	"github.com/junction-router/junction/internal/chat"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/tracing"
@@ -90,6 +91,9 @@ type Config struct {
 	// phase keeps what rewriting for another candidate needs. ext_proc
 	// leaves retries to Envoy and pays nothing for it.
 	Failover bool
+	// Limiter applies global.rate_limits; nil admits everything. Both front
+	// ends of a server share one, so that a limit counts across them.
+	Limiter *ratelimit.Limiter
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -105,12 +109,13 @@ type Plane struct {
 	failover  bool
 	// beside holds a token per response phase running on its own goroutine
 	// (runBeside; shared by copies).
-	beside chan struct{}
+	beside  chan struct{}
+	limiter *ratelimit.Limiter
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover,
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover, limiter: cfg.Limiter,
 		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
@@ -213,6 +218,9 @@ type Outcome struct {
 	// retarget is kept for Exchange.Retarget when the decision's policy is
 	// active.
 	retarget *retargetBase
+	// admission holds the request's rate-limit tokens until its usage
+	// settles them.
+	admission ratelimit.Admission
 }
 
 // Category is the category label of the request (its decision, or default).
@@ -322,6 +330,9 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	}
 	if e := CheckBackendKey(ref, model.Name); e != nil {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, e)
+		return
+	}
+	if !p.admit(ctx, in, out, req, res, label) {
 		return
 	}
 	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)

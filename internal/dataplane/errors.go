@@ -25,11 +25,12 @@ const (
 // Param and Code encode as null when unset, as OpenAI writes them; Details is
 // the earlier-revision security block detail and appears only on a block.
 type Error struct {
-	Message string        `json:"message"`
-	Type    string        `json:"type"`
-	Param   *string       `json:"param"`
-	Code    *string       `json:"code"`
-	Details *ErrorDetails `json:"details,omitempty"`
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+	// Details is *ErrorDetails (a security block) or *RateLimitDetails.
+	Details any `json:"details,omitempty"`
 	// Status is the HTTP status the error is answered with.
 	Status int `json:"-"`
 }

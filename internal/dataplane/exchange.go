@@ -45,6 +45,8 @@ type Exchange struct {
 	first        time.Time // first streamed token
 	usage        *cost.Usage
 	usageDone    bool
+	usedTokens   int64  // prompt + completion tokens of the answer's usage
+	usedKnown    bool   // the answer reported usage
 	done         bool   // [DONE] was seen or added: nothing more is relayed
 	upstreamDone bool   // that [DONE] came from the backend (EndStream did not add it)
 	respBody     []byte // a complete answer kept for the response phase
@@ -93,6 +95,9 @@ func (x *Exchange) Error(reason string) { x.plane.metrics.Error(x.model, reason)
 // went away).
 func (x *Exchange) Record(endpoint string, status int, d time.Duration) {
 	x.plane.metrics.Request(endpoint, x.category, status, d)
+	// The rate limits' token estimate gives way to what the answer used;
+	// a failed request without usage gives it back.
+	x.Out.admission.Settle(context.Background(), time.Now(), x.usedTokens, x.usedKnown, status >= 400 && status != StatusClientClosed)
 }
 
 // ResponsesRequest translates a POST /v1/responses body into the chat
@@ -253,6 +258,7 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 		x.traceJSON(body)
 	}
 	if a.Usage != nil {
+		x.usedTokens, x.usedKnown = a.Usage.PromptTokens+a.Usage.CompletionTokens, true
 		x.plane.metrics.Usage(m.Name, m.Pricing, *a.Usage)
 		x.plane.metrics.TPOT(m.Name, time.Since(x.sent), a.Usage.CompletionTokens)
 	}
@@ -426,6 +432,7 @@ func (x *Exchange) RecordUsage() {
 		return
 	}
 	x.usageDone = true
+	x.usedTokens, x.usedKnown = x.usage.PromptTokens+x.usage.CompletionTokens, true
 	m := x.Out.Model
 	x.plane.metrics.Usage(m.Name, m.Pricing, *x.usage)
 	if !x.first.IsZero() {

@@ -13,6 +13,7 @@ import (
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 )
 
 // Routing headers (the spec's earlier-revision set) and Junction's own, in
@@ -110,6 +111,9 @@ type Routing struct {
 	// FallbackFrom is the model routing selected when a fallback candidate
 	// answered instead (Result.Model is then the one that answered).
 	FallbackFrom string
+	// RateLimit is the tightest rate limit the request was admitted under
+	// (unset without global.rate_limits): its X-RateLimit headers.
+	RateLimit ratelimit.Status
 }
 
 // SetClientHeaders writes the routing headers into h, the headers of the
@@ -169,6 +173,7 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	if rt.FallbackFrom != "" {
 		fn(HeaderFallbackFrom, rt.FallbackFrom)
 	}
+	rt.RateLimit.Headers(fn)
 }
 
 // cacheReport is what the plugin that answered from the cache reported:

@@ -40,6 +40,7 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
@@ -89,6 +90,9 @@ type Options struct {
 	Responses storage.Responses
 	// Tracer makes the request's spans; nil: tracing is off.
 	Tracer *tracing.Tracer
+	// Limiter applies global.rate_limits (shared with the other front
+	// end); nil admits everything.
+	Limiter *ratelimit.Limiter
 }
 
 // Server implements extprocv3.ExternalProcessorServer. It is safe for
@@ -121,7 +125,7 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses})
+	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Limiter: opts.Limiter})
 	s.unexpected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "junction_extproc_unexpected_messages_total",
 		Help: "ext_proc messages that arrived where the protocol does not expect them, by message and what was done (ignored: answered so the request goes on; rejected: the stream was ended with an error).",

@@ -23,6 +23,7 @@ import (
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
@@ -190,10 +191,14 @@ type envConfig struct {
 	files   dataplane.Files
 	store   storage.Responses
 	tracer  *tracing.Tracer
+	limiter *ratelimit.Limiter
 }
 
 // withTracer runs the gateway with tracing on.
 func withTracer(t *tracing.Tracer) envOption { return func(c *envConfig) { c.tracer = t } }
+
+// withLimiter applies global.rate_limits with l.
+func withLimiter(l *ratelimit.Limiter) envOption { return func(c *envConfig) { c.limiter = l } }
 
 // withResponseStore keeps Responses API answers in r.
 func withResponseStore(r storage.Responses) envOption { return func(c *envConfig) { c.store = r } }
@@ -251,6 +256,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Files:     cfg.files,
 		Responses: cfg.store,
 		Tracer:    cfg.tracer,
+		Limiter:   cfg.limiter,
 	})
 	e.gw = httptest.NewServer(e.server)
 	t.Cleanup(e.gw.Close)

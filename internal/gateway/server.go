@@ -36,6 +36,7 @@ import (
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/recipes"
@@ -75,6 +76,9 @@ type Options struct {
 	Responses storage.Responses
 	// Tracer makes the request's spans; nil: tracing is off.
 	Tracer *tracing.Tracer
+	// Limiter applies global.rate_limits (shared with the other front
+	// end); nil admits everything.
+	Limiter *ratelimit.Limiter
 }
 
 // Server is the data-plane HTTP handler.
@@ -97,7 +101,7 @@ func New(opts Options) *Server {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
 	s.metrics.WatchBackends(s.ups.health.Snapshot)
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true, Limiter: opts.Limiter})
 	return s
 }
 
