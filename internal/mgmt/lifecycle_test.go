@@ -441,3 +441,35 @@ func TestHistoryCreatedOnFirstChange(t *testing.T) {
 	}
 	must(t, e.call("POST", "/api/v1/config/rollback", map[string]any{"config_version": 1}, "If-Match", e.etag()), 200)
 }
+
+// TestProductionTrafficSettingsApplyLive: the router's reliability and
+// fallback defaults and the rate limits change without a restart (200, the
+// runtime serves them at once), and a bad value is a 400 at its JSON
+// pointer with nothing persisted.
+func TestProductionTrafficSettingsApplyLive(t *testing.T) {
+	e := newEnv(t, copyBase(t))
+	etag := must(t, e.call("GET", "/api/v1/config", nil), 200).header.Get("ETag")
+	bad := map[string]any{"global": map[string]any{"router": map[string]any{"reliability": map[string]any{"retry_count": 6}}}}
+	r := must(t, e.call("PATCH", "/api/v1/config", bad, "If-Match", etag), 400)
+	if !strings.Contains(string(r.body), "/global/router/reliability/retry_count") {
+		t.Fatalf("retry_count 6: %s", r.body)
+	}
+	bad = map[string]any{"global": map[string]any{"rate_limits": []any{map[string]any{"name": "x", "key": "cookie", "requests": 5}}}}
+	r = must(t, e.call("PATCH", "/api/v1/config", bad, "If-Match", etag), 400)
+	if !strings.Contains(string(r.body), "/global/rate_limits/0/key") {
+		t.Fatalf("an unknown rate-limit key: %s", r.body)
+	}
+	if e.etag() != etag {
+		t.Fatal("a refused change was persisted")
+	}
+	good := map[string]any{"global": map[string]any{
+		"router":      map[string]any{"reliability": map[string]any{"retry_count": 2, "per_try_timeout": "3s"}, "fallback": map[string]any{"enabled": true, "max_attempts": 2}},
+		"rate_limits": []any{map[string]any{"name": "per-user", "key": "user", "requests": 20, "window": "1m"}},
+	}}
+	must(t, e.call("PATCH", "/api/v1/config", good, "If-Match", etag), 200)
+	doc := e.cfg.Runtime().Current().Document()
+	rel := doc.Global.Router.Reliability
+	if rel == nil || rel.RetryCount == nil || *rel.RetryCount != 2 || doc.Global.Router.Fallback == nil || len(doc.Global.RateLimits) != 1 || doc.Global.RateLimits[0].Requests != 20 {
+		t.Fatalf("the runtime does not serve the change: router %+v, rate limits %+v", doc.Global.Router, doc.Global.RateLimits)
+	}
+}
