@@ -194,8 +194,8 @@ func (w *Worker) supervise(ctx context.Context) {
 		w.mu.Lock()
 		cmd := w.cmd
 		w.mu.Unlock()
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		exited := &exit{done: make(chan struct{})}
+		go func() { exited.err = cmd.Wait(); close(exited.done) }()
 		why, wasReady := w.watch(ctx, exited)
 		if ctx.Err() != nil {
 			w.terminate(cmd, exited)
@@ -235,7 +235,7 @@ func (w *Worker) supervise(ctx context.Context) {
 
 // watch returns when the process exits, when its /health says every model
 // failed (the process is then stopped), or when ctx ends.
-func (w *Worker) watch(ctx context.Context, exited chan error) (string, bool) {
+func (w *Worker) watch(ctx context.Context, exited *exit) (string, bool) {
 	t := time.NewTicker(w.opt.HealthEvery)
 	defer t.Stop()
 	ready := false
@@ -243,11 +243,11 @@ func (w *Worker) watch(ctx context.Context, exited chan error) (string, bool) {
 		select {
 		case <-ctx.Done():
 			return "stopping", ready
-		case err := <-exited:
-			if err == nil {
+		case <-exited.done:
+			if exited.err == nil {
 				return "exited", ready
 			}
-			return err.Error(), ready
+			return exited.err.Error(), ready
 		case <-t.C:
 			st, err := w.health(ctx)
 			if err != nil {
@@ -268,18 +268,27 @@ func (w *Worker) watch(ctx context.Context, exited chan error) (string, bool) {
 }
 
 // terminate sends SIGTERM, then SIGKILL after StopGrace, and waits.
-func (w *Worker) terminate(cmd *exec.Cmd, exited chan error) {
+func (w *Worker) terminate(cmd *exec.Cmd, exited *exit) {
 	if cmd.Process == nil {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case <-exited.done:
 	case <-time.After(w.opt.StopGrace):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Process.Kill()
-		<-exited
+		<-exited.done
 	}
+}
+
+// exit is a process's end, seen by everyone who waits for it: watch, and
+// terminate, which may run twice for one process (after /health said every
+// model failed, then again when the router stops). A channel that delivered
+// the exit once would leave the second waiter blocked for ever.
+type exit struct {
+	done chan struct{}
+	err  error // cmd.Wait's, set before done is closed
 }
 
 func (w *Worker) health(ctx context.Context) (string, error) {
