@@ -50,16 +50,27 @@ type CompressionHealth struct {
 	RecoveryState bool `json:"recovery_state"`
 }
 
-func (s *Server) compressionHealth(w http.ResponseWriter, r *http.Request) {
+// servedCompression is the context_compression plugin type when a runtime
+// serves it; otherwise it answers the error (unknown type, or 503 with the
+// runtime's reason) and returns false.
+func (s *Server) servedCompression(w http.ResponseWriter) (PluginType, bool) {
 	t, err := s.pluginType(compressionType)
 	if err != nil {
 		writeError(w, err)
-		return
+		return t, false
 	}
 	if !t.Available {
 		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
 		e.body.Status = "unavailable"
 		writeError(w, e)
+		return t, false
+	}
+	return t, true
+}
+
+func (s *Server) compressionHealth(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.servedCompression(w)
+	if !ok {
 		return
 	}
 	_, stats := s.plugins.(PluginStatsReader)
@@ -103,15 +114,7 @@ type CompressionStats struct {
 }
 
 func (s *Server) compressionStats(w http.ResponseWriter, r *http.Request) {
-	t, err := s.pluginType(compressionType)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if !t.Available {
-		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
-		e.body.Status = "unavailable"
-		writeError(w, e)
+	if _, ok := s.servedCompression(w); !ok {
 		return
 	}
 	sr, ok := s.plugins.(PluginStatsReader)
