@@ -49,6 +49,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin/junction", "junction binary to benchmark")
+	baseline := flag.String("baseline", "", "a second junction binary (an older build) served beside -bin and measured in the same interleaved rounds")
 	rate := flag.Int("rate", 1000, "requests per second for the latency runs")
 	dur := flag.Duration("duration", 5*time.Second, "length of one latency round")
 	rounds := flag.Int("rounds", 3, "interleaved rounds per path")
@@ -70,7 +71,7 @@ func main() {
 		}
 		return
 	}
-	o := options{bin: *bin, rate: *rate, dur: *dur, rounds: *rounds, conc: *conc, tput: *tput, tputRounds: *tputRounds,
+	o := options{bin: *bin, baseline: *baseline, rate: *rate, dur: *dur, rounds: *rounds, conc: *conc, tput: *tput, tputRounds: *tputRounds,
 		example: *example, serverCPUs: *gwCPUs, backendCPUs: *upCPUs, trace: *trace}
 	if err := run(o, strings.Split(*scenarios, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "junction-bench:", err)
@@ -79,7 +80,7 @@ func main() {
 }
 
 type options struct {
-	bin                     string
+	bin, baseline           string
 	rate                    int
 	dur                     time.Duration
 	rounds, conc            int
@@ -265,59 +266,75 @@ func run(o options, names []string) error {
 }
 
 func runScenario(ctx context.Context, o options, sc scenario, client *http.Client, upPort, floorPort int, floor *exec.Cmd) error {
-	gwPort, err := loadrun.FreePort()
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "junction-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := sc.config(gwPort, upPort)
-	if err != nil {
-		return err
-	}
+	var tracing string
 	if o.trace {
 		sink, err := startOTLPSink()
 		if err != nil {
 			return err
 		}
 		defer sink.srv.Stop()
-		if strings.Contains(cfg, "tracing:") {
-			return fmt.Errorf("-trace: the configuration declares tracing already")
-		}
-		cfg += fmt.Sprintf("      tracing: {enabled: true, exporter: {type: otlp, endpoint: %q}, sampling: {type: always_on}}\n", sink.addr)
+		tracing = fmt.Sprintf("      tracing: {enabled: true, exporter: {type: otlp, endpoint: %q}, sampling: {type: always_on}}\n", sink.addr)
 		defer func() { fmt.Printf("tracing on: %d spans received over OTLP/gRPC\n", sink.spans.Load()) }()
 	}
-	cfgPath := filepath.Join(dir, "junction.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	args := append([]string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error", "--extproc=false"}, sc.serveArgs...)
-	gw := loadrun.Pinned(sctx, o.serverCPUs, o.bin, args...)
-	gw.Stderr = os.Stderr
-	if err := gw.Start(); err != nil {
-		stop()
-		return fmt.Errorf("start %v: %w", gw.Args, err)
-	}
-	defer func() {
-		stop()
-		_ = gw.Wait()
-	}()
 	paths := []path{
 		{"direct to backend", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort), nil},
 		{"bare ReverseProxy", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", floorPort), floor},
-		{"Junction", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort), gw},
+	}
+	bins := []string{o.bin}
+	if o.baseline != "" {
+		bins = append(bins, o.baseline)
+	}
+	for k, bin := range bins {
+		gwPort, err := loadrun.FreePort()
+		if err != nil {
+			return err
+		}
+		cfg, err := sc.config(gwPort, upPort)
+		if err != nil {
+			return err
+		}
+		if tracing != "" {
+			if strings.Contains(cfg, "tracing:") {
+				return fmt.Errorf("-trace: the configuration declares tracing already")
+			}
+			cfg += tracing
+		}
+		cfgPath := filepath.Join(dir, fmt.Sprintf("junction-%d.yaml", k))
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			return err
+		}
+		sctx, stop := context.WithCancel(ctx)
+		args := append([]string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", k)), "--log-level", "error", "--extproc=false"}, sc.serveArgs...)
+		gw := loadrun.Pinned(sctx, o.serverCPUs, bin, args...)
+		gw.Stderr = os.Stderr
+		if err := gw.Start(); err != nil {
+			stop()
+			return fmt.Errorf("start %v: %w", gw.Args, err)
+		}
+		defer func() {
+			stop()
+			_ = gw.Wait()
+		}()
+		name := "Junction"
+		if k > 0 {
+			name = "Junction, -baseline"
+		}
+		paths = append(paths, path{name, fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort), gw})
 	}
 	for _, p := range paths {
 		if err := waitUp(client, p.url, sc.body); err != nil {
 			return err
 		}
 	}
-	if err := checkDecision(client, paths[2].url, sc.body, sc.decision); err != nil {
-		return err
+	for _, p := range paths[2:] {
+		if err := checkDecision(client, p.url, sc.body, sc.decision); err != nil {
+			return err
+		}
 	}
 	send := func(url string) func() bool { return func() bool { return post(client, url, sc.body) } }
 	// Warm every path (connections, lazy initialisation) before measuring.
@@ -328,7 +345,7 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 	fmt.Printf("\n### %s\n\n", sc.name)
 	n := len(paths)
 	p50, p99, cpu := make([][]float64, n), make([][]float64, n), make([][]float64, n)
-	var own50, own99, floor50, floor99 []float64
+	var own50, own99, floor50, floor99, base50, base99 []float64
 	for r := 0; r < o.rounds; r++ {
 		res := make([]loadrun.Sample, n)
 		line := fmt.Sprintf("round %d:", r+1)
@@ -356,9 +373,12 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 		fmt.Println(strings.TrimSuffix(line, " |"))
 		own50, own99 = append(own50, res[2].P(.5)-res[1].P(.5)), append(own99, res[2].P(.99)-res[1].P(.99))
 		floor50, floor99 = append(floor50, res[1].P(.5)-res[0].P(.5)), append(floor99, res[1].P(.99)-res[0].P(.99))
+		if n > 3 {
+			base50, base99 = append(base50, res[3].P(.5)-res[1].P(.5)), append(base99, res[3].P(.99)-res[1].P(.99))
+		}
 	}
 	tp := make([][]float64, n)
-	var ratios []float64
+	var ratios, baseRatios []float64
 	for r := 0; r < o.tputRounds; r++ {
 		got := make([]float64, n)
 		for k := 0; k < n; k++ {
@@ -367,8 +387,13 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 			tp[i] = append(tp[i], got[i])
 		}
 		ratios = append(ratios, got[2]/got[1])
-		fmt.Printf("throughput run %d: direct %.0f req/s, bare proxy %.0f req/s, Junction %.0f req/s (Junction/bare %.2f)\n",
+		line := fmt.Sprintf("throughput run %d: direct %.0f req/s, bare proxy %.0f req/s, Junction %.0f req/s (Junction/bare %.2f)",
 			r+1, got[0], got[1], got[2], got[2]/got[1])
+		if n > 3 {
+			baseRatios = append(baseRatios, got[3]/got[1])
+			line += fmt.Sprintf(", baseline %.0f req/s (%.2f)", got[3], got[3]/got[1])
+		}
+		fmt.Println(line)
 	}
 
 	med := loadrun.Median
@@ -383,8 +408,14 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 	}
 	fmt.Printf("| bare proxy − direct (the floor of a hop) | %.0f | %.0f | |\n", med(floor50), med(floor99))
 	fmt.Printf("| **Junction − bare proxy** | **%.0f** | **%.0f** | %.0f |\n", med(own50), med(own99), med(cpu[2])-med(cpu[1]))
+	if n > 3 {
+		fmt.Printf("| Junction, -baseline − bare proxy | %.0f | %.0f | %.0f |\n", med(base50), med(base99), med(cpu[3])-med(cpu[1]))
+	}
 	fmt.Printf("\nthroughput, %d closed-loop clients, %d runs of %s (medians): direct %.0f req/s, bare proxy %.0f req/s, Junction %.0f req/s; Junction/bare %.2f\n",
 		o.conc, o.tputRounds, o.tput, med(tp[0]), med(tp[1]), med(tp[2]), med(ratios))
+	if n > 3 {
+		fmt.Printf("baseline: %.0f req/s; baseline/bare %.2f\n", med(tp[3]), med(baseRatios))
+	}
 	fmt.Printf("goals: Junction − bare p50 %.0f µs (≤ 50: %s), p99 %.0f µs (≤ 300: %s), throughput ratio %.2f (≥ 0.8: %s)\n",
 		med(own50), met(med(own50) <= 50), med(own99), met(med(own99) <= 300), med(ratios), met(med(ratios) >= 0.8))
 	return nil
