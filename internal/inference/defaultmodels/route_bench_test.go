@@ -28,7 +28,7 @@ var longPrompt = strings.Repeat(`The committee reviewed the quarterly report, wh
 	`would continue once the introductory discounts ended, and the finance director explained that retention in `+
 	`the first cohorts had been high. `, 6) + `What should the committee prioritise next quarter, and which metrics should it watch?`
 
-func benchModels(b *testing.B) signal.Models {
+func benchModels(b testing.TB) signal.Models {
 	b.Helper()
 	rt, err := inference.Open(inference.Options{LibraryPath: orttest.Library(b), Device: "cpu", Threads: 1})
 	if err != nil {
