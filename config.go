@@ -89,6 +89,7 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
 		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()) },
 		Logf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		Logger:     log,
 	})
 }
 
