@@ -21,8 +21,10 @@ import (
 // through the management lifecycle, so that serve starts on the last
 // activated version. Generations share the model bindings (loaded once) and
 // the plugin runtime; the upstream pools adopt each activated document.
-// guard refuses documents serve cannot apply (changed model deployments).
-func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
+// guard refuses documents serve cannot apply (changed model deployments);
+// activated is told of each document that starts serving (after the
+// upstream pools adopt it).
+func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
 	// Every generation shares one set of models (the default ONNX models, or
 	// the lexical fallbacks built here once), so a reload loads none again.
 	if models.Domain == nil {
@@ -87,7 +89,7 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 	}
 	return mgmt.OpenConfig(ctx, mgmt.ConfigOptions{
 		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
-		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()) },
+		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()); activated(gen.Document()) },
 		Logf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 	})
 }
