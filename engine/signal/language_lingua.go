@@ -4,6 +4,7 @@ package signal
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -75,3 +76,6 @@ func (d *LanguageDetector) Detect(text string) (string, float64) {
 	}
 	return strings.ToLower(vals[0].Language().IsoCode639_1().String()), vals[0].Value()
 }
+
+// Languages are the detector's candidate languages (ISO 639-1), sorted.
+func (d *LanguageDetector) Languages() []string { return slices.Sorted(maps.Keys(d.known)) }
