@@ -169,6 +169,12 @@ func (l *Loader) Acquire(ctx context.Context, need Need) (*Lease, error) {
 	if need.Embedder && l.bound.Embedder == nil {
 		want = append(want, defaultmodels.EmbedderName)
 	}
+	// lingua's detector builds while the ONNX models load: start-up waits
+	// for the slower of the two, not their sum.
+	var lang func() (*heldLang, bool, error)
+	if len(need.Languages) > 0 {
+		lang = l.detectorLocked(need.Languages)
+	}
 	loaded := l.loadLocked(ctx, want)
 	for _, name := range want {
 		h := l.held[name]
@@ -178,25 +184,26 @@ func (l *Loader) Acquire(ctx context.Context, need Need) (*Lease, error) {
 		h.refs++
 		ls.names = append(ls.names, name)
 	}
-	if err := l.fillLocked(ls, need); err != nil {
+	var langErr error
+	if lang != nil {
+		h, built, err := lang()
+		if err == nil {
+			h.refs++
+			ls.lang, ls.Language = h, h.d
+			loaded = loaded || built
+		}
+		langErr = err
+	}
+	if err := errors.Join(langErr, l.fillLocked(ls, need)); err != nil {
 		ls.releaseLocked()
 		return nil, err
-	}
-	if len(need.Languages) > 0 {
-		h, built, err := l.detectorLocked(need.Languages)
-		if err != nil {
-			ls.releaseLocked()
-			return nil, err
-		}
-		h.refs++
-		ls.lang, ls.Language = h, h.d
-		loaded = loaded || built
 	}
 	if loaded {
 		// Loading leaves decompressed files and protobuf messages behind
 		// (lingua's are hundreds of MB): give those pages back now rather
 		// than carry them until the heap grows into them.
 		debug.FreeOSMemory()
+		trimCHeap()
 	}
 	return ls, nil
 }
@@ -341,22 +348,34 @@ func (l *Loader) fallbackLocked() error {
 	return nil
 }
 
-// detectorLocked returns the newest detector when it knows every code, else
-// a new one for codes (the older one lives on while leases hold it).
-func (l *Loader) detectorLocked(codes []string) (h *heldLang, built bool, err error) {
+// detectorLocked returns the newest detector when it knows every code,
+// else starts building one for codes (the older one lives on while leases
+// hold it); the function it returns waits for it.
+func (l *Loader) detectorLocked(codes []string) func() (h *heldLang, built bool, err error) {
 	if h := l.lang; h != nil && !slices.ContainsFunc(codes, func(c string) bool { return !h.d.Knows(c) }) {
-		return h, false, nil
+		return func() (*heldLang, bool, error) { return h, false, nil }
 	}
+	type result struct {
+		d   *signal.LanguageDetector
+		err error
+	}
+	done := make(chan result, 1)
 	start := time.Now()
-	d, err := signal.NewLanguageDetector(codes...)
-	if err != nil {
-		return nil, false, err
+	go func() {
+		d, err := signal.NewLanguageDetector(codes...)
+		done <- result{d, err}
+	}()
+	return func() (*heldLang, bool, error) {
+		r := <-done
+		if r.err != nil {
+			return nil, false, r.err
+		}
+		l.lang = &heldLang{d: r.d}
+		l.langs++
+		l.met.Loaded(ModelLingua, true)
+		l.log.Info("language detector loaded", "languages", strings.Join(r.d.Languages(), ","), "elapsed", time.Since(start).Round(time.Millisecond))
+		return l.lang, true, nil
 	}
-	l.lang = &heldLang{d: d}
-	l.langs++
-	l.met.Loaded(ModelLingua, true)
-	l.log.Info("language detector loaded", "languages", d.Languages(), "elapsed", time.Since(start).Round(time.Millisecond))
-	return l.lang, true, nil
 }
 
 // Release gives the lease's models back; the last lease of a model closes
@@ -370,7 +389,10 @@ func (ls *Lease) Release() {
 		freed := ls.releaseLocked()
 		ls.l.mu.Unlock()
 		if freed {
-			debug.FreeOSMemory() // give the released models' pages back now
+			// Give the released models' pages back now: the Go heap's
+			// (lingua) and the C heap's (ONNX Runtime).
+			debug.FreeOSMemory()
+			trimCHeap()
 		}
 	})
 }
@@ -400,6 +422,9 @@ func (ls *Lease) releaseLocked() (freed bool) {
 				l.lang = nil
 			}
 			if l.langs--; l.langs == 0 {
+				// Every detector serve made is unused: lingua's own caches
+				// go too (they outlive its detectors otherwise).
+				signal.ReleaseLanguageModels()
 				l.met.Loaded(ModelLingua, false)
 				l.log.Info("language detector released: no configuration uses it")
 			}
@@ -443,7 +468,11 @@ func (l *Loader) Close() {
 	}
 	l.sticky = map[string]bool{}
 	l.releaseRuntimeLocked()
-	l.lang = nil
+	if l.langs > 0 {
+		signal.ReleaseLanguageModels()
+		l.met.Loaded(ModelLingua, false)
+	}
+	l.lang, l.langs = nil, 0
 }
 
 // OnDemand are models for the users that are not configuration generations
