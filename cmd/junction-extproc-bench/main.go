@@ -99,7 +99,9 @@ global:
   extproc: {address: 127.0.0.1, port: %d}
 `
 
-const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
+// body reaches bench.yaml's refund decision (keyword; pii scanned; a system
+// prompt inserted and a header added), as junction-bench's bench scenario.
+const body = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"I was charged twice for order 1234, can I get a refund? Answer in one word, please."}],"max_tokens":16}`
 
 var answer = []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
 
@@ -231,11 +233,15 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	}
 	p50 := make([][]float64, len(paths))
 	p99 := make([][]float64, len(paths))
-	var added50, added99, addedDuplex50, addedDuplex99 []float64
+	var added50, added99, addedDuplex50, addedDuplex99, own50, own99 []float64
 	for r := 0; r < rounds; r++ {
 		var line string
-		var res []sample
-		for i, p := range paths {
+		res := make([]sample, len(paths))
+		// Each round starts with a different path, so that none is always
+		// measured right after the same one.
+		for k := range paths {
+			i := (r + k) % len(paths)
+			p := paths[i]
 			sc0, dc0 := loadrun.ProcCPU(p.pid), selfCPU()
 			s := sample{Sample: loadrun.OpenLoop(p.f, rate, dur)}
 			sc1, dc1 := loadrun.ProcCPU(p.pid), selfCPU()
@@ -244,9 +250,12 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 			if s.Errors > 0 {
 				return fmt.Errorf("round %d, %s: %d of %d failed", r+1, p.name, s.Errors, len(s.Lat))
 			}
-			res = append(res, s)
+			res[i] = s
 			p50[i] = append(p50[i], s.P(.5))
 			p99[i] = append(p99[i], s.P(.99))
+		}
+		for i, p := range paths {
+			s := res[i]
 			line += fmt.Sprintf("\n  %-45s p50 %5.0fµs p99 %6.0fµs  (sender late p99 %.0fµs; CPU per request: server %.0fµs, this process %.0fµs)",
 				p.name, s.P(.5), s.P(.99), s.LateP99, s.serverCPU, s.driverCPU)
 		}
@@ -254,6 +263,8 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		added99 = append(added99, res[1].P(.99)-res[0].P(.99))
 		addedDuplex50 = append(addedDuplex50, res[2].P(.5)-res[0].P(.5))
 		addedDuplex99 = append(addedDuplex99, res[2].P(.99)-res[0].P(.99))
+		own50 = append(own50, res[1].P(.5)-res[3].P(.5))
+		own99 = append(own99, res[1].P(.99)-res[3].P(.99))
 		fmt.Printf("round %d:%s\n", r+1, line)
 	}
 	fmt.Printf("\nresults (%d rounds of %s at %d streams/s, server GOMAXPROCS=%d; medians of rounds; µs)\n", rounds, dur, rate, procs)
@@ -263,6 +274,12 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	}
 	fmt.Printf("| added by ext_proc to the decision, BUFFERED | %.0f | %.0f |\n", loadrun.Median(added50), loadrun.Median(added99))
 	fmt.Printf("| added by ext_proc to the decision, FULL_DUPLEX_STREAMED | %.0f | %.0f |\n", loadrun.Median(addedDuplex50), loadrun.Median(addedDuplex99))
+	fmt.Printf("| **Junction − empty ext_proc server, BUFFERED** | **%.0f** | **%.0f** |\n", loadrun.Median(own50), loadrun.Median(own99))
+	if m := loadrun.Median(own50); m <= 50 {
+		fmt.Printf("goal: Junction's share over the empty server %.0f µs p50 (≤ 50): met\n", m)
+	} else {
+		fmt.Printf("goal: Junction's share over the empty server %.0f µs p50 (≤ 50): not met\n", m)
+	}
 	return nil
 }
 

@@ -50,8 +50,19 @@ func Resolve(ref recipes.ModelRef, defaults recipes.ProviderDefaults, familyName
 func Apply(fields map[string]json.RawMessage, m Mode) error {
 	switch m.Type {
 	case recipes.FamilyChatTemplateKwargs:
+		raw, ok := fields["chat_template_kwargs"]
+		if !ok && plainKey(m.Param) {
+			// The common case, no kwargs from the client: the object
+			// json.Marshal would write for the one flag, without the map.
+			v := "false"
+			if m.Enabled {
+				v = "true"
+			}
+			fields["chat_template_kwargs"] = json.RawMessage(`{"` + m.Param + `":` + v + `}`)
+			return nil
+		}
 		kw := map[string]json.RawMessage{}
-		if raw, ok := fields["chat_template_kwargs"]; ok {
+		if ok {
 			// A client value that is not an object is replaced: routing owns this field.
 			_ = json.Unmarshal(raw, &kw)
 			if kw == nil {
@@ -81,4 +92,16 @@ func Apply(fields map[string]json.RawMessage, m Mode) error {
 		}
 	}
 	return nil
+}
+
+// plainKey reports whether json.Marshal writes k as a map key with no
+// escapes: letters, digits, '_', '-' and '.' only.
+func plainKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

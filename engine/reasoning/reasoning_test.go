@@ -2,6 +2,7 @@ package reasoning
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/junction-router/junction/recipes"
@@ -62,5 +63,26 @@ func TestApply(t *testing.T) {
 				t.Fatalf("got %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestApplyKwargsAsMarshalled checks that chat_template_kwargs written without
+// the client's kwargs (the path that skips the map) is byte for byte what
+// json.Marshal writes, for plain and escaped parameter names.
+func TestApplyKwargsAsMarshalled(t *testing.T) {
+	for _, param := range []string{"enable_thinking", "thinking", "", "a.b-c_1", "<b>", `q"uote`, "é", "a b"} {
+		for _, on := range []bool{true, false} {
+			fields := map[string]json.RawMessage{}
+			if err := Apply(fields, Mode{Type: recipes.FamilyChatTemplateKwargs, Param: param, Enabled: on}); err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(map[string]json.RawMessage{param: json.RawMessage(strconv.FormatBool(on))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(fields["chat_template_kwargs"]); got != string(want) {
+				t.Errorf("param %q enabled %v: got %s, json.Marshal writes %s", param, on, got, want)
+			}
+		}
 	}
 }

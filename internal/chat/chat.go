@@ -72,7 +72,7 @@ func Parse(body []byte) (*Request, error) {
 	if body[0] != '{' {
 		return nil, badf("", "the request body must be a JSON object")
 	}
-	if !json.Valid(body) {
+	if !Valid(body) {
 		// Decode only to report the syntax error the way encoding/json does.
 		var fields map[string]json.RawMessage
 		err := json.Unmarshal(body, &fields)

@@ -446,7 +446,7 @@ func (a *assembly) encode() ([]byte, error) {
 
 // unmarshalRaw checks that v is valid JSON and keeps a copy in dst.
 func unmarshalRaw(v []byte, dst *json.RawMessage) error {
-	if !json.Valid(v) {
+	if !chat.Valid(v) {
 		return errors.New("invalid JSON")
 	}
 	*dst = append((*dst)[:0], v...)

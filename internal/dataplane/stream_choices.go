@@ -29,7 +29,7 @@ func decodeChoices(raw []byte, dst []streamChoice) ([]streamChoice, error) {
 
 func scanChoices(raw []byte, dst []streamChoice) ([]streamChoice, bool) {
 	// encoding/json validates the whole value before decoding any of it.
-	if !json.Valid(raw) {
+	if !chat.Valid(raw) {
 		return nil, false
 	}
 	elems, err := jsonscan.Elements(raw)

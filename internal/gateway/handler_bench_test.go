@@ -108,10 +108,14 @@ func BenchmarkGatewayHandler(b *testing.B) {
 	// traced: tracing on, every request sampled, spans exported over
 	// OTLP/gRPC to an in-process receiver (the batch exporter works beside
 	// the requests, on the same CPUs).
+	// refund is cmd/junction-bench's request: bench.yaml's refund decision,
+	// which inserts a system prompt and adds a header (issue 16's recipe).
+	refund := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"I was charged twice for order 1234, can I get a refund? Answer in one word, please."}],"max_tokens":16}`)
 	for _, run := range []struct {
 		name, recipe string
 		traced       bool
-	}{{"keyword", "keyword", false}, {"bench", "bench", false}, {"keyword-traced", "keyword", true}, {"keyword_reliability", "keyword_reliability", false}} {
+		body         []byte
+	}{{"keyword", "keyword", false, body}, {"bench", "bench", false, body}, {"refund", "bench", false, refund}, {"keyword-traced", "keyword", true, body}, {"keyword_reliability", "keyword_reliability", false, body}} {
 		b.Run(run.name, func(b *testing.B) {
 			var tracer *tracing.Tracer
 			if run.traced {
@@ -157,14 +161,17 @@ func BenchmarkGatewayHandler(b *testing.B) {
 					Method: http.MethodPost, URL: &url.URL{Path: "/v1/chat/completions"},
 					Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: "gateway",
 					Header:        http.Header{"Content-Type": {"application/json"}},
-					Body:          io.NopCloser(bytes.NewReader(body)),
-					ContentLength: int64(len(body)),
+					Body:          io.NopCloser(bytes.NewReader(run.body)),
+					ContentLength: int64(len(run.body)),
 				}
 				req = req.WithContext(ctx)
 				w := &discardWriter{header: http.Header{}}
 				gw.ServeHTTP(w, req)
 				if w.status != http.StatusOK {
 					b.Fatalf("status %d", w.status)
+				}
+				if run.name == "refund" && w.header.Get("X-Junction-Decision") != "refund" {
+					b.Fatalf("decision %q, want refund", w.header.Get("X-Junction-Decision"))
 				}
 			}
 		})

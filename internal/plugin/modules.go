@@ -212,7 +212,7 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			if op.Name == "tools" {
 				return nil, bad("tools change only through tool_add and tool_remove")
 			}
-			if !json.Valid(op.Value) {
+			if !chat.Valid(op.Value) {
 				return nil, bad("the value of %s is not valid JSON", op.Name)
 			}
 			m.set = append(m.set, field{name: op.Name, raw: json.RawMessage(bytes.Clone(op.Value))})
@@ -279,7 +279,7 @@ func checkMessage(raw []byte) (chat.Message, error) {
 	// A validity check, not a decode: this runs for
 	// every message a plugin writes. The whole value must be valid JSON, as
 	// it is sent upstream as it is.
-	if !json.Valid(raw) {
+	if !chat.Valid(raw) {
 		return chat.Message{}, errors.New("the message is not valid JSON")
 	}
 	ms, err := objectMembers(raw)

@@ -192,13 +192,16 @@ func (m *Modules) binding(typ string, config json.RawMessage) (*binding, error) 
 	if !ok {
 		return nil, fmt.Errorf("no native plugin implements plugin type %s", typ)
 	}
-	key := typ + "\x00" + string(config)
+	// The key is built in a stack buffer and looked up as string(key), which
+	// the compiler does without a copy: a call allocates no key.
+	var buf [256]byte
+	key := append(append(append(buf[:0], typ...), 0), config...)
 	m.mu.RLock()
-	b := m.bindings[key]
+	b := m.bindings[string(key)]
 	m.mu.RUnlock()
 	if b == nil {
 		m.mu.Lock()
-		if b = m.bindings[key]; b == nil {
+		if b = m.bindings[string(key)]; b == nil {
 			if len(m.bindings) >= maxBindings {
 				m.bindings = map[string]*binding{}
 			}
@@ -206,7 +209,7 @@ func (m *Modules) binding(typ string, config json.RawMessage) (*binding, error) 
 			if m.host != nil {
 				b.host = m.host.BindNative(typ, configBytes(config), m.limits)
 			}
-			m.bindings[key] = b
+			m.bindings[string(key)] = b
 		}
 		m.mu.Unlock()
 	}

@@ -1,0 +1,110 @@
+package chat
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// validCases are the shapes where a hand-written JSON check can go wrong:
+// each is checked against encoding/json.Valid, whose answer Valid must give.
+var validCases = []string{
+	``, ` `, `{}`, `[]`, ` {} `, `{`, `}`, `[`, `]`, `{]`, `[}`, `{}{}`, `{} x`, `[1,]`, `[,1]`, `[1 2]`, `{"a":1,}`,
+	`{"a"}`, `{"a":}`, `{a:1}`, `{"a" : 1 , "b" : [ true , false , null ] }`, `{"a":1 "b":2}`, `{,}`, `[[]]`, `[[],[{}]]`,
+	`"abc"`, `"a\"b"`, `"\\"`, `"\/"`, `"\b\f\n\r\t"`, `"\u00e9"`, `"\u00E9"`, `"\u00g9"`, `"\u00e"`, `"\x"`, `"\'"`,
+	`"tab	in"`, "\"nl\nin\"", "\"\x00\"", "\"\x1f\"", "\"\x7f\"", "\"\xff\xfe\"", `"unterminated`, `"\`, `"\u`,
+	`0`, `-0`, `01`, `-01`, `1.`, `1.5`, `.5`, `-`, `-a`, `1e`, `1e+`, `1e5`, `1E-5`, `1.5e+10`, `+1`, `1.5.5`, `0x10`,
+	`123456789012345678901234567890`, `-1.0e-0`, `1e05`, `true`, `false`, `null`, `tru`, `nul`, `falsey`, `True`, `nulll`,
+	"\t\r\n 1 \n", "\v1", "\f1", `{"a":{"b":{"c":[1,{"d":"e"}]}}}`, `[1,[2,[3,[4]]]]`, `{"":""}`, `[""]`, `["a","b",]`,
+	`{"model":"MoM","messages":[{"role":"user","content":"hi"}],"max_tokens":16}`, "\xef\xbb\xbf{}",
+}
+
+func TestValidAgreesWithEncodingJSON(t *testing.T) {
+	for _, c := range validCases {
+		if got, want := Valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", c, got, want)
+		}
+	}
+}
+
+// TestValidNesting checks encoding/json's depth limit: 10,000 nested
+// containers are valid, one more is not.
+func TestValidNesting(t *testing.T) {
+	for _, depth := range []int{63, 64, 65, 10000, 10001} {
+		for _, open := range []string{"[", `{"a":`} {
+			close := "]"
+			if open != "[" {
+				close = "}"
+			}
+			doc := []byte(strings.Repeat(open, depth) + "1" + strings.Repeat(close, depth))
+			if got, want := Valid(doc), json.Valid(doc); got != want {
+				t.Errorf("depth %d of %s: Valid %v, encoding/json %v", depth, open, got, want)
+			}
+		}
+	}
+}
+
+// TestValidMutations compares Valid with encoding/json.Valid on many
+// mutations of valid documents (bytes replaced, inserted, cut), from a fixed
+// seed so a failure reproduces.
+func TestValidMutations(t *testing.T) {
+	seeds := []string{
+		`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is 2\u002b2? \"quoted\" \\ ok"}],"max_tokens":16,"temperature":0.2,"stop":null,"stream":false}`,
+		`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"x":-1.5e-3}}`,
+		`[1,-0.5,2e10,true,false,null,"a",[],{},[{"a":[{}]}]]`,
+	}
+	alphabet := []byte("{}[]\",:\\/ \t\n0123456789-+.eEtrufalsn\x00\x1f\x7f\xffabu")
+	rng := rand.New(rand.NewPCG(16, 2026))
+	for n := 0; n < 200000; n++ {
+		doc := []byte(seeds[rng.IntN(len(seeds))])
+		for k := rng.IntN(3) + 1; k > 0; k-- {
+			at := rng.IntN(len(doc))
+			switch rng.IntN(3) {
+			case 0:
+				doc[at] = alphabet[rng.IntN(len(alphabet))]
+			case 1:
+				doc = append(doc[:at], append([]byte{alphabet[rng.IntN(len(alphabet))]}, doc[at:]...)...)
+			default:
+				doc = append(doc[:at], doc[at+1:]...)
+			}
+			if len(doc) == 0 {
+				break
+			}
+		}
+		if got, want := Valid(doc), json.Valid(doc); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", doc, got, want)
+		}
+	}
+}
+
+func FuzzValid(f *testing.F) {
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := Valid(b), json.Valid(b); got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
+}
+
+func BenchmarkValid(b *testing.B) {
+	doc := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"I was charged twice for order 1234, can I get a refund? Answer in one word, please."}],"max_tokens":16}`)
+	b.Run("chat.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for i := 0; i < b.N; i++ {
+			if !Valid(doc) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+	b.Run("json.Valid", func(b *testing.B) {
+		b.SetBytes(int64(len(doc)))
+		for i := 0; i < b.N; i++ {
+			if !json.Valid(doc) {
+				b.Fatal("invalid")
+			}
+		}
+	})
+}
