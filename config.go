@@ -27,8 +27,9 @@ import (
 // it (requests still routing on it finish first); a model no generation
 // holds is closed. Generations share the plugin runtime; the upstream pools
 // adopt each activated document. guard refuses documents serve cannot apply
-// (changed model deployments).
-func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, local *deploy.Loader, grace time.Duration, guard func(*recipes.Document) error, log *slog.Logger) (*mgmt.Config, error) {
+// (changed model deployments); activated is told of each document that
+// starts serving (after the upstream pools adopt it).
+func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, local *deploy.Loader, grace time.Duration, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
 	if grace <= 0 {
 		grace = defaultModelGrace
 	}
@@ -57,8 +58,12 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 	}
 	return mgmt.OpenConfig(ctx, mgmt.ConfigOptions{
 		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
-		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()); leases.activated(gen) },
-		Logf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		OnActivate: func(gen *engine.Generation) {
+			ups.Retain(gen.Document())
+			activated(gen.Document())
+			leases.activated(gen)
+		},
+		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 	})
 }
 

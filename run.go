@@ -18,6 +18,7 @@ import (
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
 	"github.com/junction-router/junction/recipes"
@@ -85,7 +86,10 @@ func (s *Server) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The entries of a replaced configuration are swept in the background.
+	sweeper := respcache.NewSweeper(cache, log)
 	defer func() { // after the plugins that use it
+		sweeper.Wait()
 		if err := cache.Close(); err != nil {
 			log.Warn("closing the response cache", "error", err)
 		}
@@ -121,7 +125,7 @@ func (s *Server) run(ctx context.Context) error {
 			return fmt.Errorf("Options.Document: %w", err)
 		}
 	}
-	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, log)
+	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, sweeper.Activated, log)
 	if err != nil {
 		return err
 	}
