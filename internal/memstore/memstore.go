@@ -108,6 +108,9 @@ type namespace struct {
 	// 16 bytes apiece, so a search does not touch the slots it skips.
 	hx   []hslot
 	tick uint64 // stamps uses, so equal similarities go to the most recent
+	// detached: taken out of nss by a flush, its entries counted as
+	// flushed and being swept.
+	detached bool
 }
 
 // hslot is a slot's sketch and expiry.
@@ -479,7 +482,9 @@ func (c *Cache) put(ns, key string, value []byte, vec []float32, sketch uint64, 
 	for c.all.Len() > 0 && (c.all.Len() > maxTotal || c.bytes > maxBytes) {
 		old := c.all.Back().Value.(*entry)
 		c.remove(old.ns, old.ns.keys[old.key])
-		c.counts.Evictions++
+		if !old.ns.detached { // counted as flushed already
+			c.counts.Evictions++
+		}
 	}
 }
 
