@@ -69,8 +69,11 @@ func (c *Config) CheckFile(ctx context.Context) bool {
 	c.fileDigest = digest
 	prevDoc := c.doc
 	c.st.Unlock()
+	if !newBytes {
+		return false // the bytes last seen, or those the router itself is writing after an API change
+	}
 	if same || lastRejected {
-		if same && newBytes {
+		if same {
 			c.opts.Logger.Info("configuration file edited; the document is unchanged (a comment or formatting edit), nothing to apply",
 				"file", c.opts.Path, "result", "unchanged", "hash", before.SourceConfigHash, "config_version", before.ConfigVersion)
 		}
@@ -239,11 +242,10 @@ func (c *Config) writeFile(canon []byte) error {
 			out = buf.Bytes()
 		}
 	}
-	if err := writeFileAtomic(c.opts.Path, out); err != nil {
-		return err
-	}
+	// Recorded before the file changes, so that the watcher, reading the new bytes at any moment, knows them
+	// for the router's own rewrite and not a hand edit.
 	c.st.Lock()
-	c.fileDigest = rawDigest(out) // the router's own rewrite is not a hand edit
+	c.fileDigest = rawDigest(out)
 	c.st.Unlock()
-	return nil
+	return writeFileAtomic(c.opts.Path, out)
 }
