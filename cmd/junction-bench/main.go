@@ -108,6 +108,7 @@ providers:
       backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
 `
@@ -138,11 +139,15 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			out = append(out, scenario{name: "bench (keyword + pii signals, refund decision with system_prompt and header_mutation)",
 				decision: "refund", body: benchBody,
 				config: func(gw, up int) (string, error) {
+					mgmtPort, err := loadrun.FreePort()
+					if err != nil {
+						return "", err
+					}
 					metricsPort, err := loadrun.FreePort()
 					if err != nil {
 						return "", err
 					}
-					return fmt.Sprintf(config, gw, up, up, metricsPort) + recipes.BenchRecipesYAML(), nil
+					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + recipes.BenchRecipesYAML(), nil
 				}})
 		case "example":
 			src, err := os.ReadFile(o.example)
