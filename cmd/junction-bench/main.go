@@ -8,7 +8,8 @@
 // medians of each round's p50 and p99, Junction minus the bare proxy (its own
 // cost) and the CPU each server spent per request; then the maximum
 // throughput of each path with closed-loop clients, and Junction's ratio to
-// the bare proxy.
+// the bare proxy. With -baseline an older junction binary is served beside
+// -bin and measured in the same rounds: a before/after comparison in one run.
 //
 // The scenarios (-scenarios): "bench" routes with recipes/examples/bench.yaml
 // (keyword, pii and context signals; the request reaches the refund decision,
