@@ -545,3 +545,28 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("wrong task for the graph: %v", err)
 	}
 }
+
+// TestModelsShareATokenizer loads two models whose tokenizer.json is the same file content: they share one
+// parsed tokenizer, which outlives the first model's Close, and a load after both closed parses it anew.
+func TestModelsShareATokenizer(t *testing.T) {
+	rt := openRuntime(t, inference.Options{})
+	spec := synthetic.Spec{Task: synthetic.SequenceClassification, Tokenizer: synthetic.WordPiece, Hidden: 8, Seed: 1}
+	dirA, _ := writeModel(t, spec)
+	spec.Task, spec.Seed = synthetic.Embedding, 2
+	dirB, _ := writeModel(t, spec)
+	a := load(t, rt, dirA, inference.ModelOptions{})
+	b := load(t, rt, dirB, inference.ModelOptions{})
+	if a.Tokenizer() != b.Tokenizer() {
+		t.Fatal("two models with the same tokenizer.json parsed it twice")
+	}
+	shared := a.Tokenizer()
+	a.Close()
+	if _, err := b.Embed(context.Background(), []string{"hello world"}, inference.EmbedOptions{}); err != nil {
+		t.Fatalf("the second model after the first closed: %v", err)
+	}
+	b.Close()
+	c := load(t, rt, dirA, inference.ModelOptions{})
+	if c.Tokenizer() == shared {
+		t.Fatal("a tokenizer no open model used was kept")
+	}
+}

@@ -91,6 +91,7 @@ type Info struct {
 type Model struct {
 	info     Info
 	tok      *tokenizer.Tokenizer
+	toks     *sharedTokenizer // tok, shared with the runtime's other models that load the same file
 	rt       *Runtime
 	opts     ModelOptions
 	sem      chan struct{}
@@ -175,10 +176,17 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	tok, err := tokenizer.Load(filepath.Join(dir, "tokenizer.json"))
+	shared, err := r.tokenizer(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		return nil, err
 	}
+	tok := shared.tok
+	loaded := false
+	defer func() {
+		if !loaded {
+			r.releaseTokenizer(shared)
+		}
+	}()
 	if o.Task == "" {
 		o.Task = cfg.Junction.Task
 	}
@@ -215,7 +223,7 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the graph's inputs and outputs: %w", err)
 	}
-	m := &Model{tok: tok, rt: r, sem: make(chan struct{}, o.Concurrency), layerOut: map[int]int{}, labelIdx: map[string]int{}}
+	m := &Model{tok: tok, toks: shared, rt: r, sem: make(chan struct{}, o.Concurrency), layerOut: map[int]int{}, labelIdx: map[string]int{}}
 	info := &m.info
 	info.Dir = dir
 	info.Name = firstNonEmpty(o.Name, filepath.Base(filepath.Clean(dir)))
@@ -427,6 +435,7 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	}
 	m.session = sess
 	info.Device, info.DeviceNote = used, note
+	loaded = true
 	return m, nil
 }
 
@@ -641,14 +650,14 @@ func (m *Model) Tokenize(text string) tokenizer.Encoding { return m.tok.Encode(t
 func (m *Model) CountTokens(text string, limit int) (n int, lowerBound bool) {
 	special := m.tok.NumSpecial(false)
 	if limit <= 0 {
-		toks, _ := m.tok.Tokens(text, -1)
+		toks, _ := m.toks.Tokens(text, -1)
 		return len(toks) + special, false
 	}
 	content := limit - special
 	if content < 0 {
 		content = 0
 	}
-	toks, complete := m.tok.Tokens(text, content)
+	toks, complete := m.toks.Tokens(text, content)
 	return len(toks) + special, !complete
 }
 
@@ -661,6 +670,7 @@ func (m *Model) Close() error {
 	}
 	m.closed = true
 	m.rt.unregister(m)
+	m.rt.releaseTokenizer(m.toks)
 	if m.session != nil {
 		return m.session.Destroy()
 	}

@@ -92,11 +92,11 @@ func (m *Model) plan(in Input, pair bool, l limits) item {
 
 // truncate keeps the first avail text tokens (a pair loses tokens from its longer side first).
 func (m *Model) truncate(in Input, pair bool, avail int) item {
-	a, ca := m.tok.Tokens(in.Text, avail)
+	a, ca := m.toks.Tokens(in.Text, avail)
 	var b []tokenizer.Token
 	cb := true
 	if pair {
-		b, cb = m.tok.Tokens(in.Pair, avail)
+		b, cb = m.toks.Tokens(in.Pair, avail)
 	}
 	truncated := !ca || !cb
 	if len(a)+len(b) > avail { // longest first
@@ -128,12 +128,12 @@ func (m *Model) windows(in Input, pair bool, l limits) item {
 	if pair {
 		half := (l.window - special) / 2
 		var complete bool
-		fixed, complete = m.tok.Tokens(in.Text, half)
+		fixed, complete = m.toks.Tokens(in.Text, half)
 		truncated = !complete
 		target = in.Pair
 	}
 	content := l.window - special - len(fixed)
-	toks, complete := m.tok.Tokens(target, l.scan)
+	toks, complete := m.toks.Tokens(target, l.scan)
 	if !complete {
 		return item{err: &ItemError{Code: CodeScanBudgetExceeded, Message: fmt.Sprintf("the input has more than %d tokens, its scan budget; none of it was read", l.scan)}}
 	}

@@ -34,10 +34,13 @@ type Runtime struct {
 	device  device
 	threads int
 
-	mu      sync.Mutex
-	closed  bool
-	models  map[*Model]struct{} // open models, closed by Close
-	release func()
+	mu     sync.Mutex
+	closed bool
+	models map[*Model]struct{} // open models, closed by Close
+	// tokenizers are the parsed tokenizer.json files of open models, by content digest: models that load the
+	// same file share one.
+	tokenizers map[[32]byte]*sharedTokenizer
+	release    func()
 }
 
 // device is a parsed device string.
@@ -100,7 +103,8 @@ func Open(o Options) (*Runtime, error) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	return &Runtime{libPath: path, version: version, device: dev, threads: threads, release: release, models: map[*Model]struct{}{}}, nil
+	return &Runtime{libPath: path, version: version, device: dev, threads: threads, release: release, models: map[*Model]struct{}{},
+		tokenizers: map[[32]byte]*sharedTokenizer{}}, nil
 }
 
 // Version is the ONNX Runtime version string of the loaded library.

@@ -15,28 +15,31 @@ import (
 // logarithms as "logits" (the runtime's softmax of them gives the sums back).
 // The embedder returns g without its common component, at unit length.
 
-// table expands the vectors into float32 rows.
-func (v *Vectors) table() []float32 {
-	out := make([]float32, len(v.Q))
-	for id := range v.Words {
-		v.Row(id, out[id*Dim:(id+1)*Dim])
-	}
-	return out
-}
-
 func inputs(g *onnxgraph.Graph) (ids, mask string) {
 	ids = g.Input("input_ids", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
 	mask = g.Input("attention_mask", onnxgraph.Int64, onnxgraph.Sym("batch"), onnxgraph.Sym("sequence"))
 	return ids, g.MaskToFloat(mask)
 }
 
+// wordVectors adds the vectors of ids [B,T,Dim], dequantised in the graph:
+// the table is stored as committed, int8 rows and a scale per word (5 MB
+// instead of 20 MB of float32 in each model's session), and Cast(q)·scale
+// in float32 is exactly Vectors.Row's float32(q)·s, so the outputs do not
+// change.
+func wordVectors(g *onnxgraph.Graph, v *Vectors, ids string) string {
+	q := g.Int8("embeddings_q", []int64{int64(len(v.Words)), Dim}, v.Q)
+	scale := g.Float32("embeddings_scale", []int64{int64(len(v.Words))}, v.Scale)
+	rows := g.Op("Cast", []string{g.Op("Gather", []string{q, ids})}, onnxgraph.Int("to", int64(onnxgraph.Float)))
+	axis2 := g.Int64("", []int64{1}, []int64{2})
+	return g.Op("Mul", []string{rows, g.Op("Unsqueeze", []string{g.Op("Gather", []string{scale, ids}), axis2})})
+}
+
 // sifMean adds the SIF-weighted mean of the word vectors [B,Dim], with prior
 // added to the denominator.
 func sifMean(g *onnxgraph.Graph, v *Vectors, ids, m string, prior float32) string {
-	emb := g.Float32("embeddings", []int64{int64(len(v.Words)), Dim}, v.table())
 	sif := g.Float32("sif", []int64{int64(len(v.Words))}, v.SIF)
 	w := g.Op("Mul", []string{g.Op("Gather", []string{sif, ids}), m})
-	h := g.Op("Gather", []string{emb, ids})
+	h := wordVectors(g, v, ids)
 	if prior <= 0 {
 		return g.WeightedMeanPool(h, w)
 	}
@@ -83,10 +86,15 @@ func ClassifierGraph(name string, v *Vectors, l *Linear) *onnxgraph.Graph {
 	c := len(l.Classes)
 	vocab := len(v.Words)
 	idf := make([]float32, vocab)
-	bow := make([]float32, vocab*c)
+	// The bag-of-words weights are kept for the words the model saw only
+	// (row 0 is zeros for the others), reached through a row index per word:
+	// a dense vocabulary × classes table would be mostly zeros.
+	row := make([]int32, vocab)
+	bow := make([]float32, (len(l.BowIDs)+1)*c)
 	for i, id := range l.BowIDs {
 		idf[id] = l.IDF[i]
-		copy(bow[int(id)*c:int(id+1)*c], l.BowWeights[i*c:(i+1)*c])
+		row[id] = int32(i + 1)
+		copy(bow[(i+1)*c:(i+2)*c], l.BowWeights[i*c:(i+1)*c])
 	}
 	g := onnxgraph.New(name)
 	g.Doc("linear classifier over a TF-IDF bag of words and the SIF mean of GloVe vectors (Junction internal/inference/train)")
@@ -99,7 +107,8 @@ func ClassifierGraph(name string, v *Vectors, l *Linear) *onnxgraph.Graph {
 	if l.Presence {
 		iw = g.Op("Mul", []string{iw, firstOccurrence(g, ids, m)})
 	}
-	rows := g.Op("Gather", []string{g.Float32("bow", []int64{int64(vocab), int64(c)}, bow), ids}) // [B,T,C]
+	bowRows := g.Op("Gather", []string{g.Int32("bow_row", []int64{int64(vocab)}, row), ids})
+	rows := g.Op("Gather", []string{g.Float32("bow", []int64{int64(len(l.BowIDs) + 1), int64(c)}, bow), bowRows}) // [B,T,C]
 	sum := g.Op("ReduceSum", []string{g.Op("Mul", []string{rows, g.Op("Unsqueeze", []string{iw, axis2})}), axis1}, onnxgraph.Int("keepdims", 0))
 	ss := g.Op("ReduceSum", []string{g.Op("Mul", []string{iw, iw}), axis1}, onnxgraph.Int("keepdims", 1))
 	nrm := g.Op("Sqrt", []string{g.Op("Max", []string{ss, g.Float32("", nil, []float32{1e-24})})})

@@ -243,6 +243,36 @@ func (g *Graph) Int64(name string, dims []int64, data []int64) string {
 	return name
 }
 
+// Int32 adds an int32 initializer (e.g. Gather indices half the size of int64 ones) and returns its name; an
+// empty name is generated.
+func (g *Graph) Int32(name string, dims []int64, data []int32) string {
+	if name == "" {
+		name = g.Fresh("c")
+	}
+	if n, ok := product(dims); !ok || n != int64(len(data)) {
+		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
+	}
+	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Int32, dims: dims, i32: data})
+	return name
+}
+
+// Int8 adds an int8 initializer (quantised weights, a quarter of float32's size) and returns its name; an
+// empty name is generated.
+func (g *Graph) Int8(name string, dims []int64, data []int8) string {
+	if name == "" {
+		name = g.Fresh("q")
+	}
+	if n, ok := product(dims); !ok || n != int64(len(data)) {
+		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
+	}
+	raw := make([]byte, len(data))
+	for i, v := range data {
+		raw[i] = byte(v)
+	}
+	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Int8, dims: dims, raw: raw})
+	return name
+}
+
 // Node adds a node of a standard-domain operator with explicit output names and returns them.
 // An empty input name marks an omitted optional input.
 func (g *Graph) Node(op string, inputs, outputs []string, attrs ...Attr) []string {
