@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-slim run run-example test vet lint tidy-check fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
+.PHONY: all build build-slim run run-example test ort-if-possible vet lint tidy-check fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
 
 all: build
 
@@ -20,8 +20,9 @@ build-slim:
 	CGO_ENABLED=0 $(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-bench ./cmd/junction-bench
 	CGO_ENABLED=0 $(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-extproc-bench ./cmd/junction-extproc-bench
 
-## run: serve the built-in default recipe with the in-process demo backend on 127.0.0.1:8801
-run: build
+## run: serve the built-in default recipe with the in-process demo backend on 127.0.0.1:8801 (fetches ONNX
+##      Runtime first when it is missing; where it cannot, it says why and serves with the lexical fallbacks)
+run: build ort-if-possible
 	$(BIN) serve
 
 ## run-example: serve ../shared/spec/example-config.yaml with demo backends on its ports 18001-18003
@@ -34,8 +35,9 @@ run-example: build
 	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
 
 ## test: vet, staticcheck, formatting, go.mod tidiness, then every package twice: without the race detector and
-##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore
-test: fmt-check tidy-check vet lint
+##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore. Fetches
+##       ONNX Runtime first when it is missing; where it cannot, its tests skip (they fail under JUNCTION_REQUIRE_ORT=1)
+test: fmt-check tidy-check vet lint ort-if-possible
 	@# Tests that cannot run under -race select themselves: their *_norace_test.go files say //go:build !race
 	@# (wazero compiles a module about twenty times slower under it). The plain run also compiles the test plugin
 	@# modules into the shared wazero cache (see docs/plugins.md), which the race run then reuses.
@@ -98,23 +100,45 @@ bench: build
 	$(GO) test -run=^$$ -bench=NativeAPI -benchmem -count=3 ./internal/inference/nativeapi/
 	$(GO) test -run=^$$ -bench=. -benchtime=2s -count=1 ./internal/inference/
 
-## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/
+## onnxruntime: fetch ONNX Runtime's shared library (npm package onnxruntime-node) into third_party/onnxruntime/;
+##              fails, saying why, when it cannot (no npm, no network)
 ORT_VERSION ?= 1.24.1
 ORT_DIR     := third_party/onnxruntime
 ORT_ARCH    := $(shell uname -m | sed -e 's/x86_64/x64/' -e 's/aarch64/arm64/')
+# One retry, a short back-off: offline, npm's defaults spend over a minute retrying before they fail.
+NPM_FETCH   ?= --fetch-retries=1 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=5000
 onnxruntime: $(ORT_DIR)/.fetched-$(ORT_VERSION)
 
 $(ORT_DIR)/.fetched-$(ORT_VERSION):
-	@command -v npm >/dev/null 2>&1 || { echo "make onnxruntime needs npm (Debian: apt-get install npm)"; exit 1; }
+	@command -v npm >/dev/null 2>&1 || { echo "make onnxruntime: npm is not installed (Debian: apt-get install npm); ONNX Runtime is fetched from the npm package onnxruntime-node"; exit 1; }
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
-	echo "fetching onnxruntime-node@$(ORT_VERSION) (libonnxruntime.so.1 for linux/$(ORT_ARCH))"; \
-	( cd "$$tmp" && npm pack --silent onnxruntime-node@$(ORT_VERSION) >/dev/null ); \
+	echo "fetching onnxruntime-node@$(ORT_VERSION) (libonnxruntime.so.1 for linux/$(ORT_ARCH)) from $$(npm config get registry)"; \
+	if ! ( cd "$$tmp" && npm pack --loglevel=error $(NPM_FETCH) onnxruntime-node@$(ORT_VERSION) >"$$tmp/npm.log" 2>&1 ); then \
+		why=$$(grep -m1 -E 'FetchError|npm error (4|5)[0-9][0-9]|ENOTFOUND|EAI_AGAIN|ETIMEDOUT' "$$tmp/npm.log" || grep -m1 'npm error' "$$tmp/npm.log" || tail -n1 "$$tmp/npm.log"); \
+		echo "make onnxruntime: npm could not fetch onnxruntime-node@$(ORT_VERSION): $${why#npm error }"; exit 1; fi; \
 	tar -xzf "$$tmp/onnxruntime-node-$(ORT_VERSION).tgz" -C "$$tmp" package/bin/napi-v6/linux/$(ORT_ARCH)/libonnxruntime.so.1; \
 	mkdir -p $(ORT_DIR); \
 	cp "$$tmp/package/bin/napi-v6/linux/$(ORT_ARCH)/libonnxruntime.so.1" $(ORT_DIR)/libonnxruntime.so.1.tmp; \
 	mv $(ORT_DIR)/libonnxruntime.so.1.tmp $(ORT_DIR)/libonnxruntime.so.1; \
 	rm -f $(ORT_DIR)/.fetched-*; echo "$(ORT_VERSION)" > $(ORT_DIR)/VERSION; touch $@; \
 	echo "wrote $(ORT_DIR)/libonnxruntime.so.1 (ONNX Runtime $(ORT_VERSION))"
+
+# ort-if-possible: what `make run` and `make test` do first. Nothing when $$JUNCTION_ONNXRUNTIME_LIB names a file or
+# the library was fetched; else `make onnxruntime`, and where that fails, one message saying what happens without
+# the library and how to get it, then on, except under JUNCTION_REQUIRE_ORT (CI), where it is an error.
+ort-if-possible:
+	@if [ -n "$$JUNCTION_ONNXRUNTIME_LIB" ] && [ -f "$$JUNCTION_ONNXRUNTIME_LIB" ]; then exit 0; fi; \
+	if [ -f $(ORT_DIR)/.fetched-$(ORT_VERSION) ] && [ -f $(ORT_DIR)/libonnxruntime.so.1 ]; then exit 0; fi; \
+	if $(MAKE) --no-print-directory onnxruntime; then exit 0; fi; \
+	if [ -n "$$JUNCTION_REQUIRE_ORT" ]; then echo "JUNCTION_REQUIRE_ORT is set and ONNX Runtime could not be fetched (above)"; exit 1; fi; \
+	echo "--------------------------------------------------------------------------------------------------"; \
+	echo "ONNX Runtime $(ORT_VERSION) is missing and could not be fetched (above). Without it:"; \
+	echo "  make run:  the domain, jailbreak and embedding signals use the lexical fallbacks (method lexical-bayes,"; \
+	echo "             hashed-ngrams) instead of the default ONNX models; routing works, less accurately"; \
+	echo "  make test: the ONNX Runtime tests are skipped, each saying so"; \
+	echo "To fix: install npm (Debian: apt-get install npm) and connect to the network, then run make onnxruntime,"; \
+	echo "or set JUNCTION_ONNXRUNTIME_LIB to an ONNX Runtime $(ORT_VERSION) libonnxruntime.so.1"; \
+	echo "--------------------------------------------------------------------------------------------------"
 
 ## plugins: rebuild the built-in plugin modules (plugins/*/guest) into plugins/builtin/modules, reproducibly,
 ##          and the example third-party plugins (examples/plugins/*/*.wasm, whose sha256 recipe.yaml pins)

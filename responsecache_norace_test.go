@@ -218,6 +218,17 @@ func TestResponseCacheFollowsTheConfigurationEpoch(t *testing.T) {
 	step("after a change to a signal", "hit")
 
 	cs.replace(&src, `system_prompt: "Be brief."`, `system_prompt: "Answer in French."`)
+	// The old system prompt's entry is swept away in the background
+	// (counted as flushed), not left until its time to live.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := cs.call("GET", "/api/v1/storage/response-cache/stats", "", nil)
+		if st["evictions"].(map[string]any)["flushed"].(float64) >= 1 && st["entries"].(float64) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced configuration's entry is still there: %v", st)
+		}
+	}
 	step("after the system prompt changed", "miss")
 	step("asked again under the new system prompt", "hit")
 

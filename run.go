@@ -18,6 +18,7 @@ import (
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
 	"github.com/junction-router/junction/recipes"
@@ -48,16 +49,15 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer deps.Close()
-	mode := o.SignalModels
-	if deps.BindsAll() && (mode == SignalModelsONNX || mode == "") {
-		mode = SignalModelsLexical // none is needed in-process
-	}
-	models, closeModels, err := deploy.LocalModels(ctx, mode, log)
+	// Models load when a configuration first needs them (compile), not
+	// here: a configuration whose decisions read no model-backed signal
+	// never loads ONNX Runtime, a model or lingua.
+	local, err := deploy.NewLoader(o.SignalModels, deps.Bound(), log, reg)
 	if err != nil {
 		return err
 	}
-	defer closeModels()
-	deps.Apply(&models)
+	defer local.Close() // after everything that uses the models
+	models := local.OnDemand()
 	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped while waiting
@@ -86,7 +86,10 @@ func (s *Server) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The entries of a replaced configuration are swept in the background.
+	sweeper := respcache.NewSweeper(cache, log)
 	defer func() { // after the plugins that use it
+		sweeper.Wait()
 		if err := cache.Close(); err != nil {
 			log.Warn("closing the response cache", "error", err)
 		}
@@ -122,7 +125,7 @@ func (s *Server) run(ctx context.Context) error {
 			return fmt.Errorf("Options.Document: %w", err)
 		}
 	}
-	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, models, guard, log)
+	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, sweeper.Activated, log)
 	if err != nil {
 		return err
 	}

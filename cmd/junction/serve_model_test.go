@@ -228,3 +228,37 @@ global:
 		t.Errorf("serve exited %d: %s", code, errOut.String())
 	}
 }
+
+// Built-in model names work wherever a model is named: serve's MODEL argument and a deployment's artifact
+// start workers that serve them, even when the workers' models directory ($JUNCTION_WORKER_CACHE_DIR) does
+// not hold them, and the management API accepts a document that names them.
+func TestServeBuiltinModelsByName(t *testing.T) {
+	orttest.Library(t)
+	t.Setenv(envRunMain, "1")
+	t.Setenv(supervise.EnvThreads, "1")
+	t.Setenv(supervise.EnvCacheDir, t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cfg, gw, mg, met := deploymentConfig(t, `    deployments:
+      - {name: guard, artifact: jailbreak-glove, device: cpu}
+    bindings:
+      jailbreak: {deployment: guard}`)
+	r := serveDeployments(t, cfg, gw, mg, met, "domain-glove")
+	if st := r.status(); len(st.ModelDeployments) != 2 || !r.deploymentReady("guard") || !r.deploymentReady("default") {
+		t.Fatalf("startup-status: %+v", st.ModelDeployments)
+	}
+	if got := r.route(attack); got != "safe" {
+		t.Errorf("attack routed to %q, want safe", got)
+	}
+	if meth, matched := r.jailbreakMethod(attack); meth != "worker:guard" || !matched {
+		t.Errorf("preview: method %q matched %v; want worker:guard, true", meth, matched)
+	}
+	resp, err := http.Post(r.mgmt+"/api/v1/config/validate", "application/yaml", strings.NewReader(mustRead(t, cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"valid":true`) {
+		t.Errorf("validate a document naming jailbreak-glove: %d %s", resp.StatusCode, b)
+	}
+}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 
 	"github.com/junction-router/junction/internal/inference"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
@@ -23,7 +26,7 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 	}
 	log.Info("onnx runtime", "version", rt.Version(), "library", rt.LibraryPath(), "device", cfg.device)
 	load := func(ctx context.Context, spec worker.Spec) (worker.Model, error) {
-		path, err := worker.ResolveModel(spec, dir)
+		path, err := resolveModel(spec, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -41,4 +44,21 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 		return ortmodel.Load(ctx, rt, path, spec, inference.ModelOptions{})
 	}
 	return load, func() { _ = rt.Close() }, nil
+}
+
+// resolveModel finds spec's model directory: a directory path, a name under dir, or, for a built-in name
+// that dir does not hold, the committed default models (written once into the user cache). The last step is
+// why `junction worker jailbreak-glove` serves from a fresh checkout exactly as `junction worker` does,
+// whatever models directory is configured: a prepared copy in dir still wins, and every built-in is checked
+// against the committed manifest when it loads.
+func resolveModel(spec worker.Spec, dir string) (string, error) {
+	path, err := worker.ResolveModel(spec, dir)
+	if err == nil || !slices.Contains(defaultmodels.ModelNames, spec.Model) {
+		return path, err
+	}
+	cdir, cerr := defaultmodels.WriteCache("")
+	if cerr != nil {
+		return "", worker.Permanent(fmt.Errorf("built-in model %s: %s does not hold it and writing the committed default models failed: %w", spec.Model, dir, cerr))
+	}
+	return filepath.Join(cdir, spec.Model), nil
 }

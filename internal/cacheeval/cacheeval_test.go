@@ -9,11 +9,14 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/deploy"
+	"github.com/junction-router/junction/internal/memstore"
 	"github.com/junction-router/junction/plugins/responsecache"
 )
 
@@ -157,5 +160,103 @@ func TestSemanticCacheQuality(t *testing.T) {
 			line = append(line, fmt.Sprintf("%s %d/%d", c, byCat[c][0], byCat[c][1]))
 		}
 		t.Logf("  similarity alone ≥ 0.92 by category: %s", strings.Join(line, ", "))
+	}
+}
+
+// TestSketchSearchOnPairs runs the pairs through the response cache's
+// memory store as a lookup does: every pair's first question stored in one
+// namespace (325 entries, far more crowded than a namespace of one context
+// and one set of slots), each second question looked up at 0.92, and the
+// nearest entry served when the guard agrees. It does so with the full scan
+// and with the sketch search (memstore.Cache.LinearScan -1) and requires of
+// both no false hit (a pair that must not hit served its first question's
+// answer) and the paraphrase floor of TestSemanticCacheQuality, and of the
+// sketch search every answer the full scan serves (recall 1 on this set).
+// Answers served from another pair's question are listed (the set does not
+// label them; reading them, they are rewordings of the same question).
+func TestSketchSearchOnPairs(t *testing.T) {
+	ctx := context.Background()
+	ps := loadPairs(t)
+	models, closeModels, err := deploy.LocalModels(ctx, deploy.ModelsONNX, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeModels()
+	type run struct {
+		name  string
+		emb   signal.Embedder
+		floor float64
+	}
+	runs := []run{{"hashed-ngrams (lexical fallback)", signal.HashedEmbedder(), 0}}
+	if models.Embedder != nil {
+		runs = append(runs, run{"onnx glove (default)", models.Embedder, 0.60})
+	}
+	paraphrases := 0
+	for _, p := range ps {
+		if p.ShouldHit {
+			paraphrases++
+		}
+	}
+	for _, r := range runs {
+		texts := make([]string, 0, 2*len(ps))
+		for _, p := range ps {
+			texts = append(texts, p.A, p.B)
+		}
+		vs, err := r.emb.Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := map[string][]int{} // per search: the entry served to each pair, -1 none
+		for _, search := range []struct {
+			name   string
+			linear int
+		}{{"full scan", math.MaxInt}, {"sketch search", -1}} {
+			c := &memstore.Cache{LinearScan: search.linear}
+			for i := range ps {
+				if err := c.Store(ctx, "ns", fmt.Sprint(i), []byte(fmt.Sprint(i)), time.Hour, vs[2*i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := make([]int, len(ps))
+			var hits, falseHits, others int
+			for i, p := range ps {
+				got[i] = -1
+				e, ok, err := c.Lookup(ctx, "ns", "", vs[2*i+1], 0.92)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !ok {
+					continue
+				}
+				j, _ := strconv.Atoi(string(e.Value))
+				if agree, _ := responsecache.Agree(p.B, ps[j].A); !agree {
+					continue
+				}
+				got[i] = j
+				// Some questions are the first of several pairs: the entry
+				// of an equal question is the pair's own.
+				switch own := j == i || ps[j].A == p.A; {
+				case own && p.ShouldHit:
+					hits++
+				case own:
+					falseHits++
+					t.Errorf("%s, %s: false hit (%s): %q served the answer to %q (similarity %.4f)", r.name, search.name, p.Category, p.B, ps[j].A, e.Similarity)
+				default:
+					others++ // another pair's question, unlabelled against this one
+					t.Logf("%s, %s: %q served the answer to %q (similarity %.4f)", r.name, search.name, p.B, ps[j].A, e.Similarity)
+				}
+			}
+			served[search.name] = got
+			rate := float64(hits) / float64(paraphrases)
+			t.Logf("%s, %s: paraphrase hits %d/%d (%.0f%%), false hits %d, another pair's question served %d", r.name, search.name, hits, paraphrases, 100*rate, falseHits, others)
+			if rate < r.floor {
+				t.Errorf("%s, %s: paraphrase hit rate %.2f under the floor %.2f", r.name, search.name, rate, r.floor)
+			}
+		}
+		for i := range ps {
+			if full, sk := served["full scan"][i], served["sketch search"][i]; full >= 0 && sk != full {
+				t.Errorf("%s: the full scan serves %q for %q, the sketch search %d", r.name, ps[full].A, ps[i].B, sk)
+			}
+		}
 	}
 }

@@ -66,19 +66,78 @@ func (c *Cache) Stats(topN int) CacheStats {
 // Flush advances the epoch of the scope f selects (f.Scope; the zero filter
 // is the global scope) and removes every entry f selects, so no entry stored
 // before the flush answers again. It returns the scope's new epoch and how
-// many entries went.
+// many entries went. A filter of namespaces only (no key prefix, no age),
+// what a flush usually is, takes the namespaces out of reach at once and
+// removes their entries in batches (see sweep), so lookups and stores wait
+// for one batch at most, not for the whole scope.
 func (c *Cache) Flush(f CacheFilter) (epoch uint64, removed int) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.epochs == nil {
 		c.epochs = make(map[string]uint64)
 	}
 	scope := f.Scope()
 	c.epochs[scope]++
 	c.flushes++
-	removed = c.removeSelected(f)
-	c.counts.Flushed += uint64(removed)
-	return c.epochs[scope], removed
+	epoch = c.epochs[scope]
+	if f.KeyPrefix != "" || !f.OlderThan.IsZero() {
+		removed = c.removeSelected(f)
+		c.counts.Flushed += uint64(removed)
+		c.mu.Unlock()
+		return epoch, removed
+	}
+	gone, removed := c.detach(f.Namespace)
+	c.mu.Unlock()
+	c.sweep(gone)
+	return epoch, removed
+}
+
+// Retain removes the entries of every namespace keep refuses, counted as
+// flushed: what a changed configuration leaves behind (entries kept under
+// its old epoch, which no request asks for again). Like Flush, it takes the
+// namespaces out of reach at once and removes their entries in batches.
+// It returns how many entries went.
+func (c *Cache) Retain(keep func(ns string) bool) (removed int) {
+	c.mu.Lock()
+	gone, removed := c.detach(func(ns string) bool { return !keep(ns) })
+	c.mu.Unlock()
+	c.sweep(gone)
+	return removed
+}
+
+// detach takes the namespaces drop selects out of c.nss (c.mu held), and
+// counts their entries as flushed: they are gone for lookups and stores
+// (a store makes a new namespace of the name), while their entries stay
+// in the whole-cache list and bytes until sweep removes them.
+func (c *Cache) detach(drop func(ns string) bool) (gone []*namespace, entries int) {
+	for name, n := range c.nss {
+		if drop(name) {
+			delete(c.nss, name)
+			n.detached = true
+			entries += n.lru.Len()
+			gone = append(gone, n)
+		}
+	}
+	c.counts.Flushed += uint64(entries)
+	return gone, entries
+}
+
+// sweepBatch is how many entries sweep removes per hold of the lock: tens
+// of microseconds.
+const sweepBatch = 256
+
+// sweep removes the entries of detached namespaces, sweepBatch at a time
+// (OnRemove is told of each, so an embedded backend deletes its rows).
+func (c *Cache) sweep(gone []*namespace) {
+	for _, n := range gone {
+		for done := false; !done; {
+			c.mu.Lock()
+			for i := 0; i < sweepBatch && n.lru.Len() > 0; i++ {
+				c.remove(n, n.lru.Back())
+			}
+			done = n.lru.Len() == 0
+			c.mu.Unlock()
+		}
+	}
 }
 
 // Flushes is the number of flushes of any scope since the cache was made.

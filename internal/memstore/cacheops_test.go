@@ -2,6 +2,9 @@ package memstore
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -92,5 +95,84 @@ func TestCachePeekingLookup(t *testing.T) {
 	}
 	if _, ok, _ := c.Lookup(ctx, "ns", "a", nil, 0); ok {
 		t.Fatal("the peek made a recent")
+	}
+}
+
+// TestFlushAndRetainSweep checks the batched removal behind Flush and
+// Retain: the namespaces selected answer no more as soon as the call
+// returns, every entry of theirs leaves the whole-cache list and bytes and
+// is reported to OnRemove, the counters say how many went (as flushed, not
+// as evictions), and lookups and stores running meanwhile (-race) see a
+// consistent cache.
+func TestFlushAndRetainSweep(t *testing.T) {
+	ctx := context.Background()
+	removed := map[string]int{}
+	c := &Cache{MaxEntries: 5000}
+	c.OnRemove = func(ns, _ string) { removed[ns]++ } // called with c.mu held
+	nss := []string{"rc/recipe=r/epoch=old", "rc/x/recipe=r/epoch=old", "rc/recipe=r/epoch=new", "other/recipe=r/epoch=new"}
+	for i := 0; i < 4000; i++ {
+		ns := nss[i%len(nss)]
+		if err := c.Store(ctx, ns, fmt.Sprint(i), []byte("v"), time.Hour, []float32{float32(i % 7), 1, float32(i % 3)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := c.Stats(-1).Bytes
+	// Lookups and stores beside the sweeps.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ns := nss[2+i%2] // the kept ones
+			if _, _, err := c.Lookup(ctx, ns, fmt.Sprint(i), []float32{1, 1, 1}, 0.99); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := c.Store(ctx, ns, fmt.Sprintf("beside-%d", i%50), []byte("v"), time.Hour, []float32{1, 2, 3}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	keep := func(ns string) bool { return !strings.HasSuffix(ns, "/epoch=old") }
+	if got := c.Retain(keep); got != 2000 {
+		t.Errorf("retain removed %d, want 2000", got)
+	}
+	for _, ns := range nss[:2] {
+		if c.Len(ns) != 0 {
+			t.Errorf("%s still holds %d entries", ns, c.Len(ns))
+		}
+		if _, ok, _ := c.Lookup(ctx, ns, "0", nil, 0); ok {
+			t.Errorf("%s answered after the retain", ns)
+		}
+	}
+	_, removedNew := c.Flush(CacheFilter{NamespacePrefix: "rc/"})
+	close(stop)
+	wg.Wait()
+	if removedNew < 1000 {
+		t.Errorf("flush removed %d, want the 1,000 of rc/recipe=r/epoch=new and the stores beside", removedNew)
+	}
+	c.mu.Lock()
+	if removed[nss[0]] != 1000 || removed[nss[1]] != 1000 || removed[nss[2]] != removedNew {
+		t.Errorf("OnRemove told of %v (flush removed %d)", removed, removedNew)
+	}
+	listed, bytes := c.all.Len(), c.bytes
+	c.mu.Unlock()
+	k, n := c.Counts()
+	// Left: the other namespace and what was stored beside after the flush.
+	if listed != n || n != c.Len(nss[2])+c.Len(nss[3]) || c.Len(nss[3]) < 1000 {
+		t.Errorf("the whole-cache list holds %d entries, the namespaces %d (%s: %d, %s: %d)", listed, n, nss[2], c.Len(nss[2]), nss[3], c.Len(nss[3]))
+	}
+	if bytes >= before/2 {
+		t.Errorf("bytes %d of %d before", bytes, before)
+	}
+	if k.Flushed != uint64(2000+removedNew) || k.Evictions != 0 {
+		t.Errorf("counts %+v, want %d flushed and no evictions", k, 2000+removedNew)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 	"time"
@@ -28,7 +29,11 @@ import (
 
 // Cache is an LRU cache per namespace with a time to live per entry. A lookup
 // tries the exact key, then (given an embedding) the most similar live entry
-// that was stored with one.
+// that was stored with one: in a small namespace by scoring every entry, in
+// a larger one by scoring the few whose 64-bit SimHash sketch is nearest the
+// query's (vecindex.SimHash). Either way the similarity reported, and
+// compared with the threshold, is the exact cosine of the entry returned:
+// the sketches can miss a near entry, never make a hit of a far one.
 type Cache struct {
 	MaxEntries int           // per namespace; default 10,000
 	MaxValue   int           // bytes; default 1 MiB
@@ -44,6 +49,15 @@ type Cache struct {
 	// flushed), with the cache's lock held: it must not call the cache. A
 	// store kept elsewhere (the embedded backend) deletes its copies.
 	OnRemove func(ns, key string)
+	// LinearScan bounds the namespaces a semantic lookup scans in full:
+	// those of at most this many entries (default 64: scoring them costs
+	// about what sketching the query does, 64 dot products). A larger
+	// namespace is searched through its entries' sketches (see Lookup).
+	// Negative: always through the sketches.
+	LinearScan int
+
+	hmu    sync.Mutex                // guards hashes (taken with or without mu, never mu under it)
+	hashes map[int]*vecindex.SimHash // per dimension
 
 	mu      sync.Mutex
 	nss     map[string]*namespace
@@ -52,6 +66,7 @@ type Cache struct {
 	counts  CacheCounts
 	epochs  map[string]uint64 // flush scope (CacheFilter.Scope, "" global) -> epoch
 	flushes uint64            // flushes of any scope
+	cands   []uint32          // a sketch search's candidates (mu held)
 }
 
 // Defaults of the whole cache's bounds.
@@ -89,7 +104,19 @@ type namespace struct {
 	// scan holds every entry once, densely (removal swaps the last one in),
 	// so a semantic lookup walks one slice instead of the list's pointers.
 	scan []slot
+	// hx is parallel to scan: what the sketch search reads of each slot,
+	// 16 bytes apiece, so a search does not touch the slots it skips.
+	hx   []hslot
 	tick uint64 // stamps uses, so equal similarities go to the most recent
+	// detached: taken out of nss by a flush, its entries counted as
+	// flushed and being swept.
+	detached bool
+}
+
+// hslot is a slot's sketch and expiry.
+type hslot struct {
+	sketch  uint64 // vecindex.SimHash of the embedding (0 without one)
+	expires int64  // unix nanoseconds, as the slot's
 }
 
 // slot is what a semantic scan reads of an entry.
@@ -177,9 +204,46 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 	if qq > 0 {
 		inv = float32(1 / math.Sqrt(qq))
 	}
-	nowNS := now.UnixNano()
-	best := -1
+	var best *list.Element
 	var bestDot float32
+	var err error
+	if c.linear(n) {
+		best, bestDot, err = c.scanAll(ctx, n, embedding, now.UnixNano())
+	} else {
+		best, bestDot, err = c.scanSketches(ctx, n, embedding, threshold, now.UnixNano())
+	}
+	if err != nil {
+		return abi.CacheEntry{}, false, err
+	}
+	bestSim := bestDot * inv
+	if best == nil || bestSim < threshold {
+		*miss++
+		return abi.CacheEntry{}, false, nil
+	}
+	counts.SemanticHits++
+	el := best
+	if counts == &c.counts {
+		c.touch(n, el)
+	}
+	return abi.CacheEntry{Similarity: bestSim, Value: el.Value.(*entry).value}, true, nil
+}
+
+// defaultLinearScan is LinearScan's default.
+const defaultLinearScan = vecindex.SketchBits
+
+// linear reports whether a semantic lookup scans all of n (c.mu held).
+func (c *Cache) linear(n *namespace) bool {
+	lim := c.LinearScan
+	if lim == 0 {
+		lim = defaultLinearScan
+	}
+	return lim > 0 && len(n.scan) <= lim
+}
+
+// scanAll scores every live slot of n of q's dimension (removing the
+// expired ones it meets) and returns the best: the highest dot product,
+// the most recently used of equals; -1 when none (c.mu held).
+func (c *Cache) scanAll(ctx context.Context, n *namespace, q []float32, nowNS int64) (best *list.Element, bestDot float32, err error) {
 	var bestUsed uint64
 	for i := 0; i < len(n.scan); {
 		s := &n.scan[i]
@@ -188,31 +252,148 @@ func (c *Cache) Lookup(ctx context.Context, ns, key string, embedding []float32,
 			c.counts.Expirations++
 			continue
 		}
-		if len(s.vec) == len(embedding) {
-			d := vecindex.Dot(s.vec, embedding)
-			if best < 0 || d > bestDot || (d == bestDot && s.used > bestUsed) {
-				best, bestDot, bestUsed = i, d, s.used
+		if len(s.vec) == len(q) {
+			d := vecindex.Dot(s.vec, q)
+			if best == nil || d > bestDot || (d == bestDot && s.used > bestUsed) {
+				best, bestDot, bestUsed = s.el, d, s.used
 			}
 		}
 		i++
 		if i&1023 == 0 && ctx.Err() != nil {
-			return abi.CacheEntry{}, false, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 	}
+	return best, bestDot, ctx.Err()
+}
+
+// candidateFloats bounds the vectors a sketch search scores exactly: 32
+// KiB of them (81 candidates of 100 dimensions), at least minCandidates
+// (32 of 1,024 dimensions: 128 KiB). Recall on the labelled pairs and the
+// gateway benchmark's rewordings was the same from 4,096 to 32,768 floats.
+const (
+	candidateFloats = 1 << 13
+	minCandidates   = 32
+)
+
+// scanSketches is scanAll through the slots' SimHash sketches: one pass
+// over n.hx (16 bytes a slot: the expired are removed as in scanAll, the
+// rest get the Hamming distance of their sketch to q's), then the exact
+// dot product for the slots whose sketch is within the threshold's radius
+// (vecindex.SketchRadius), the nearest sketches first, at most
+// max(minCandidates, candidateFloats/dim) of them. What it returns is
+// scored exactly, so a hit is always a hit scanAll would make (if not
+// always the same one); it misses when the entry over the threshold is
+// not among the candidates: its sketch strays past the radius (about 3 in
+// 100,000), or more than the cap of entries have nearer sketches, which
+// needs a namespace crowded with entries about as similar as it (c.mu
+// held).
+func (c *Cache) scanSketches(ctx context.Context, n *namespace, q []float32, threshold float32, nowNS int64) (best *list.Element, bestDot float32, err error) {
+	qs := c.simhash(len(q)).Sketch(q)
+	radius := vecindex.SketchRadius(threshold)
+	// Pass 1: the live slots within the radius, as index<<8 | distance,
+	// and how many at each distance; expired slots are removed after.
+	var hist [vecindex.SketchBits + 1]int
+	cands, expired := nearSketches(n.hx, qs, radius, nowNS, &hist, c.cands[:0])
+	c.cands = cands
 	if err := ctx.Err(); err != nil {
-		return abi.CacheEntry{}, false, err
+		return nil, 0, err
 	}
-	bestSim := bestDot * inv
-	if best < 0 || bestSim < threshold {
-		*miss++
-		return abi.CacheEntry{}, false, nil
+	// Every candidate within cut is scored, and the first extra at cut+1.
+	limit := max(minCandidates, candidateFloats/max(len(q), 1))
+	cut, taken := -1, 0
+	for d := 0; d <= radius && taken+hist[d] <= limit; d++ {
+		cut, taken = d, taken+hist[d]
 	}
-	counts.SemanticHits++
-	el := n.scan[best].el
-	if counts == &c.counts {
-		c.touch(n, el)
+	extra := 0
+	if cut < radius {
+		extra = limit - taken
 	}
-	return abi.CacheEntry{Similarity: bestSim, Value: el.Value.(*entry).value}, true, nil
+	var bestAt int = -1
+	var bestUsed uint64
+	for _, x := range cands {
+		if d := int(x & 0xff); d > cut {
+			if d != cut+1 || extra == 0 {
+				continue
+			}
+			extra--
+		}
+		i := int(x >> 8)
+		s := &n.scan[i]
+		if len(s.vec) != len(q) {
+			continue
+		}
+		v := vecindex.Dot(s.vec, q)
+		if bestAt < 0 || v > bestDot || (v == bestDot && s.used > bestUsed) {
+			bestAt, bestDot, bestUsed = i, v, s.used
+		}
+	}
+	if bestAt >= 0 {
+		best = n.scan[bestAt].el
+	}
+	if expired > 0 {
+		c.removeExpired(n, nowNS)
+	}
+	return best, bestDot, nil
+}
+
+// nearSketches appends to cands the live slots of hx whose sketch is
+// within radius of qs, as index<<8 | distance, counting them by distance in
+// hist, and counts the expired slots. It is the sketch search's hot loop,
+// kept apart (not inlined) so that it compiles to a tight one: inlined, the
+// caller's live variables spilled it to the stack.
+//
+//go:noinline
+func nearSketches(hx []hslot, qs uint64, radius int, nowNS int64, hist *[vecindex.SketchBits + 1]int, cands []uint32) (_ []uint32, expired int) {
+	for i := range hx {
+		h := &hx[i]
+		if h.expires <= nowNS {
+			expired++
+			continue
+		}
+		if d := bits.OnesCount64(h.sketch ^ qs); d <= radius {
+			hist[d]++
+			cands = append(cands, uint32(i)<<8|uint32(d))
+		}
+	}
+	return cands, expired
+}
+
+// removeExpired removes n's expired entries (c.mu held).
+func (c *Cache) removeExpired(n *namespace, nowNS int64) {
+	for i := 0; i < len(n.hx); {
+		if n.hx[i].expires <= nowNS {
+			c.remove(n, n.scan[i].el) // swaps the last slot into i
+			c.counts.Expirations++
+			continue
+		}
+		i++
+	}
+}
+
+// simhash is the SimHash of dim-long vectors, made on first use.
+func (c *Cache) simhash(dim int) *vecindex.SimHash {
+	c.hmu.Lock()
+	defer c.hmu.Unlock()
+	h := c.hashes[dim]
+	if h == nil {
+		if c.hashes == nil {
+			c.hashes = make(map[int]*vecindex.SimHash)
+		}
+		h = vecindex.NewSimHash(dim)
+		c.hashes[dim] = h
+	}
+	return h
+}
+
+// prepare is what put keeps of an embedding: a normalised copy and its
+// sketch (computed before taking c.mu).
+func (c *Cache) prepare(embedding []float32) ([]float32, uint64) {
+	if len(embedding) == 0 {
+		return nil, 0
+	}
+	vec := append([]float32(nil), embedding...)
+	vecindex.Normalize(vec)
+	return vec, c.simhash(len(vec)).Sketch(vec)
 }
 
 // Store implements hostapi.Cache.
@@ -230,10 +411,11 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 			ttl = 10 * time.Minute
 		}
 	}
+	vec, sketch := c.prepare(embedding)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
-	c.put(ns, key, value, embedding, now, now.Add(ttl))
+	c.put(ns, key, value, vec, sketch, now, now.Add(ttl))
 	return nil
 }
 
@@ -242,16 +424,18 @@ func (c *Cache) Store(_ context.Context, ns, key string, value []byte, ttl time.
 // backend loads its file, most recently used last. An expired entry is
 // ignored.
 func (c *Cache) Restore(ns, key string, value []byte, embedding []float32, created, expires time.Time) {
+	vec, sketch := c.prepare(embedding)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.now().Before(expires) {
 		return
 	}
-	c.put(ns, key, value, embedding, created, expires)
+	c.put(ns, key, value, vec, sketch, created, expires)
 }
 
-// put stores an entry (c.mu held) and enforces the bounds.
-func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, expires time.Time) {
+// put stores an entry (c.mu held) and enforces the bounds; vec and sketch
+// are prepare's.
+func (c *Cache) put(ns, key string, value []byte, vec []float32, sketch uint64, created, expires time.Time) {
 	maxEntries := c.MaxEntries
 	if maxEntries <= 0 {
 		maxEntries = 10000
@@ -264,8 +448,6 @@ func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, 
 		n = &namespace{name: ns, lru: list.New(), keys: make(map[string]*list.Element)}
 		c.nss[ns] = n
 	}
-	vec := append([]float32(nil), embedding...)
-	vecindex.Normalize(vec)
 	e := &entry{ns: n, key: key, value: value, embedding: vec, created: created, expires: expires}
 	if el, ok := n.keys[key]; ok {
 		old := el.Value.(*entry)
@@ -274,6 +456,7 @@ func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, 
 		c.bytes += e.size() - old.size()
 		el.Value = e
 		n.scan[e.pos].vec, n.scan[e.pos].expires = vec, e.expires.UnixNano()
+		n.hx[e.pos] = hslot{sketch: sketch, expires: e.expires.UnixNano()}
 		c.touch(n, el)
 	} else {
 		el := n.lru.PushFront(e)
@@ -283,6 +466,7 @@ func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, 
 		c.bytes += e.size()
 		n.tick++
 		n.scan = append(n.scan, slot{vec: vec, expires: e.expires.UnixNano(), used: n.tick, el: el})
+		n.hx = append(n.hx, hslot{sketch: sketch, expires: e.expires.UnixNano()})
 		for n.lru.Len() > maxEntries {
 			c.remove(n, n.lru.Back())
 			c.counts.Evictions++
@@ -298,7 +482,9 @@ func (c *Cache) put(ns, key string, value []byte, embedding []float32, created, 
 	for c.all.Len() > 0 && (c.all.Len() > maxTotal || c.bytes > maxBytes) {
 		old := c.all.Back().Value.(*entry)
 		c.remove(old.ns, old.ns.keys[old.key])
-		c.counts.Evictions++
+		if !old.ns.detached { // counted as flushed already
+			c.counts.Evictions++
+		}
 	}
 }
 
@@ -324,10 +510,12 @@ func (c *Cache) remove(n *namespace, el *list.Element) {
 	last := len(n.scan) - 1
 	if e.pos != last {
 		n.scan[e.pos] = n.scan[last]
+		n.hx[e.pos] = n.hx[last]
 		n.scan[e.pos].el.Value.(*entry).pos = e.pos
 	}
 	n.scan[last] = slot{}
 	n.scan = n.scan[:last]
+	n.hx = n.hx[:last]
 	if n.lru.Len() == 0 && c.nss[n.name] == n {
 		delete(c.nss, n.name)
 	}

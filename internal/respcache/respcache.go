@@ -48,6 +48,11 @@ type Backend interface {
 	// Flush advances the epoch of f's scope (f.Scope(); the zero filter is
 	// the global scope) and removes the entries f selects.
 	Flush(f Filter) (epoch uint64, removed int, err error)
+	// Retain removes the entries of every namespace keep refuses (counted
+	// as flushed): a Sweeper's, for the configuration epochs no longer
+	// served. An entry of a refused namespace answers no more once it
+	// returns.
+	Retain(keep func(namespace string) bool) (removed int, err error)
 	// Info says what the backend is.
 	Info() Info
 	// Close releases the backend; an embedded one writes what is pending.
@@ -108,6 +113,8 @@ func (m memory) Flush(f Filter) (uint64, int, error) {
 	e, n := m.Cache.Flush(f)
 	return e, n, nil
 }
+
+func (m memory) Retain(keep func(string) bool) (int, error) { return m.Cache.Retain(keep), nil }
 
 func (m memory) Info() Info {
 	return Info{Name: BackendMemory, MaxEntries: orInt(m.MaxTotal, memstore.DefaultMaxTotal), MaxBytes: orInt64(m.MaxBytes, memstore.DefaultMaxBytes)}

@@ -48,8 +48,10 @@ func libraryNames() []string {
 
 // Find returns the path of the ONNX Runtime shared library. An explicit path (a flag) wins, then
 // $JUNCTION_ONNXRUNTIME_LIB; both must name an existing file. Otherwise it looks for third_party/onnxruntime/
-// in the current directory and its parents, beside the executable and its parents, and then in the system
-// library directories. The error names every place searched and the command that fetches the library.
+// in the current directory and its parents, then in the executable's directory and its parents (and those of
+// the file a symbolic link to the executable points at), then beside the executable, and then in the system
+// library directories. So bin/junction of a checkout where `make onnxruntime` ran finds the library from any
+// working directory without $JUNCTION_ONNXRUNTIME_LIB. The error names every place searched and the command that fetches the library.
 func Find(explicit string) (string, error) {
 	for _, c := range []struct{ path, from string }{{explicit, "the library path option"}, {os.Getenv(EnvLibrary), "$" + EnvLibrary}} {
 		if c.path == "" {
@@ -66,8 +68,16 @@ func Find(explicit string) (string, error) {
 		dirs = append(dirs, ancestors(wd, RepoDir)...)
 	}
 	if exe, err := os.Executable(); err == nil {
-		dirs = append(dirs, ancestors(filepath.Dir(exe), RepoDir)...)
-		dirs = append(dirs, filepath.Dir(exe))
+		// A binary linked from elsewhere (/usr/local/bin/junction -> repo/bin/junction) finds the repository's
+		// library through the link's target as well as beside the link.
+		exes := []string{exe}
+		if real, err := filepath.EvalSymlinks(exe); err == nil && real != exe {
+			exes = append(exes, real)
+		}
+		for _, e := range exes {
+			dirs = append(dirs, ancestors(filepath.Dir(e), RepoDir)...)
+			dirs = append(dirs, filepath.Dir(e))
+		}
 	}
 	dirs = append(dirs, "/usr/local/lib", "/usr/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
 	seen := map[string]bool{}
@@ -85,7 +95,7 @@ func Find(explicit string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("%w (looked for %s in %s); run `%s` in the Junction repository to fetch ONNX Runtime %s into %s/, or give the path with --onnxruntime-lib or $%s",
+	return "", fmt.Errorf("%w (looked for %s in %s); run `%s` in the Junction repository to fetch ONNX Runtime %s into %s/, or give the library's path in $%s",
 		ErrNotFound, strings.Join(libraryNames(), " or "), strings.Join(searched, ", "), FetchCommand, Version, RepoDir, EnvLibrary)
 }
 

@@ -32,6 +32,56 @@ func Run(t *testing.T, open Open) {
 	t.Run("Bounds", func(t *testing.T) { bounds(t, open) })
 	t.Run("InvalidateAndFlush", func(t *testing.T) { invalidateAndFlush(t, open) })
 	t.Run("Reopen", func(t *testing.T) { reopen(t, open) })
+	t.Run("Retain", func(t *testing.T) { retain(t, open) })
+}
+
+// retain: the namespaces keep refuses answer no more, are counted as
+// flushed, and (a persistent backend) do not come back after reopening;
+// the others are untouched.
+func retain(t *testing.T, open Open) {
+	b := open(t, respcache.Options{})
+	old, cur := "response_cache/v2/recipe=r/epoch=old", "response_cache/v2/recipe=r/epoch=new"
+	for i := 0; i < 600; i++ { // more than one batch of the memory's sweep
+		store(t, b, old, fmt.Sprint(i), "old", time.Hour, []float32{1, float32(i)})
+	}
+	store(t, b, cur, "k", "new", time.Hour, []float32{1, 0})
+	store(t, b, "plain", "k", "plain", time.Hour, nil)
+	removed, err := b.Retain(func(ns string) bool { return !strings.HasSuffix(ns, "/epoch=old") })
+	if err != nil || removed != 600 {
+		t.Fatalf("retain: removed %d, %v", removed, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		if _, _, ok := lookup(t, b, old, "7", nil, 0); ok {
+			t.Fatalf("%s: a removed entry answered", when)
+		}
+		if _, _, ok := lookup(t, b, old, "", []float32{1, 7}, 0.5); ok {
+			t.Fatalf("%s: a removed entry answered a semantic lookup", when)
+		}
+		if v, _, ok := lookup(t, b, cur, "k", nil, 0); !ok || v != "new" {
+			t.Fatalf("%s: a kept entry: %q %v", when, v, ok)
+		}
+		if v, _, ok := lookup(t, b, "plain", "k", nil, 0); !ok || v != "plain" {
+			t.Fatalf("%s: a kept entry: %q %v", when, v, ok)
+		}
+		if _, n := b.Counts(); n != 2 {
+			t.Fatalf("%s: %d entries, want 2", when, n)
+		}
+	}
+	check("after retain")
+	if k, _ := b.Counts(); k.Flushed != 600 {
+		t.Fatalf("counts after retain: %+v", k)
+	}
+	if !b.Info().Persistent {
+		closeAtEnd(t, b)
+		return
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = open(t, respcache.Options{})
+	closeAtEnd(t, b)
+	check("after reopening")
 }
 
 func store(t *testing.T, b respcache.Backend, ns, key, value string, ttl time.Duration, emb []float32) {

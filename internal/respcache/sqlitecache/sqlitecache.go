@@ -330,6 +330,15 @@ func (b *embedded) Flush(f respcache.Filter) (uint64, int, error) {
 	return epoch, n, b.commit(context.Background())
 }
 
+// Retain removes the namespaces keep refuses from memory (their rows are
+// deleted by the writer, through OnRemove) and commits.
+func (b *embedded) Retain(keep func(string) bool) (int, error) {
+	b.wmu.Lock()
+	n := b.mem.Retain(keep)
+	b.wmu.Unlock()
+	return n, b.commit(context.Background())
+}
+
 func (b *embedded) Info() respcache.Info {
 	info := respcache.Memory(b.mem).Info()
 	info.Name, info.Persistent, info.Path = respcache.BackendEmbedded, true, b.path

@@ -62,3 +62,23 @@ func BenchmarkDot100(b *testing.B) {
 	}
 	_ = s
 }
+
+// BenchmarkSimHashSketch is one sketch: what a semantic lookup of a large
+// namespace pays before its scan, and a store before taking the lock.
+func BenchmarkSimHashSketch(b *testing.B) {
+	for _, dim := range []int{100, 1024} {
+		b.Run(fmt.Sprintf("dim=%d", dim), func(b *testing.B) {
+			h := NewSimHash(dim)
+			v := make([]float32, dim)
+			for i := range v {
+				v[i] = float32(i%7) - 3
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v[i%dim]++
+				_ = h.Sketch(v)
+			}
+		})
+	}
+}
