@@ -71,6 +71,14 @@ func main() {
 		}
 		return
 	}
+	if *semantic {
+		if err := runSemantic(options{bin: *bin, baseline: *baseline, rate: *rate, dur: *dur, rounds: *rounds, example: *example,
+			serverCPUs: *gwCPUs, backendCPUs: *upCPUs}); err != nil {
+			fmt.Fprintln(os.Stderr, "junction-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := options{bin: *bin, baseline: *baseline, rate: *rate, dur: *dur, rounds: *rounds, conc: *conc, tput: *tput, tputRounds: *tputRounds,
 		example: *example, serverCPUs: *gwCPUs, backendCPUs: *upCPUs, trace: *trace}
 	if err := run(o, strings.Split(*scenarios, ",")); err != nil {
