@@ -8,7 +8,8 @@
 // medians of each round's p50 and p99, Junction minus the bare proxy (its own
 // cost) and the CPU each server spent per request; then the maximum
 // throughput of each path with closed-loop clients, and Junction's ratio to
-// the bare proxy.
+// the bare proxy. With -baseline an older junction binary is served beside
+// -bin and measured in the same rounds: a before/after comparison in one run.
 //
 // The scenarios (-scenarios): "bench" routes with recipes/examples/bench.yaml
 // (keyword, pii and context signals; the request reaches the refund decision,
@@ -116,6 +117,7 @@ providers:
       backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
 `
@@ -146,11 +148,15 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			out = append(out, scenario{name: "bench (keyword + pii signals, refund decision with system_prompt and header_mutation)",
 				decision: "refund", body: benchBody,
 				config: func(gw, up int) (string, error) {
+					mgmtPort, err := loadrun.FreePort()
+					if err != nil {
+						return "", err
+					}
 					metricsPort, err := loadrun.FreePort()
 					if err != nil {
 						return "", err
 					}
-					return fmt.Sprintf(config, gw, up, up, metricsPort) + recipes.BenchRecipesYAML(), nil
+					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + recipes.BenchRecipesYAML(), nil
 				}})
 		case "example":
 			src, err := os.ReadFile(o.example)
