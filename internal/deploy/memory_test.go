@@ -32,9 +32,10 @@ func rssMB(b *testing.B) float64 {
 // BenchmarkLoaderMemory is the attribution table of docs/benchmarks.md
 // ("Memory and start-up"): what each in-process model adds to the resident
 // set as serve's loader loads them one after another (one iteration; run
-// with -benchtime 1x), and what is left once every lease is released.
+// with -benchtime 1x, one process per run: -count accumulates), and what is
+// released and left once every lease is given back.
 //
-//	go test -run - -bench LoaderMemory -benchtime 1x ./internal/deploy
+//	for i in 1 2 3; do go test -run - -bench LoaderMemory -benchtime 1x ./internal/deploy; done
 func BenchmarkLoaderMemory(b *testing.B) {
 	orttest.Library(b)
 	ctx := context.Background()
@@ -53,6 +54,7 @@ func BenchmarkLoaderMemory(b *testing.B) {
 				b.Fatal(err)
 			}
 			leases = append(leases, ls)
+			debug.FreeOSMemory() // what Acquire leaves to a background collection
 			now := rssMB(b)
 			b.ReportMetric(now-prev, unit)
 			prev = now
