@@ -58,7 +58,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // a missing If-Match: 428, an invalid configuration: INVALID_CONFIG, a service not running: 503) are not about
 // shape and pass; every answer must still be one the document lists for the operation (env.send checks).
 func TestOpenAPIRequestSchemasMatchTheHandlers(t *testing.T) {
-	e := newEnv(t, copyBase(t))
+	e := newStorageEnv(t, baseConfig(t), nil, 0).env // stored data served, so its routes read their bodies
 	doc := e.api.OpenAPI()
 	paths := doc.Paths.InMatchingOrder()
 	sort.Strings(paths)
@@ -81,7 +81,7 @@ func TestOpenAPIRequestSchemasMatchTheHandlers(t *testing.T) {
 				raw := mustJSON(body)
 				r := e.send(method, fillPath(path), "application/json", raw)
 				sent++
-				if r.status == http.StatusBadRequest && r.errCode(t) == "INVALID_INPUT" && !pluginConfigurationRefused(t, r) {
+				if r.status == http.StatusBadRequest && r.errCode(t) == "INVALID_INPUT" && !pluginConfigurationRefused(t, r) && !refersToNothing(r) {
 					t.Errorf("%s %s refused a body its schema accepts: %s\nanswer: %s", method, path, raw, r.body)
 				}
 			}
@@ -104,6 +104,18 @@ func pluginConfigurationRefused(t *testing.T, r reply) bool {
 		}
 	}
 	return len(reasons) > 0
+}
+
+// refersToNothing is a refusal of a value that names something absent, or the path's resource by another name:
+// what a schema cannot know (the names of the vector stores that exist; the {name} a client put in the path).
+// Each is listed here, with its message, so that no other refusal passes for one.
+func refersToNothing(r reply) bool {
+	for _, m := range []string{`: no vector store \"`, `differs from the path's`} {
+		if strings.Contains(string(r.body), m) {
+			return true
+		}
+	}
+	return false
 }
 
 // fillPath puts values in a path template that name things the test configuration has.
