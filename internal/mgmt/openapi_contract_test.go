@@ -2,7 +2,6 @@ package mgmt_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"sort"
@@ -269,5 +268,5 @@ func exampleValue(s *openapi3.Schema, all bool, depth int) any {
 		}
 		return obj
 	}
-	return fmt.Sprint("x") // a schema without a type accepts anything
+	return "x" // a schema without a type accepts anything
 }

@@ -32,7 +32,7 @@ type route struct {
 	// inRequired are fields of in this route requires besides those its type's oas tags require (a type
 	// shared by a create, which needs them, and a replace, which takes them from the path).
 	inRequired []string
-	h      http.HandlerFunc
+	h          http.HandlerFunc
 }
 
 const (
