@@ -59,6 +59,12 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	defer closeModels()
 	deps.Apply(&models)
+	if models.Embedder != nil {
+		// The response cache's semantic lookup embeds the text a
+		// request's embedding signal just embedded, with the same model:
+		// the memo answers the second call.
+		models.Embedder = respcache.Memo(models.Embedder)
+	}
 	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped while waiting
