@@ -8,9 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/deploy"
 	"github.com/junction-router/junction/internal/gateway"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
@@ -19,79 +20,103 @@ import (
 
 // openConfig loads the persisted configuration (path, or source)
 // through the management lifecycle, so that serve starts on the last
-// activated version. Generations share the model bindings (loaded once) and
-// the plugin runtime; the upstream pools adopt each activated document.
-// guard refuses documents serve cannot apply (changed model deployments);
-// activated is told of each document that starts serving (after the
-// upstream pools adopt it).
-func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, models signal.Models, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
-	// Every generation shares one set of models (the default ONNX models, or
-	// the lexical fallbacks built here once), so a reload loads none again.
-	if models.Domain == nil {
-		domain, err := signal.LexicalDomain()
-		if err != nil {
-			return nil, err
-		}
-		models.Domain = domain
+// activated version. Each generation holds a lease on the in-process models
+// and language detector its signals use, taken when it compiles (so a
+// change that first needs a model loads it then, and its activation answers
+// once it is loaded) and given back grace after a newer generation replaced
+// it (requests still routing on it finish first); a model no generation
+// holds is closed. Generations share the plugin runtime; the upstream pools
+// adopt each activated document. guard refuses documents serve cannot apply
+// (changed model deployments); activated is told of each document that
+// starts serving (after the upstream pools adopt it).
+func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, local *deploy.Loader, grace time.Duration, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
+	if grace <= 0 {
+		grace = defaultModelGrace
 	}
-	if models.Jailbreak == nil {
-		jailbreak, err := signal.LexicalJailbreak()
-		if err != nil {
-			return nil, err
-		}
-		models.Jailbreak = jailbreak
-	}
-	if models.Embedder == nil {
-		models.Embedder = signal.HashedEmbedder()
-	}
-	// The language detector is kept while it knows every language the
-	// document names, so a reload does not reload lingua's models.
-	var lang *signal.LanguageDetector
-	var langMu sync.Mutex
-	detector := func(doc *recipes.Document) (*signal.LanguageDetector, error) {
-		var codes []string
-		for _, r := range doc.Recipes {
-			for _, l := range r.Signals.Language {
-				codes = append(codes, l.Languages...)
-			}
-		}
-		if len(codes) == 0 {
-			return nil, nil
-		}
-		langMu.Lock()
-		defer langMu.Unlock()
-		for _, c := range codes {
-			if lang == nil || !lang.Knows(c) {
-				d, err := signal.NewLanguageDetector(codes...)
-				if err != nil {
-					return nil, err
-				}
-				lang = d
-				break
-			}
-		}
-		return lang, nil
-	}
+	leases := &generationLeases{grace: grace, pending: map[*engine.Generation]*deploy.Lease{}}
 	compile := func(ctx context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
 		if err := guard(doc); err != nil {
 			return nil, err
 		}
-		det, err := detector(doc)
+		lease, err := local.Acquire(ctx, deploy.NeedOf(doc))
 		if err != nil {
 			return nil, err
 		}
 		// The modules of the plugin types doc adds are loaded now, so that
 		// the engine checks their configurations against their schemas.
 		if err := plugins.Prepare(ctx, doc); err != nil {
+			lease.Release()
 			return nil, err
 		}
-		return engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: models, Language: det})
+		gen, err := engine.Compile(doc, hash, engine.Options{Health: ups.Health(), Plugins: plugins, Models: lease.Models, Language: lease.Language})
+		if err != nil {
+			lease.Release()
+			return nil, err
+		}
+		leases.compiled(gen, lease)
+		return gen, nil
 	}
 	return mgmt.OpenConfig(ctx, mgmt.ConfigOptions{
 		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
-		OnActivate: func(gen *engine.Generation) { ups.Retain(gen.Document()); activated(gen.Document()) },
-		Logf:       func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		OnActivate: func(gen *engine.Generation) {
+			ups.Retain(gen.Document())
+			activated(gen.Document())
+			leases.activated(gen)
+		},
+		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
 	})
+}
+
+// defaultModelGrace is how long a replaced generation keeps its models: a
+// request routes on the generation it started with, and routing (its
+// signal budget) is over well within this.
+const defaultModelGrace = 15 * time.Second
+
+// pendingLimit is how long a generation that was compiled but not activated
+// (a validation, a preview, an activation that failed after compiling)
+// keeps its models.
+const pendingLimit = time.Minute
+
+// generationLeases tracks which generation holds which model lease: the
+// serving one, those compiled and not (yet) activated, and the replaced
+// ones until their grace ends.
+type generationLeases struct {
+	grace   time.Duration
+	mu      sync.Mutex
+	active  *engine.Generation
+	lease   *deploy.Lease
+	pending map[*engine.Generation]*deploy.Lease
+}
+
+func (g *generationLeases) compiled(gen *engine.Generation, l *deploy.Lease) {
+	g.mu.Lock()
+	g.pending[gen] = l
+	g.mu.Unlock()
+	time.AfterFunc(pendingLimit, func() {
+		g.mu.Lock()
+		l, ok := g.pending[gen]
+		delete(g.pending, gen)
+		g.mu.Unlock()
+		if ok {
+			l.Release()
+		}
+	})
+}
+
+func (g *generationLeases) activated(gen *engine.Generation) {
+	g.mu.Lock()
+	l, ok := g.pending[gen]
+	if !ok || gen == g.active {
+		g.mu.Unlock()
+		return
+	}
+	delete(g.pending, gen)
+	old := g.lease
+	g.active, g.lease = gen, l
+	g.mu.Unlock()
+	if old != nil {
+		time.AfterFunc(g.grace, old.Release)
+	}
 }
 
 // managementAddr is where the management API listens, or "" when it is off.

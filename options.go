@@ -93,6 +93,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// Version is reported by the management API's /health.
 	Version string
+
+	// modelGrace is how long a replaced generation keeps its models (0:
+	// defaultModelGrace); tests shorten it.
+	modelGrace time.Duration
 }
 
 // TLSFiles are the PEM files of a TLS listener.

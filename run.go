@@ -49,22 +49,19 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer deps.Close()
-	mode := o.SignalModels
-	if deps.BindsAll() && (mode == SignalModelsONNX || mode == "") {
-		mode = SignalModelsLexical // none is needed in-process
-	}
-	models, closeModels, err := deploy.LocalModels(ctx, mode, log)
+	// Models load when a configuration first needs them (compile), not
+	// here: a configuration whose decisions read no model-backed signal
+	// never loads ONNX Runtime, a model or lingua.
+	local, err := deploy.NewLoader(o.SignalModels, deps.Bound(), log, reg)
 	if err != nil {
 		return err
 	}
-	defer closeModels()
-	deps.Apply(&models)
-	if models.Embedder != nil {
-		// The response cache's semantic lookup embeds the text a
-		// request's embedding signal just embedded, with the same model:
-		// the memo answers the second call.
-		models.Embedder = respcache.Memo(models.Embedder)
-	}
+	defer local.Close() // after everything that uses the models
+	models := local.OnDemand()
+	// What the configuration file needs loads while stored data and the
+	// plugin host open; its first compile finds it loaded (or waits for it).
+	prefetched := local.Prefetch(ctx, deploy.NeedOf(peeked))
+	defer prefetched()
 	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped while waiting
@@ -132,7 +129,8 @@ func (s *Server) run(ctx context.Context) error {
 			return fmt.Errorf("Options.Document: %w", err)
 		}
 	}
-	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, models, guard, sweeper.Activated, log)
+	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, sweeper.Activated, log)
+	prefetched() // the serving generation holds its own lease now
 	if err != nil {
 		return err
 	}

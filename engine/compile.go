@@ -140,46 +140,7 @@ func dottedToPointer(field string) string {
 func key(kind, name string) string { return kind + "\x00" + name }
 
 func compileRecipe(doc *recipes.Document, r recipes.Recipe, models signal.Models, lang *signal.LanguageDetector) (*compiledRecipe, error) {
-	used := map[string]bool{}
-	var walk func(n recipes.RuleNode)
-	walk = func(n recipes.RuleNode) {
-		if n.IsLeaf() {
-			name := n.Name
-			if n.Type == recipes.KindComplexity {
-				if i := strings.LastIndexByte(name, ':'); i >= 0 {
-					name = name[:i]
-				}
-			}
-			used[key(n.Type, name)] = true
-			return
-		}
-		for _, c := range n.Conditions {
-			walk(c)
-		}
-	}
-	for _, d := range r.Decisions {
-		walk(d.Rules)
-	}
-	// Blocking safety signals run whether or not a decision names them.
-	for _, s := range r.Signals.PII {
-		if s.Action == recipes.ActionBlock {
-			used[key(recipes.KindPII, s.Name)] = true
-		}
-	}
-	for _, s := range r.Signals.Jailbreak {
-		if s.Action == recipes.ActionBlock {
-			used[key(recipes.KindJailbreak, s.Name)] = true
-		}
-	}
-	// A used complexity signal's composer conditions must be computed too.
-	for _, c := range r.Signals.Complexity {
-		if used[key(recipes.KindComplexity, c.Name)] {
-			for _, n := range c.Composer {
-				used[key(n.Type, n.Name)] = true
-			}
-		}
-	}
-	isUsed := func(kind, name string) bool { return used[key(kind, name)] }
+	isUsed := UsedSignals(r)
 	sets, err := signal.CompileWith(context.Background(), r.Signals, isUsed, models, signal.Options{Language: lang})
 	if err != nil {
 		return nil, err

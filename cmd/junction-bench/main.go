@@ -8,7 +8,8 @@
 // medians of each round's p50 and p99, Junction minus the bare proxy (its own
 // cost) and the CPU each server spent per request; then the maximum
 // throughput of each path with closed-loop clients, and Junction's ratio to
-// the bare proxy.
+// the bare proxy. With -baseline an older junction binary is served beside
+// -bin and measured in the same rounds: a before/after comparison in one run.
 //
 // The scenarios (-scenarios): "bench" routes with recipes/examples/bench.yaml
 // (keyword, pii and context signals; the request reaches the refund decision,
@@ -71,6 +72,14 @@ func main() {
 		}
 		return
 	}
+	if *semantic {
+		if err := runSemantic(options{bin: *bin, baseline: *baseline, rate: *rate, dur: *dur, rounds: *rounds, example: *example,
+			serverCPUs: *gwCPUs, backendCPUs: *upCPUs}); err != nil {
+			fmt.Fprintln(os.Stderr, "junction-bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o := options{bin: *bin, baseline: *baseline, rate: *rate, dur: *dur, rounds: *rounds, conc: *conc, tput: *tput, tputRounds: *tputRounds,
 		example: *example, serverCPUs: *gwCPUs, backendCPUs: *upCPUs, trace: *trace}
 	if err := run(o, strings.Split(*scenarios, ",")); err != nil {
@@ -108,6 +117,7 @@ providers:
       backend_refs: [{base_url: "http://127.0.0.1:%d/v1", provider: openai}]
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
 `
@@ -138,11 +148,15 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			out = append(out, scenario{name: "bench (keyword + pii signals, refund decision with system_prompt and header_mutation)",
 				decision: "refund", body: benchBody,
 				config: func(gw, up int) (string, error) {
+					mgmtPort, err := loadrun.FreePort()
+					if err != nil {
+						return "", err
+					}
 					metricsPort, err := loadrun.FreePort()
 					if err != nil {
 						return "", err
 					}
-					return fmt.Sprintf(config, gw, up, up, metricsPort) + recipes.BenchRecipesYAML(), nil
+					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + recipes.BenchRecipesYAML(), nil
 				}})
 		case "example":
 			src, err := os.ReadFile(o.example)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/junction-router/junction"
 	"github.com/junction-router/junction/internal/docstest"
+	"github.com/junction-router/junction/internal/inference/ortlib"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/worker"
 	"github.com/junction-router/junction/recipes"
@@ -147,12 +149,19 @@ func (d *docRun) validate(t *testing.T, b docstest.Block, path string) {
 // junction commands (default 0), builtin-as=FILE the built-in configuration
 // written as FILE for the commands to name, contains=TEXT (repeatable) in what the
 // commands printed, server=builtin|FILE a server the curl commands talk to,
-// onnx when the outcome needs the default ONNX models.
+// worker a `junction worker` serving the default models on a free port for
+// the curl commands (it needs ONNX Runtime: give onnx too), onnx when the
+// outcome needs the default ONNX models.
 func (d *docRun) run(t *testing.T, b docstest.Block) {
 	a := b.Ann
 	onnx := a.Has("onnx")
 	if onnx {
-		orttest.Library(t)
+		if _, err := ortlib.Find(""); err != nil {
+			if os.Getenv(orttest.EnvRequire) != "" {
+				t.Fatalf("%s: the block needs ONNX Runtime (annotated onnx) and %s is set: %v", b.Pos(), orttest.EnvRequire, err)
+			}
+			t.Skipf("%s: skipped, the block needs ONNX Runtime (annotated onnx): %v", b.Pos(), err)
+		}
 	}
 	cmds, err := docstest.Commands(b.Text)
 	if err != nil {
@@ -174,6 +183,9 @@ func (d *docRun) run(t *testing.T, b docstest.Block) {
 	var srv *docServer
 	if v, ok := a.Get("server"); ok {
 		srv = d.serve(t, b, v, nil)
+	}
+	if a.Has("worker") {
+		srv = startWorker(t, b)
 	}
 	var printed strings.Builder
 	nRoute := 0
@@ -353,6 +365,44 @@ func (d *docRun) serve(t *testing.T, b docstest.Block, config string, args []str
 		s.ports[strconv.Itoa(doc.Listeners[0].Port)] = srv.GatewayAddr()
 	}
 	return s
+}
+
+// startWorker runs `junction worker` (the built-in default models) through
+// the CLI on a free port until the test ends; port 8100 of the document
+// names it.
+func startWorker(t *testing.T, b docstest.Block) *docServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // the worker takes the port; nothing else on this machine asks for a fixed one in between
+	port := addr[strings.LastIndex(addr, ":")+1:]
+	log := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"worker", "--port", port}, log, log) }()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("%s: junction worker exited %d:\n%s", b.Pos(), code, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: junction worker not ready after 60s:\n%s", b.Pos(), log)
+		}
+	}
+	return &docServer{ports: map[string]string{"8100": addr}, log: log}
 }
 
 var hostPort = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):([0-9]+)`)

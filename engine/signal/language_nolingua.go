@@ -23,3 +23,9 @@ func (d *LanguageDetector) Knows(string) bool { return false }
 
 // Detect cannot tell any language.
 func (d *LanguageDetector) Detect(string) (string, float64) { return LanguageUndetermined, 0 }
+
+// Languages is empty: this build has no language models.
+func (d *LanguageDetector) Languages() []string { return nil }
+
+// ReleaseLanguageModels does nothing: this build has no language models.
+func ReleaseLanguageModels() {}

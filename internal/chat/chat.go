@@ -402,8 +402,9 @@ func (r *Request) Delete(key string) { delete(r.Fields, key) }
 
 // Encode writes the request with its current fields. The output is what
 // json.Marshal(r.Fields) writes (keys sorted, values compacted, <, > and &
-// escaped), without reflection: each value is checked and compacted with
-// json.Compact, and an invalid one is the same *json.MarshalerError.
+// escaped), without reflection: a value that is valid and compact already is
+// copied, any other is checked and compacted with json.Compact, and an invalid
+// one is the same *json.MarshalerError.
 func (r *Request) Encode() ([]byte, error) {
 	keys := make([]string, 0, len(r.Fields))
 	n := 2
@@ -433,6 +434,10 @@ func (r *Request) Encode() ([]byte, error) {
 		v := r.Fields[k]
 		if v == nil {
 			out.WriteString("null")
+			continue
+		}
+		if compact(v) { // nearly every value: parsed or spliced in already compact
+			out.Write(v)
 			continue
 		}
 		if err := json.Compact(out, v); err != nil {

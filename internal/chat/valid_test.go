@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -25,6 +26,18 @@ func TestValidAgreesWithEncodingJSON(t *testing.T) {
 		if got, want := Valid([]byte(c)), json.Valid([]byte(c)); got != want {
 			t.Errorf("Valid(%q) = %v, encoding/json says %v", c, got, want)
 		}
+		checkCompact(t, []byte(c))
+	}
+}
+
+// checkCompact fails unless compact(b) says exactly whether json.Compact
+// succeeds on b and leaves it unchanged (Encode copies such a value as it is).
+func checkCompact(t *testing.T, b []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	want := json.Compact(&buf, b) == nil && bytes.Equal(buf.Bytes(), b)
+	if got := compact(b); got != want {
+		t.Fatalf("compact(%q) = %v, json.Compact leaves it unchanged: %v", b, got, want)
 	}
 }
 
@@ -75,6 +88,7 @@ func TestValidMutations(t *testing.T) {
 		if got, want := Valid(doc), json.Valid(doc); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", doc, got, want)
 		}
+		checkCompact(t, doc)
 	}
 }
 
@@ -86,6 +100,7 @@ func FuzzValid(f *testing.F) {
 		if got, want := Valid(b), json.Valid(b); got != want {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
 		}
+		checkCompact(t, b)
 	})
 }
 

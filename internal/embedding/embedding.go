@@ -101,7 +101,12 @@ func FromConfig(ctx context.Context, cfg *recipes.StorageEmbedding, router signa
 // checked against dims.
 func FromEmbedder(ctx context.Context, name string, e signal.Embedder, dims int) (Model, error) {
 	m := &embedderModel{name: name, e: e, dims: dims}
-	if dims == 0 {
+	if d, ok := e.(interface{ Dimensions() int }); ok && dims == 0 {
+		// An embedder that knows its width (one loaded on its first call)
+		// is not made to load by a probe.
+		m.dims = d.Dimensions()
+	}
+	if m.dims == 0 {
 		d, err := probe(ctx, e.Embed)
 		if err != nil {
 			return nil, err

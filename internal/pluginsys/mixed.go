@@ -3,6 +3,7 @@ package pluginsys
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/plugin"
@@ -13,12 +14,13 @@ import (
 // mixed is the plugin.Modules serve runs: the built-in types with a native
 // form run in process (internal/plugin/native over the host's functions:
 // the same mode gate, limits, counting and backends as their modules), every
-// other type as a module. The loaded module stays the authority on what a
-// type is: its schema validates configurations and its descriptor says
-// whether it has a response phase (TestNativeMatchesDescriptors holds the
-// native plugins to them).
+// other type as a module. A natively run type's module is not compiled: its
+// configuration is checked by the plugin's own configuration code (what the
+// guest runs; TestSchemaRefusesWhatTheGuestRefuses holds the schemas to it)
+// and its response phase is the native plugin's (TestNativeMatchesDescriptors
+// holds those to the descriptors).
 type mixed struct {
-	wasm   *wasm.Modules
+	wasm   *wasm.Modules // nil when every type runs natively
 	native *native.Modules
 	// types are the types run natively: built-ins loaded from
 	// plugins/builtin (not a --plugin-dir module of the same name).
@@ -27,16 +29,33 @@ type mixed struct {
 
 var _ plugin.Modules = mixed{}
 
-func (m mixed) Has(typ string) bool         { return m.wasm.Has(typ) }
-func (m mixed) HasResponse(typ string) bool { return m.wasm.HasResponse(typ) }
+func (m mixed) Has(typ string) bool {
+	return m.types[typ] || (m.wasm != nil && m.wasm.Has(typ))
+}
+
+func (m mixed) HasResponse(typ string) bool {
+	if m.types[typ] {
+		return m.native.HasResponse(typ)
+	}
+	return m.wasm != nil && m.wasm.HasResponse(typ)
+}
 
 func (m mixed) Validate(typ string, config json.RawMessage) error {
+	if m.types[typ] {
+		return m.native.Validate(typ, config)
+	}
+	if m.wasm == nil {
+		return fmt.Errorf("no module implements plugin type %s", typ)
+	}
 	return m.wasm.Validate(typ, config)
 }
 
 func (m mixed) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
 	if m.types[typ] {
 		return m.native.Call(ctx, typ, config, req)
+	}
+	if m.wasm == nil {
+		return plugin.ModuleResult{}, fmt.Errorf("no module implements plugin type %s", typ)
 	}
 	return m.wasm.Call(ctx, typ, config, req)
 }

@@ -145,23 +145,31 @@ func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 	}
 	if missing {
 		union := &recipes.Document{Recipes: append(slices.Clone(p.loaded), doc.Recipes...)}
-		reg, err := registry(union, p.base)
+		// The built-ins that run natively are not compiled: a module costs
+		// seconds cold and tens of MB compiled, and serve would never call it.
+		native := map[string]bool{}
+		for t := range referencedTypes(union) {
+			if p.runsNatively(t, union) {
+				native[t] = true
+			}
+		}
+		reg, err := registry(withoutTypes(union, native), p.base)
 		if err != nil {
 			return err
 		}
 		start := time.Now()
-		mods, err := wasm.Load(ctx, p.host, reg, hostapi.Limits{})
-		if err != nil {
-			return err
+		var mods *wasm.Modules
+		if len(reg.Types()) > 0 {
+			if mods, err = wasm.Load(ctx, p.host, reg, hostapi.Limits{}); err != nil {
+				return err
+			}
 		}
-		next := &pluginLoad{mods: mods, types: map[string]bool{}, native: map[string]bool{}}
+		next := &pluginLoad{mods: mods, types: map[string]bool{}, native: native}
 		for _, t := range reg.Types() {
 			next.types[t] = true
-			// A built-in runs natively unless a --plugin-dir module
-			// provides the type.
-			if _, fromDir := p.base.Module(t); !fromDir && p.native.Has(t) {
-				next.native[t] = true
-			}
+		}
+		for t := range native {
+			next.types[t] = true
 		}
 		next.runner = plugin.New(mixed{wasm: mods, native: p.native, types: next.native})
 		if cur.mods != nil {
@@ -169,8 +177,8 @@ func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
 		}
 		p.cur.Store(next)
 		cur = next
-		p.log.Info("plugin modules loaded", "types", strings.Join(slices.Sorted(maps.Keys(next.types)), ","),
-			"elapsed", time.Since(start).Round(time.Millisecond))
+		p.log.Info("plugins loaded", "types", strings.Join(slices.Sorted(maps.Keys(next.types)), ","),
+			"native", strings.Join(slices.Sorted(maps.Keys(next.native)), ","), "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 	p.loaded = append(p.loaded, doc.Recipes...)
 	if cur.mods == nil {
@@ -195,6 +203,25 @@ func withoutTypes(doc *recipes.Document, types map[string]bool) *recipes.Documen
 		out.Recipes[ri] = r
 	}
 	return out
+}
+
+// runsNatively reports whether typ is a built-in serve runs in process: it
+// has a native form, and neither a --plugin-dir module nor a module file a
+// reference of doc names provides the type.
+func (p *System) runsNatively(typ string, doc *recipes.Document) bool {
+	if _, fromDir := p.base.Module(typ); fromDir || !p.native.Has(typ) {
+		return false
+	}
+	for _, r := range doc.Recipes {
+		for _, d := range r.Decisions {
+			for _, ref := range d.Plugins {
+				if ref.Type == typ && ref.Module != nil {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // hasModule reports whether typ is run by a module: a built-in, a
