@@ -166,6 +166,10 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		if rt.perm != PermPublic {
 			errs = append(errs, 401, 403)
 		}
+		if rt.in != nil {
+			// readBody and decodeJSON answer any route that reads a body: not JSON, or over maxBodyBytes.
+			errs = append(errs, 400, 413)
+		}
 		errs = append(errs, 404, 405, 500)
 		for _, code := range errs {
 			key := strconv.Itoa(code)

@@ -91,6 +91,33 @@ func TestOpenAPIRequestSchemasMatchTheHandlers(t *testing.T) {
 	}
 }
 
+// Every operation that reads a body lists the answers any body can get: 400 for one that is not JSON, 413 for
+// one over the management API's limit (env.send fails on an answer the operation does not list).
+func TestOpenAPIListsTheBodyRefusals(t *testing.T) {
+	e := newStorageEnv(t, baseConfig(t), nil, 0).env
+	doc := e.api.OpenAPI()
+	huge := []byte(`{"text":"` + strings.Repeat("x", 5<<20) + `"}`)
+	for _, path := range doc.Paths.InMatchingOrder() {
+		for method, op := range doc.Paths.Value(path).Operations() {
+			if op.RequestBody == nil || op.RequestBody.Value.Content.Get("application/json") == nil {
+				continue
+			}
+			if h := op.RequestBody.Value.Content.Get("application/json").Schema.Value.AdditionalProperties.Has; h == nil || *h {
+				continue // a configuration document (YAML or JSON): validate reports a bad one in a 200
+			}
+			for _, c := range []struct {
+				body []byte
+				want int
+			}{{[]byte("{"), http.StatusBadRequest}, {huge, http.StatusRequestEntityTooLarge}} {
+				r := e.send(method, fillPath(path), "application/json", c.body)
+				if r.status != c.want && r.status < 500 && r.status != http.StatusNotFound && r.status != http.StatusServiceUnavailable && r.status != http.StatusPreconditionRequired {
+					t.Errorf("%s %s answered %d to a %d-byte body, want %d", method, path, r.status, len(c.body), c.want)
+				}
+			}
+		}
+	}
+}
+
 // pluginConfigurationRefused is a refusal of a plugin preview's candidate configuration by the plugin type's own
 // JSON Schema (GET /api/v1/plugins/{type} serves it; the document names it): its values, not the body's shape.
 func pluginConfigurationRefused(t *testing.T, r reply) bool {
