@@ -98,6 +98,7 @@ providers:
       backend_refs: [{provider: demo}]
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
   extproc: {address: 127.0.0.1, port: %d}
@@ -109,11 +110,26 @@ const body = `{"model":"MoM","messages":[{"role":"system","content":"You are hel
 
 var answer = []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
 
-// freePort is loadrun.FreePort, or 0 (which fails the listener that gets
-// it, with an error naming the address) when none can be found.
-func freePort() int {
-	p, _ := loadrun.FreePort()
-	return p
+// ports hands out free loopback ports, never the same one twice in a run:
+// the kernel may offer a port again once its probe listener is closed, and
+// the servers bind theirs only later.
+type ports map[int]bool
+
+// free is a port no other server of this run got, or 0 (which fails the
+// listener that gets it, with an error naming the address) when none can
+// be found.
+func (ps ports) free() int {
+	for range 100 {
+		p, err := loadrun.FreePort()
+		if err != nil {
+			return 0
+		}
+		if !ps[p] {
+			ps[p] = true
+			return p
+		}
+	}
+	return 0
 }
 
 // junctionServer is a `junction serve` started for the run.
@@ -125,9 +141,10 @@ type junctionServer struct {
 
 // startJunction serves bin on the bench configuration with fresh ports, in
 // its own directory under dir.
-func startJunction(ctx context.Context, bin, dir string, procs int) (*junctionServer, error) {
-	gwPort, mPort, epPort := freePort(), freePort(), freePort()
-	cfgText := fmt.Sprintf(config, gwPort, mPort, epPort) + recipes.BenchRecipesYAML()
+func startJunction(ctx context.Context, ps ports, bin, dir string, procs int) (*junctionServer, error) {
+	// Every listener on a free port: -baseline's server runs beside -bin's.
+	gwPort, mgmtPort, mPort, epPort := ps.free(), ps.free(), ps.free(), ps.free()
+	cfgText := fmt.Sprintf(config, gwPort, mgmtPort, mPort, epPort) + recipes.BenchRecipesYAML()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -151,7 +168,8 @@ func run(bin, baseline string, rate int, dur time.Duration, rounds, procs, nconn
 	}
 	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	js, err := startJunction(ctx, bin, filepath.Join(dir, "new"), procs)
+	ps := ports{}
+	js, err := startJunction(ctx, ps, bin, filepath.Join(dir, "new"), procs)
 	if err != nil {
 		cancel()
 		return err
@@ -163,7 +181,7 @@ func run(bin, baseline string, rate int, dur time.Duration, rounds, procs, nconn
 	}()
 	var base *junctionServer
 	if baseline != "" {
-		if base, err = startJunction(ctx, baseline, filepath.Join(dir, "baseline"), procs); err != nil {
+		if base, err = startJunction(ctx, ps, baseline, filepath.Join(dir, "baseline"), procs); err != nil {
 			return err
 		}
 		defer func() {
@@ -177,7 +195,7 @@ func run(bin, baseline string, rate int, dur time.Duration, rounds, procs, nconn
 	if err != nil {
 		return err
 	}
-	floorPort := freePort()
+	floorPort := ps.free()
 	floorSrv := loadrun.Pinned(ctx, serverCPUs, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
 	floorSrv.Env = srv.Env
 	floorSrv.Stderr = os.Stderr

@@ -82,6 +82,9 @@ type mutation struct {
 	set    []*corev3.HeaderValueOption
 	remove []string
 	block  []headerOption
+	// vals holds the values' bytes, one after the other: one allocation
+	// for a mutation's values instead of one per value.
+	vals []byte
 }
 
 // headerOption is a HeaderValueOption with its HeaderValue, allocated
@@ -104,7 +107,12 @@ func (m *mutation) put(key, value string, appendValue bool) {
 	n := len(m.block)
 	m.block = m.block[:n+1]
 	o := &m.block[n]
-	o.val.Key, o.val.RawValue = key, []byte(value)
+	if len(m.vals)+len(value) > cap(m.vals) {
+		m.vals = make([]byte, 0, max(256, len(value)))
+	}
+	start := len(m.vals)
+	m.vals = append(m.vals, value...)
+	o.val.Key, o.val.RawValue = key, m.vals[start:len(m.vals):len(m.vals)]
 	o.opt.Header, o.opt.AppendAction = &o.val, action
 	if m.set == nil {
 		m.set = make([]*corev3.HeaderValueOption, 0, 12)
