@@ -63,7 +63,8 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 			activated(gen.Document())
 			leases.activated(gen)
 		},
-		Logf: func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		Logf:   func(format string, args ...any) { log.Warn(fmt.Sprintf(format, args...)) },
+		Logger: log,
 	})
 }
 

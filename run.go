@@ -58,6 +58,10 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	defer local.Close() // after everything that uses the models
 	models := local.OnDemand()
+	// What the configuration file needs loads while stored data and the
+	// plugin host open; its first compile finds it loaded (or waits for it).
+	prefetched := local.Prefetch(ctx, deploy.NeedOf(peeked))
+	defer prefetched()
 	if err := deps.WaitForCompile(ctx, interimStatusAddr(o.ManagementAddr, o.ManagementAllowRemote, peeked), peeked, o.Version); err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return nil // stopped while waiting
@@ -126,6 +130,7 @@ func (s *Server) run(ctx context.Context) error {
 		}
 	}
 	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, sweeper.Activated, log)
+	prefetched() // the serving generation holds its own lease now
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/junction-router/junction"
 	"github.com/junction-router/junction/internal/docstest"
+	"github.com/junction-router/junction/internal/inference/ortlib"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/worker"
 	"github.com/junction-router/junction/recipes"
@@ -155,7 +156,12 @@ func (d *docRun) run(t *testing.T, b docstest.Block) {
 	a := b.Ann
 	onnx := a.Has("onnx")
 	if onnx {
-		orttest.Library(t)
+		if _, err := ortlib.Find(""); err != nil {
+			if os.Getenv(orttest.EnvRequire) != "" {
+				t.Fatalf("%s: the block needs ONNX Runtime (annotated onnx) and %s is set: %v", b.Pos(), orttest.EnvRequire, err)
+			}
+			t.Skipf("%s: skipped, the block needs ONNX Runtime (annotated onnx): %v", b.Pos(), err)
+		}
 	}
 	cmds, err := docstest.Commands(b.Text)
 	if err != nil {

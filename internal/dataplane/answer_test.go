@@ -173,7 +173,7 @@ func TestMetadataMatchesEncodingJSON(t *testing.T) {
 				}
 				rt := &dataplane.Routing{Result: &engine.Result{Model: model, Confidence: conf, PIIDetected: conf > 0.4, JailbreakDetected: d > time.Second},
 					Processing: d, CacheStatus: map[bool]string{true: dataplane.CacheHit, false: ""}[conf == 1], Attempts: attempts, FallbackFrom: from}
-				want, _ := json.Marshal(metadata{model, conf, d.Milliseconds(), conf == 1, securityMeta{conf > 0.4, d > time.Second}, attempts, from})
+				want, _ := json.Marshal(metadata{model, conf, d.Round(time.Millisecond).Milliseconds(), conf == 1, securityMeta{conf > 0.4, d > time.Second}, attempts, from})
 				if got := rt.Metadata(); !bytes.Equal(got, want) {
 					t.Errorf("got  %s\nwant %s", got, want)
 				}

@@ -158,7 +158,7 @@ func (rt *Routing) EachClientHeader(fn func(key, value string)) {
 	if rt.CacheHit != "" {
 		fn(HeaderCacheHit, rt.CacheHit)
 	}
-	fn(HeaderProcessingTime, millis(rt.Processing))
+	fn(HeaderProcessingTime, strconv.FormatInt(processingMillis(rt.Processing), 10))
 	fn(HeaderClassification, millis(res.ClassificationTime))
 	fn(HeaderSecurity, securityChecks(res))
 	fn(HeaderToolsSelected, strconv.Itoa(rt.Tools))
@@ -212,6 +212,13 @@ func formatConfidence(c float64) string {
 }
 
 // millis formats d as decimal milliseconds ("12.345").
+// processingMillis is the one number x-processing-time and routing_metadata.processing_time_ms both give:
+// whole milliseconds (the spec types the field as an integer), rounded to the nearest, so that a request that
+// took 0.8 ms says 1 in both rather than 0.814 in one and 0 in the other.
+func processingMillis(d time.Duration) int64 {
+	return d.Round(time.Millisecond).Milliseconds()
+}
+
 func millis(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
@@ -270,7 +277,7 @@ func (rt *Routing) AppendMetadata(dst []byte) []byte {
 	b = append(b, `,"confidence":`...)
 	b = appendJSONFloat(b, res.Confidence)
 	b = append(b, `,"processing_time_ms":`...)
-	b = strconv.AppendInt(b, rt.Processing.Milliseconds(), 10)
+	b = strconv.AppendInt(b, processingMillis(rt.Processing), 10)
 	b = append(b, `,"cache_hit":`...)
 	b = strconv.AppendBool(b, rt.CacheStatus == CacheHit)
 	b = append(b, `,"security_checks":{"pii_detected":`...)

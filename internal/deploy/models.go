@@ -200,12 +200,34 @@ func (l *Loader) Acquire(ctx context.Context, need Need) (*Lease, error) {
 	}
 	if loaded {
 		// Loading leaves decompressed files and protobuf messages behind
-		// (lingua's are hundreds of MB): give those pages back now rather
-		// than carry them until the heap grows into them.
-		debug.FreeOSMemory()
-		trimCHeap()
+		// (lingua's are hundreds of MB): give those pages back soon rather
+		// than carry them until the heap grows into them. In the
+		// background: a full collection over lingua's maps takes a while,
+		// and the activation need not wait for it.
+		go func() {
+			debug.FreeOSMemory()
+			trimCHeap()
+		}()
 	}
 	return ls, nil
+}
+
+// Prefetch starts loading what need names in the background (serve calls
+// it with the configuration file's needs before it opens stored data and
+// the plugin host, so that those overlap the loading), and returns a
+// function (idempotent) that waits for it and lets go of the lease: the first
+// configuration compiled meanwhile takes its own lease on the same models.
+func (l *Loader) Prefetch(ctx context.Context, need Need) (done func()) {
+	ch := make(chan *Lease, 1)
+	go func() {
+		ls, err := l.Acquire(ctx, need)
+		if err != nil {
+			ls = nil // the compile reports it
+		}
+		ch <- ls
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { (<-ch).Release() }) }
 }
 
 // loadLocked loads the models of want not held yet, in parallel; it

@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/junction-router/junction/internal/lexical"
 )
 
 func benchCache(b *testing.B, n, dim int) (*Cache, [][]float32) {
@@ -77,6 +79,43 @@ func BenchmarkCacheLookupExactMiss(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if _, ok, err := c.Lookup(ctx, "ns", "absent", nil, 0); ok || err != nil {
 			b.Fatal(ok, err)
+		}
+	}
+}
+
+// BenchmarkCacheLookupSemanticCrowded is BenchmarkGatewayCacheMiss's lookup
+// alone: 10,000 entries of one template ("What is the capital of X
+// please?", a new word each) embedded by the harness's hashed 1,024-dim
+// embedder, in one namespace (same context, same slots), and a new question
+// looked up at the plugin's default threshold (0.9). Its nearest entries
+// score about 0.9 (the template): the crowded case for the sketch search,
+// where every entry's sketch is near the query's.
+func BenchmarkCacheLookupSemanticCrowded(b *testing.B) {
+	emb := lexical.NewHashedEmbedder(1024)
+	word := func(i int) string {
+		var buf []byte
+		for i++; i > 0; i /= 26 {
+			buf = append(buf, byte('a'+i%26))
+		}
+		return string(buf) + "land"
+	}
+	ask := func(i int) []float32 { return emb.Vector("What is the capital of " + word(i) + " please?") }
+	c := &Cache{MaxEntries: 10000}
+	ctx := context.Background()
+	for i := 0; i < 10000; i++ {
+		if err := c.Store(ctx, "ns", fmt.Sprint(i), []byte("value"), time.Hour, ask(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	qs := make([][]float32, 64)
+	for i := range qs {
+		qs[i] = ask(20000 + i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, err := c.Lookup(ctx, "ns", "absent", qs[i%len(qs)], 0.9); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -293,13 +293,13 @@ func (c *Cache) scanSketches(ctx context.Context, n *namespace, q []float32, thr
 	// Pass 1: the live slots within the radius, as index<<8 | distance,
 	// and how many at each distance; expired slots are removed after.
 	var hist [vecindex.SketchBits + 1]int
-	cands, expired := nearSketches(n.hx, qs, radius, nowNS, &hist, c.cands[:0])
+	limit := max(minCandidates, candidateFloats/max(len(q), 1))
+	cands, expired := nearSketches(n.hx, qs, radius, limit, nowNS, &hist, c.cands[:0])
 	c.cands = cands
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
 	// Every candidate within cut is scored, and the first extra at cut+1.
-	limit := max(minCandidates, candidateFloats/max(len(q), 1))
 	cut, taken := -1, 0
 	for d := 0; d <= radius && taken+hist[d] <= limit; d++ {
 		cut, taken = d, taken+hist[d]
@@ -308,7 +308,7 @@ func (c *Cache) scanSketches(ctx context.Context, n *namespace, q []float32, thr
 	if cut < radius {
 		extra = limit - taken
 	}
-	var bestAt int = -1
+	bestAt := -1
 	var bestUsed uint64
 	for _, x := range cands {
 		if d := int(x & 0xff); d > cut {
@@ -338,21 +338,32 @@ func (c *Cache) scanSketches(ctx context.Context, n *namespace, q []float32, thr
 
 // nearSketches appends to cands the live slots of hx whose sketch is
 // within radius of qs, as index<<8 | distance, counting them by distance in
-// hist, and counts the expired slots. It is the sketch search's hot loop,
-// kept apart (not inlined) so that it compiles to a tight one: inlined, the
-// caller's live variables spilled it to the stack.
+// hist, and counts the expired slots. Once limit candidates are nearer
+// than some distance, farther ones are no longer collected (the radius
+// shrinks), so a crowded namespace does not append every slot. It is the
+// sketch search's hot loop, kept apart (not inlined) so that it compiles
+// to a tight one: inlined, the caller's live variables spilled it to the
+// stack.
 //
 //go:noinline
-func nearSketches(hx []hslot, qs uint64, radius int, nowNS int64, hist *[vecindex.SketchBits + 1]int, cands []uint32) (_ []uint32, expired int) {
+func nearSketches(hx []hslot, qs uint64, radius, limit int, nowNS int64, hist *[vecindex.SketchBits + 1]int, cands []uint32) (_ []uint32, expired int) {
+	within := 0 // candidates at distance radius or less
 	for i := range hx {
 		h := &hx[i]
 		if h.expires <= nowNS {
 			expired++
 			continue
 		}
-		if d := bits.OnesCount64(h.sketch ^ qs); d <= radius {
-			hist[d]++
-			cands = append(cands, uint32(i)<<8|uint32(d))
+		d := bits.OnesCount64(h.sketch ^ qs)
+		if d > radius {
+			continue
+		}
+		hist[d]++
+		within++
+		cands = append(cands, uint32(i)<<8|uint32(d))
+		for radius > 0 && within-hist[radius] >= limit {
+			within -= hist[radius]
+			radius--
 		}
 	}
 	return cands, expired

@@ -16,7 +16,7 @@ import (
 
 // IntentRequest is the intent request of document 001.
 type IntentRequest struct {
-	Text    string        `json:"text"`
+	Text    string        `json:"text" oas:"required,minLength=1"`
 	Recipe  string        `json:"recipe,omitempty"`
 	Options IntentOptions `json:"options,omitempty"`
 }
@@ -153,14 +153,14 @@ func serveTextTask[Req any](s *Server, w http.ResponseWriter, r *http.Request, n
 
 // PIIRequest is the personal-data request of document 001.
 type PIIRequest struct {
-	Text    string     `json:"text"`
+	Text    string     `json:"text" oas:"required,minLength=1"`
 	Recipe  string     `json:"recipe,omitempty"`
 	Options PIIOptions `json:"options,omitempty"`
 }
 
 // PIIOptions tune the personal-data answer.
 type PIIOptions struct {
-	EntityTypes         []string `json:"entity_types,omitempty"`
+	EntityTypes         []string `json:"entity_types,omitempty" oas:"pii-types"`
 	ConfidenceThreshold *float64 `json:"confidence_threshold,omitempty"`
 	ReturnPositions     bool     `json:"return_positions,omitempty"`
 	MaskEntities        bool     `json:"mask_entities,omitempty"`
@@ -242,7 +242,7 @@ func (s *Server) classifyPII(w http.ResponseWriter, r *http.Request) {
 
 // SecurityRequest is the security request of document 001.
 type SecurityRequest struct {
-	Text    string          `json:"text"`
+	Text    string          `json:"text" oas:"required,minLength=1"`
 	Recipe  string          `json:"recipe,omitempty"`
 	Options SecurityOptions `json:"options,omitempty"`
 }
@@ -342,9 +342,9 @@ func (s *Server) classifySecurity(w http.ResponseWriter, r *http.Request) {
 
 // CombinedRequest runs several tasks on one text.
 type CombinedRequest struct {
-	Text    string          `json:"text"`
+	Text    string          `json:"text" oas:"required,minLength=1"`
 	Recipe  string          `json:"recipe,omitempty"`
-	Tasks   []string        `json:"tasks,omitempty"`
+	Tasks   []string        `json:"tasks,omitempty" oas:"items-enum=intent|pii|security"`
 	Options CombinedOptions `json:"options,omitempty"`
 }
 
@@ -429,8 +429,8 @@ func (s *Server) classifyCombined(w http.ResponseWriter, r *http.Request) {
 
 // BatchRequest is the batch request of document 001.
 type BatchRequest struct {
-	Texts    []string       `json:"texts"`
-	TaskType string         `json:"task_type,omitempty"`
+	Texts    []string       `json:"texts" oas:"required,minItems=1"`
+	TaskType string         `json:"task_type,omitempty" oas:"enum=intent|pii|security"`
 	Recipe   string         `json:"recipe,omitempty"`
 	Options  map[string]any `json:"options,omitempty"`
 }

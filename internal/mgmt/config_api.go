@@ -41,8 +41,8 @@ type VersionsResponse struct {
 type RollbackRequest struct {
 	// Version is a number (the history version) or a string (that number, or
 	// the entry's RFC 3339 timestamp).
-	Version       any    `json:"version,omitempty"`
-	ConfigVersion *int64 `json:"config_version,omitempty"`
+	Version       any    `json:"version,omitempty" oas:"oneof=which"`
+	ConfigVersion *int64 `json:"config_version,omitempty" oas:"oneof=which"`
 }
 
 // RecipeList answers GET /api/v1/config/recipes.
@@ -65,9 +65,9 @@ type RecipeSummary struct {
 
 // RecipeValidateRequest validates putting (or, with delete, removing) a recipe.
 type RecipeValidateRequest struct {
-	Name   string          `json:"name"`
-	Recipe json.RawMessage `json:"recipe,omitempty"`
-	Delete bool            `json:"delete,omitempty"`
+	Name   string          `json:"name" oas:"required,minLength=1"`
+	Recipe json.RawMessage `json:"recipe,omitempty" oas:"oneof=what,object"`
+	Delete bool            `json:"delete,omitempty" oas:"oneof=what,true"`
 }
 
 // setConfigHeaders sets the ETag of the document the answer was built from

@@ -104,8 +104,8 @@ func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())) 
 
 // PreviewRequest is POST /api/v1/routing/preview: text or a chat messages list.
 type PreviewRequest struct {
-	Text     string            `json:"text,omitempty"`
-	Messages []json.RawMessage `json:"messages,omitempty"`
+	Text     string            `json:"text,omitempty" oas:"oneof=input,minLength=1,pattern=\\S"`
+	Messages []json.RawMessage `json:"messages,omitempty" oas:"oneof=input,messages"`
 	Recipe   string            `json:"recipe,omitempty"`
 	// Model is the model the client would ask for; MoM (routing) when empty.
 	Model string `json:"model,omitempty"`
@@ -441,7 +441,7 @@ func (s *Server) unavailable(service, why string) http.HandlerFunc {
 
 // TextRequest is a body with one text.
 type TextRequest struct {
-	Text   string `json:"text"`
+	Text   string `json:"text" oas:"required,minLength=1"`
 	Recipe string `json:"recipe,omitempty"`
 }
 

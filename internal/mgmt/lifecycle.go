@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -52,6 +53,10 @@ type ConfigOptions struct {
 	// Logf reports what an operator must know at start (a fallback to the
 	// last activated version). Nil discards.
 	Logf func(format string, args ...any)
+	// Logger receives one record per hand edit of the file CheckFile sees: applied, rejected (with the
+	// reasons, secret values withheld), superseded or unchanged, with the old and new hashes and versions.
+	// Nil discards.
+	Logger *slog.Logger
 }
 
 // Activation describes one activation attempt.
@@ -95,6 +100,9 @@ type Config struct {
 	cfgVersion int64  // serving config_version
 	activeVer  int64  // serving history version
 	activeHash string // generated hash of the serving document
+	// fileDigest is the SHA-256 of the file's bytes as last read or written: a change of bytes that leaves the
+	// document as it is (a comment) is logged as unchanged once, and the router's own rewrite is not an edit.
+	fileDigest string
 	// where the management API listens (GuardListener)
 	bindAddr    string
 	allowRemote bool
@@ -117,6 +125,9 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
 	c := &Config{opts: opts, status: StatusUnknown}
 	var raw []byte
 	dir := ""
@@ -126,6 +137,7 @@ func OpenConfig(ctx context.Context, opts ConfigOptions) (*Config, error) {
 			return nil, err
 		}
 		raw = b
+		c.fileDigest = rawDigest(b)
 		dir = opts.Path + ".history"
 		c.yaml = !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{"))
 	} else {

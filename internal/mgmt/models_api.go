@@ -118,8 +118,8 @@ func (s *Server) listBindings(w http.ResponseWriter, r *http.Request) {
 // for labels, label-scores and tokens; texts for embeddings; query and
 // documents for rerank.
 type ModelCallRequest struct {
-	Recipe    string   `json:"recipe"`
-	Binding   string   `json:"binding"`
+	Recipe    string   `json:"recipe" oas:"required,minLength=1"`
+	Binding   string   `json:"binding" oas:"required,minLength=1"`
 	Text      string   `json:"text,omitempty"`
 	Texts     []string `json:"texts,omitempty"`
 	Query     string   `json:"query,omitempty"`
@@ -316,8 +316,8 @@ func similarities(ctx context.Context, e signal.Embedder, query string, docs []s
 
 // NLIRequest is a premise/hypothesis pair.
 type NLIRequest struct {
-	Premise    string `json:"premise"`
-	Hypothesis string `json:"hypothesis"`
+	Premise    string `json:"premise" oas:"required,minLength=1"`
+	Hypothesis string `json:"hypothesis" oas:"required,minLength=1"`
 	Recipe     string `json:"recipe,omitempty"`
 }
 
@@ -336,8 +336,8 @@ func (s *Server) nli(w http.ResponseWriter, r *http.Request) {
 
 // EmbeddingsRequest asks for text embeddings.
 type EmbeddingsRequest struct {
-	Text   string   `json:"text,omitempty"`
-	Texts  []string `json:"texts,omitempty"`
+	Text   string   `json:"text,omitempty" oas:"anyof=input,minLength=1"`
+	Texts  []string `json:"texts,omitempty" oas:"anyof=input,minItems=1"`
 	Image  string   `json:"image,omitempty"`
 	Recipe string   `json:"recipe,omitempty"`
 }
@@ -411,8 +411,8 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 
 // SimilarityRequest compares two texts.
 type SimilarityRequest struct {
-	Text1  string `json:"text1"`
-	Text2  string `json:"text2"`
+	Text1  string `json:"text1" oas:"required,minLength=1"`
+	Text2  string `json:"text2" oas:"required,minLength=1"`
 	Recipe string `json:"recipe,omitempty"`
 }
 
@@ -452,8 +452,8 @@ func (s *Server) similarity(w http.ResponseWriter, r *http.Request) {
 
 // SimilarityBatchRequest compares a query with candidates.
 type SimilarityBatchRequest struct {
-	Query      string   `json:"query"`
-	Candidates []string `json:"candidates"`
+	Query      string   `json:"query" oas:"required,minLength=1"`
+	Candidates []string `json:"candidates" oas:"required,minItems=1"`
 	TopK       int      `json:"top_k,omitempty"`
 	Recipe     string   `json:"recipe,omitempty"`
 }

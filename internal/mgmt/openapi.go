@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3gen"
+	"github.com/junction-router/junction/internal/pii"
 )
 
 // buildOpenAPI derives the OpenAPI 3.0 document from the route table: one
@@ -39,15 +41,23 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		case reflect.Slice, reflect.Map, reflect.Pointer, reflect.Interface:
 			s.Nullable = true
 		}
-		// Fields typed any say what they hold with an oas tag.
-		switch tag.Get("oas") {
-		case "string-or-strings":
-			*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema(), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()))
-		case "filter":
-			*s = *filterSchema()
-		case "seconds-or-time":
-			*s = *openapi3.NewOneOfSchema(openapi3.NewFloat64Schema().WithMin(0), openapi3.NewDateTimeSchema())
-			s.Description = "seconds of age, or an RFC 3339 time"
+		// Fields typed any say what they hold with an oas tag; request fields add what their handler checks
+		// (oasTag), and a request struct gathers its fields' required and oneOf/anyOf groups (oasStruct).
+		for _, item := range strings.Split(tag.Get("oas"), ",") {
+			switch item {
+			case "string-or-strings":
+				*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema(), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()))
+			case "filter":
+				*s = *filterSchema()
+			case "seconds-or-time":
+				*s = *openapi3.NewOneOfSchema(openapi3.NewFloat64Schema().WithMin(0), openapi3.NewDateTimeSchema())
+				s.Description = "seconds of age, or an RFC 3339 time"
+			default:
+				oasTag(item, s)
+			}
+		}
+		if t.Kind() == reflect.Struct {
+			oasStruct(t, s)
 		}
 		return nil
 	}))
@@ -93,6 +103,14 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 			s, err := schema(rt.in)
 			if err != nil {
 				return nil, nil, err
+			}
+			if reflect.TypeOf(rt.in).Kind() == reflect.Struct {
+				// The generator shares one schema per type; this route's copy requires what the route needs, and
+				// says that the handler (decodeJSON) refuses fields it does not know.
+				cp := *s.Value
+				cp.Required = append(slices.Clone(cp.Required), rt.inRequired...)
+				cp.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.Ptr(false)}
+				s = cp.NewRef()
 			}
 			body := openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(s)
 			if rt.inType == "multipart/form-data" {
@@ -148,6 +166,10 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		if rt.perm != PermPublic {
 			errs = append(errs, 401, 403)
 		}
+		if rt.in != nil {
+			// readBody and decodeJSON answer any route that reads a body: not JSON, or over maxBodyBytes.
+			errs = append(errs, 400, 413)
+		}
 		errs = append(errs, 404, 405, 500)
 		for _, code := range errs {
 			key := strconv.Itoa(code)
@@ -169,6 +191,163 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		return nil, nil, err
 	}
 	return doc, raw, nil
+}
+
+// oasTag applies one item of a request field's oas tag to its schema: what the handler checks beyond the Go
+// type, so that a client generated from the document never sends a body refused for its shape.
+//
+//	minLength=N, minItems=N, min=N, max=N   bounds (min/max: the number's, or with items- the items')
+//	enum=a|b, items-enum=a|b                 the values accepted (the items')
+//	pattern=RE                               a string's pattern (\S: not only white space)
+//	maxLength=N, maxItems=N, maxProperties=N, uniqueItems
+//	false                                    a boolean only false is accepted for
+//	query                                    a search query: a string or up to 32 strings
+//	when=K:V                                 (on a struct's field) required when field K is V, refused otherwise
+//	object, array                            a json.RawMessage field's JSON type
+//	messages                                 a chat messages list: objects with role (and content), at least one
+//	pii-types                                items are personal-data types (internal/pii)
+//
+// required, oneof=G and anyof=G are read by oasStruct.
+func oasTag(item string, s *openapi3.Schema) {
+	key, val, _ := strings.Cut(item, "=")
+	num := func() float64 { f, _ := strconv.ParseFloat(val, 64); return f }
+	switch key {
+	case "minLength":
+		s.MinLength = uint64(num())
+	case "items-minLength":
+		if s.Items != nil && s.Items.Value != nil {
+			s.Items.Value.MinLength = uint64(num())
+		}
+	case "pattern":
+		s.Pattern = val
+	case "maxLength":
+		s.MaxLength = openapi3.Ptr(uint64(num()))
+	case "maxItems":
+		s.MaxItems = openapi3.Ptr(uint64(num()))
+	case "uniqueItems":
+		s.UniqueItems = true
+	case "maxProperties":
+		s.MaxProps = openapi3.Ptr(uint64(num()))
+	case "false":
+		s.Enum = []any{false}
+		s.Description = "only false is accepted"
+	case "query":
+		*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema().WithPattern(`\S`), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).WithMinItems(1).WithMaxItems(32))
+		s.Description = "a string, or an array of up to 32 strings, not all empty"
+	case "minItems":
+		s.MinItems = uint64(num())
+	case "min":
+		s.Min = openapi3.Ptr(num())
+	case "max":
+		s.Max = openapi3.Ptr(num())
+	case "enum":
+		s.Enum = nil
+		for _, v := range strings.Split(val, "|") {
+			s.Enum = append(s.Enum, v)
+		}
+	case "items-enum":
+		if s.Items != nil && s.Items.Value != nil {
+			s.Items.Value.Enum = nil
+			for _, v := range strings.Split(val, "|") {
+				s.Items.Value.Enum = append(s.Items.Value.Enum, v)
+			}
+		}
+	case "pii-types":
+		items := openapi3.NewStringSchema()
+		for _, v := range pii.Types() {
+			items.Enum = append(items.Enum, v)
+		}
+		s.Items = items.NewRef()
+	case "object":
+		*s = *openapi3.NewObjectSchema()
+		s.Nullable = false
+	case "array":
+		*s = *openapi3.NewArraySchema().WithItems(&openapi3.Schema{})
+	case "messages":
+		msg := openapi3.NewObjectSchema()
+		msg.Properties = openapi3.Schemas{"role": openapi3.NewStringSchema().WithEnum("system", "developer", "user", "assistant", "tool").NewRef(), "content": openapi3.NewOneOfSchema(openapi3.NewStringSchema().WithPattern(`\S`), openapi3.NewArraySchema().WithItems(openapi3.NewObjectSchema()).WithMinItems(1)).NewRef()}
+		msg.Properties["content"].Value.Description = "a string, or an array of content parts; the messages together must hold some text"
+		msg.Required = []string{"role", "content"}
+		*s = *openapi3.NewArraySchema().WithItems(msg).WithMinItems(1)
+		s.Description = "chat messages, as in a chat completion request"
+	}
+}
+
+// oasStruct gathers a request struct's constraints across fields from their oas tags: required, and groups
+// oneof=G (exactly one of the fields named G is present) and anyof=G (at least one), each field of a group
+// being an alternative; a field tagged true in a group counts only when it is true (delete: true).
+func oasStruct(t reflect.Type, s *openapi3.Schema) {
+	type member struct {
+		name   string
+		isTrue bool
+	}
+	groups := map[string][]member{}
+	var order []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		items := strings.Split(f.Tag.Get("oas"), ",")
+		for _, item := range items {
+			key, val, _ := strings.Cut(item, "=")
+			switch key {
+			case "required":
+				if !slices.Contains(s.Required, name) {
+					s.Required = append(s.Required, name)
+				}
+			case "when":
+				// the field is required when another field has one value, and refused otherwise
+				k, v, _ := strings.Cut(val, ":")
+				if p := s.Properties[k]; p != nil && p.Value != nil {
+					for _, e := range p.Value.Enum {
+						alt := &openapi3.Schema{Properties: openapi3.Schemas{k: (&openapi3.Schema{Enum: []any{e}}).NewRef()}}
+						if e == v {
+							alt.Required = []string{k, name}
+						} else {
+							alt.Not = (&openapi3.Schema{Required: []string{name}}).NewRef()
+						}
+						s.OneOf = append(s.OneOf, alt.NewRef())
+					}
+				}
+			case "oneof", "anyof":
+				g := key + "=" + val
+				if _, ok := groups[g]; !ok {
+					order = append(order, g)
+				}
+				groups[g] = append(groups[g], member{name, slices.Contains(items, "true")})
+			}
+		}
+	}
+	var anyOf []*openapi3.Schema
+	for _, g := range order {
+		var alts openapi3.SchemaRefs
+		for _, m := range groups[g] {
+			alt := &openapi3.Schema{Required: []string{m.name}}
+			if m.isTrue {
+				alt.Properties = openapi3.Schemas{m.name: openapi3.NewBoolSchema().WithEnum(true).NewRef()}
+			}
+			alts = append(alts, alt.NewRef())
+		}
+		if strings.HasPrefix(g, "oneof=") {
+			if len(order) == 1 {
+				s.OneOf = alts
+				continue
+			}
+			anyOf = append(anyOf, &openapi3.Schema{OneOf: alts})
+		} else {
+			anyOf = append(anyOf, &openapi3.Schema{AnyOf: alts})
+		}
+	}
+	switch {
+	case len(anyOf) == 1 && anyOf[0].AnyOf != nil:
+		s.AnyOf = anyOf[0].AnyOf
+	case len(anyOf) > 0:
+		for _, a := range anyOf {
+			s.AllOf = append(s.AllOf, a.NewRef())
+		}
+	}
 }
 
 // isRefusal marks routes that only ever answer an error (the services that

@@ -139,8 +139,8 @@ func (s *Server) getPlugin(w http.ResponseWriter, r *http.Request) {
 
 // PluginBinding is one decision's use of a plugin type.
 type PluginBinding struct {
-	Recipe   string `json:"recipe"`
-	Decision string `json:"decision"`
+	Recipe   string `json:"recipe" oas:"required,minLength=1"`
+	Decision string `json:"decision" oas:"required,minLength=1"`
 	Index    int    `json:"index"`
 	Path     string `json:"path"`
 	OnError  string `json:"on_error"`
@@ -231,13 +231,14 @@ func declaredEnabled(raw json.RawMessage) bool {
 // PluginPreviewRequest is POST /api/v1/plugins/{type}/preview.
 type PluginPreviewRequest struct {
 	// Mode is preview (default) or probe; a preview never escalates.
-	Mode string `json:"mode,omitempty"`
-	// Configuration is a typed candidate configuration of this plugin type.
-	Configuration json.RawMessage `json:"configuration,omitempty"`
+	Mode string `json:"mode,omitempty" oas:"enum=preview|probe"`
+	// Configuration is a typed candidate configuration of this plugin type, checked against the type's own
+	// JSON Schema (GET /api/v1/plugins/{type}, config_schema).
+	Configuration json.RawMessage `json:"configuration,omitempty" oas:"oneof=plugin,object"`
 	// Binding names an active binding instead.
-	Binding *PreviewBinding `json:"binding,omitempty"`
+	Binding *PreviewBinding `json:"binding,omitempty" oas:"oneof=plugin"`
 	// Request is the chat completion request to run the plugin on.
-	Request json.RawMessage `json:"request"`
+	Request json.RawMessage `json:"request" oas:"required,object"`
 	// SuppliedContext is what a rag preview injects instead of retrieving
 	// (an array of strings or {text, source, score}); it wins over a
 	// supplied_context inside request.
