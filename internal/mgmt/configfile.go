@@ -132,8 +132,7 @@ func (c *Config) logEdit(raw []byte, before HashStatus, prevDoc *recipes.Documen
 // backend extra_headers values: what the API redacts), so a reason quoting one never reaches the log.
 func secretValues(raw []byte, prev *recipes.Document) []string {
 	var out []string
-	var collect func(v any)
-	collect = func(v any) {
+	collect := func(v any) {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return

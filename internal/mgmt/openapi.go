@@ -104,6 +104,14 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 			if err != nil {
 				return nil, nil, err
 			}
+			if reflect.TypeOf(rt.in).Kind() == reflect.Struct {
+				// The generator shares one schema per type; this route's copy requires what the route needs, and
+				// says that the handler (decodeJSON) refuses fields it does not know.
+				cp := *s.Value
+				cp.Required = append(slices.Clone(cp.Required), rt.inRequired...)
+				cp.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.Ptr(false)}
+				s = cp.NewRef()
+			}
 			body := openapi3.NewRequestBody().WithRequired(true).WithJSONSchemaRef(s)
 			if rt.inType == "multipart/form-data" {
 				// An upload: the file part is binary.
@@ -158,6 +166,10 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		if rt.perm != PermPublic {
 			errs = append(errs, 401, 403)
 		}
+		if rt.in != nil {
+			// readBody and decodeJSON answer any route that reads a body: not JSON, or over maxBodyBytes.
+			errs = append(errs, 400, 413)
+		}
 		errs = append(errs, 404, 405, 500)
 		for _, code := range errs {
 			key := strconv.Itoa(code)
@@ -187,6 +199,10 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 //	minLength=N, minItems=N, min=N, max=N   bounds (min/max: the number's, or with items- the items')
 //	enum=a|b, items-enum=a|b                 the values accepted (the items')
 //	pattern=RE                               a string's pattern (\S: not only white space)
+//	maxLength=N, maxItems=N, maxProperties=N, uniqueItems
+//	false                                    a boolean only false is accepted for
+//	query                                    a search query: a string or up to 32 strings
+//	when=K:V                                 (on a struct's field) required when field K is V, refused otherwise
 //	object, array                            a json.RawMessage field's JSON type
 //	messages                                 a chat messages list: objects with role (and content), at least one
 //	pii-types                                items are personal-data types (internal/pii)
@@ -204,6 +220,20 @@ func oasTag(item string, s *openapi3.Schema) {
 		}
 	case "pattern":
 		s.Pattern = val
+	case "maxLength":
+		s.MaxLength = openapi3.Ptr(uint64(num()))
+	case "maxItems":
+		s.MaxItems = openapi3.Ptr(uint64(num()))
+	case "uniqueItems":
+		s.UniqueItems = true
+	case "maxProperties":
+		s.MaxProps = openapi3.Ptr(uint64(num()))
+	case "false":
+		s.Enum = []any{false}
+		s.Description = "only false is accepted"
+	case "query":
+		*s = *openapi3.NewOneOfSchema(openapi3.NewStringSchema().WithPattern(`\S`), openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema()).WithMinItems(1).WithMaxItems(32))
+		s.Description = "a string, or an array of up to 32 strings, not all empty"
 	case "minItems":
 		s.MinItems = uint64(num())
 	case "min":
@@ -266,6 +296,20 @@ func oasStruct(t reflect.Type, s *openapi3.Schema) {
 			case "required":
 				if !slices.Contains(s.Required, name) {
 					s.Required = append(s.Required, name)
+				}
+			case "when":
+				// the field is required when another field has one value, and refused otherwise
+				k, v, _ := strings.Cut(val, ":")
+				if p := s.Properties[k]; p != nil && p.Value != nil {
+					for _, e := range p.Value.Enum {
+						alt := &openapi3.Schema{Properties: openapi3.Schemas{k: (&openapi3.Schema{Enum: []any{e}}).NewRef()}}
+						if e == v {
+							alt.Required = []string{k, name}
+						} else {
+							alt.Not = (&openapi3.Schema{Required: []string{name}}).NewRef()
+						}
+						s.OneOf = append(s.OneOf, alt.NewRef())
+					}
 				}
 			case "oneof", "anyof":
 				g := key + "=" + val

@@ -29,7 +29,10 @@ type route struct {
 	contentType string
 	// inType is the request body's media type; application/json when empty.
 	inType string
-	h      http.HandlerFunc
+	// inRequired are fields of in this route requires besides those its type's oas tags require (a type
+	// shared by a create, which needs them, and a replace, which takes them from the path).
+	inRequired []string
+	h          http.HandlerFunc
 }
 
 const (
@@ -145,7 +148,7 @@ func (s *Server) routeTable() []route {
 	paged := func(extra ...string) []string { return append(append([]string{}, extra...), listQuery...) }
 	for _, rt := range []route{
 		{method: "GET", path: "/api/v1/storage/knowledge-bases", perm: PermDataRead, summary: "knowledge bases of the active configuration, with their vector stores' status and file counts", out: KnowledgeBaseList{}, h: s.listKnowledgeBases},
-		{method: "POST", path: "/api/v1/storage/knowledge-bases", perm: PermDataWrite, audit: "storage.knowledge_base.create", summary: "create a knowledge base (global.storage.knowledge_bases): persisted, then activated in the background (202; poll /api/v1/config/hash); If-Match optional", in: KnowledgeBaseRequest{}, out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.createKnowledgeBase},
+		{method: "POST", path: "/api/v1/storage/knowledge-bases", perm: PermDataWrite, audit: "storage.knowledge_base.create", summary: "create a knowledge base (global.storage.knowledge_bases): persisted, then activated in the background (202; poll /api/v1/config/hash); If-Match optional", in: KnowledgeBaseRequest{}, inRequired: []string{"name"}, out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.createKnowledgeBase},
 		{method: "GET", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataRead, summary: "one knowledge base of the active configuration", out: KnowledgeBaseObject{}, errs: []int{404}, h: s.getKnowledgeBase},
 		{method: "PUT", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataWrite, audit: "storage.knowledge_base.replace", summary: "replace a knowledge base (202, activated in the background); If-Match optional", in: KnowledgeBaseRequest{}, out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.replaceKnowledgeBase},
 		{method: "DELETE", path: "/api/v1/storage/knowledge-bases/{name}", perm: PermDataWrite, audit: "storage.knowledge_base.delete", summary: "delete a knowledge base (202, activated in the background; its vector stores stay); If-Match optional", out: KnowledgeBaseMutation{}, status: http.StatusAccepted, errs: kbMut, h: s.deleteKnowledgeBase},

@@ -30,11 +30,11 @@ type KnowledgeBaseRequest struct {
 	Description string `json:"description,omitempty"`
 	// VectorStores are existing vector stores (ids, or names resolved to
 	// ids), searched together; at least one.
-	VectorStores []string `json:"vector_stores"`
+	VectorStores []string `json:"vector_stores" oas:"required,minItems=1,maxItems=64,uniqueItems,items-minLength=1"`
 	// TopK is how many passages a search returns (1–50, default 5).
-	TopK int `json:"top_k,omitempty"`
+	TopK int `json:"top_k,omitempty" oas:"min=1,max=50"`
 	// MinScore drops passages scoring below it (-1 to 1, default 0).
-	MinScore float64 `json:"min_score,omitempty"`
+	MinScore float64 `json:"min_score,omitempty" oas:"min=-1,max=1"`
 	// Filters is an attribute filter applied to every search.
 	Filters any `json:"filters,omitempty" oas:"filter"`
 }

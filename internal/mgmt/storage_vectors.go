@@ -52,51 +52,51 @@ type FileCountsObject struct {
 // ChunkingStrategy is how a file is cut into chunks: {type: auto} or
 // {type: static, static: {max_chunk_size_tokens, chunk_overlap_tokens}}.
 type ChunkingStrategy struct {
-	Type   string          `json:"type"`
-	Static *StaticChunking `json:"static,omitempty"`
+	Type   string          `json:"type" oas:"required,enum=auto|static"`
+	Static *StaticChunking `json:"static,omitempty" oas:"when=type:static"`
 }
 
 // StaticChunking sizes chunks in tokens.
 type StaticChunking struct {
-	MaxChunkSizeTokens int `json:"max_chunk_size_tokens"`
-	ChunkOverlapTokens int `json:"chunk_overlap_tokens"`
+	MaxChunkSizeTokens int `json:"max_chunk_size_tokens" oas:"required,min=100,max=4096"`
+	ChunkOverlapTokens int `json:"chunk_overlap_tokens" oas:"min=0,max=2048"`
 }
 
 // VectorStoreCreateRequest creates a vector store.
 type VectorStoreCreateRequest struct {
 	// Name is required and unique among vector stores.
-	Name string `json:"name"`
+	Name string `json:"name" oas:"required,minLength=1,maxLength=256"`
 	// Metadata: at most 16 keys of 64 characters, values of 512.
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty" oas:"maxProperties=16"`
 	// FileIDs are attached (and ingested) at once.
-	FileIDs          []string          `json:"file_ids,omitempty"`
+	FileIDs          []string          `json:"file_ids,omitempty" oas:"maxItems=500,uniqueItems"`
 	ChunkingStrategy *ChunkingStrategy `json:"chunking_strategy,omitempty"`
 }
 
 // VectorStoreUpdateRequest renames a store or replaces its metadata.
 type VectorStoreUpdateRequest struct {
-	Name     *string           `json:"name,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Name     *string           `json:"name,omitempty" oas:"minLength=1,maxLength=256"`
+	Metadata map[string]string `json:"metadata,omitempty" oas:"maxProperties=16"`
 }
 
 // VectorStoreSearchRequest searches one vector store.
 type VectorStoreSearchRequest struct {
 	// Query is a string or an array of strings (searched joined).
-	Query any `json:"query" oas:"string-or-strings"`
+	Query any `json:"query" oas:"query,required"`
 	// MaxNumResults is 1–50 (default 10).
-	MaxNumResults *int `json:"max_num_results,omitempty"`
+	MaxNumResults *int `json:"max_num_results,omitempty" oas:"min=1,max=50"`
 	// Filters is an attribute filter: {type: eq|ne|gt|gte|lt|lte|in|nin,
 	// key, value} or {type: and|or, filters: [...]}.
 	Filters        any             `json:"filters,omitempty" oas:"filter"`
 	RankingOptions *RankingOptions `json:"ranking_options,omitempty"`
 	// RewriteQuery true is refused: queries are embedded as given.
-	RewriteQuery bool `json:"rewrite_query,omitempty"`
+	RewriteQuery bool `json:"rewrite_query,omitempty" oas:"false"`
 }
 
 // RankingOptions tune a search: score_threshold (0–1) drops weaker hits.
 type RankingOptions struct {
-	Ranker         string   `json:"ranker,omitempty"`
-	ScoreThreshold *float64 `json:"score_threshold,omitempty"`
+	Ranker         string   `json:"ranker,omitempty" oas:"enum=auto|none|default-2024-11-15"`
+	ScoreThreshold *float64 `json:"score_threshold,omitempty" oas:"min=0,max=1"`
 }
 
 // SearchResultsPage answers a search.
@@ -125,10 +125,10 @@ type SearchContent struct {
 
 // VectorStoreFileRequest attaches a file to a store.
 type VectorStoreFileRequest struct {
-	FileID string `json:"file_id"`
+	FileID string `json:"file_id" oas:"required,minLength=1"`
 	// Attributes: at most 16 keys of 64 characters; string (≤512), number
 	// or boolean values. Search filters match them.
-	Attributes       map[string]any    `json:"attributes,omitempty"`
+	Attributes       map[string]any    `json:"attributes,omitempty" oas:"maxProperties=16"`
 	ChunkingStrategy *ChunkingStrategy `json:"chunking_strategy,omitempty"`
 }
 
