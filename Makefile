@@ -129,7 +129,8 @@ $(ORT_DIR)/.fetched-$(ORT_VERSION):
 ort-if-possible:
 	@if [ -n "$$JUNCTION_ONNXRUNTIME_LIB" ] && [ -f "$$JUNCTION_ONNXRUNTIME_LIB" ]; then exit 0; fi; \
 	if [ -f $(ORT_DIR)/.fetched-$(ORT_VERSION) ] && [ -f $(ORT_DIR)/libonnxruntime.so.1 ]; then exit 0; fi; \
-	if $(MAKE) --no-print-directory onnxruntime; then exit 0; fi; \
+	if out=$$($(MAKE) --no-print-directory onnxruntime 2>&1); then echo "$$out"; exit 0; fi; \
+	echo "$$out" | grep -v '^make\[[0-9]*\]: \*\*\*'; \
 	if [ -n "$$JUNCTION_REQUIRE_ORT" ]; then echo "JUNCTION_REQUIRE_ORT is set and ONNX Runtime could not be fetched (above)"; exit 1; fi; \
 	echo "--------------------------------------------------------------------------------------------------"; \
 	echo "ONNX Runtime $(ORT_VERSION) is missing and could not be fetched (above). Without it:"; \

@@ -50,9 +50,11 @@ func TestContextCompressionOperations(t *testing.T) {
 		turns = append(turns, fmt.Sprintf(`{"role":"user","content":%q},{"role":"assistant","content":%q}`, long, fmt.Sprint("answer ", i)))
 	}
 	send(strings.Join(turns, ",") + `,{"role":"user","content":"and now?"}`)
+	// The newest turn alone is over the budget: compressed, still over.
+	send(strings.Join(turns, ",") + fmt.Sprintf(`,{"role":"user","content":%q}`, strings.Repeat("a question far longer than the budget ", 40)))
 
 	s := cs.call("GET", "/api/v1/observability/plugins/context_compression/stats", "", nil)
-	if s["runs"] != 2.0 || s["compressed"] != 1.0 || s["within_budget"] != 1.0 || s["failed"] != 0.0 {
+	if s["runs"] != 3.0 || s["compressed"] != 2.0 || s["within_budget"] != 1.0 || s["failed"] != 0.0 || s["over_budget"] != 1.0 {
 		t.Fatalf("stats runs: %v", s)
 	}
 	before, after := s["tokens_before"].(float64), s["tokens_after"].(float64)

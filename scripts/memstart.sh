@@ -7,6 +7,7 @@
 # The copy gets free ports in place of 8801, 8080, 9190 and 50051 and a fresh data directory, so the
 # original is never rewritten and the run does not collide with another server. Prints one line:
 #   ready_ms   from the exec to the first /ready 200 on the management API (curl every 10 ms)
+#   cpu_ms     user+system CPU the process used until then (a busy machine stretches ready_ms, not this)
 #   rss_mb     VmRSS/RssAnon/RssFile in MB once ready, and again after 20 routed requests (answered 502:
 #              no backend). RssFile is the binary's and libraries' pages: clean, shared with the page cache.
 # With SMAPS=1 it also prints the resident MB of each mapping over 1 MB (/proc/PID/smaps: the binary's
@@ -52,6 +53,8 @@ until curl -sf -o /dev/null "http://127.0.0.1:$mg/ready"; do
 	sleep 0.01
 done
 ready=$((($(date +%s%N) - start) / 1000000))
+# CPU the process used until ready (user+system, all threads): less sensitive to a busy machine than ready_ms.
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{print int(($14+$15)*1000/hz)}' "/proc/$pid/stat")
 rss() { awk '/^(VmRSS|RssAnon|RssFile):/{printf "%s%d", sep, $2/1024; sep="/"}' "/proc/$pid/status"; }
 rss0=$(rss)
 for _ in $(seq 20); do
@@ -61,7 +64,7 @@ for _ in $(seq 20); do
 done
 sleep 0.5
 [ -n "${LEVEL:-}" ] && cut -c1-200 "$dir/log" | grep -v 'msg=request'
-echo "ready_ms=$ready rss_ready_mb=$rss0 rss_after_requests_mb=$(rss)"
+echo "ready_ms=$ready cpu_ms=$cpu rss_ready_mb=$rss0 rss_after_requests_mb=$(rss)"
 if [ -n "${SMAPS:-}" ]; then
 	awk '/^[0-9a-f]+-[0-9a-f]+ /{name=$6; if(name=="")name="[anon]"} /^Rss:/{r[name]+=$2}
 		END{for(n in r) if(r[n]>1024) printf "%8.1f MB %s\n", r[n]/1024, n}' "/proc/$pid/smaps" | sort -rn

@@ -14,7 +14,9 @@
 //     in-process demo backend.
 //
 // It reports the medians of each round's p50 and p99, and what ext_proc
-// adds to the decision. As in junction-bench, the loop never waits for
+// adds to the decision. With -baseline an older junction binary is served
+// beside -bin and its BUFFERED exchange is measured in the same interleaved
+// rounds: a before/after comparison in one run. As in junction-bench, the loop never waits for
 // answers and latency counts from the actual send, so a slow server cannot
 // slow the sender and the sender's own lateness is reported apart.
 package main
@@ -29,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -51,6 +54,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "bin/junction", "junction binary to benchmark")
+	baseline := flag.String("baseline", "", "a second junction binary (an older build) served beside -bin; its BUFFERED exchange is measured in the same interleaved rounds")
 	rate := flag.Int("rate", 1000, "requests (streams) per second")
 	dur := flag.Duration("duration", 5*time.Second, "length of one round")
 	rounds := flag.Int("rounds", 3, "alternating rounds per path")
@@ -67,7 +71,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*bin, *rate, *dur, *rounds, *procs, *conns); err != nil {
+	if err := run(*bin, *baseline, *rate, *dur, *rounds, *procs, *conns); err != nil {
 		fmt.Fprintln(os.Stderr, "junction-extproc-bench:", err)
 		os.Exit(1)
 	}
@@ -94,6 +98,7 @@ providers:
       backend_refs: [{provider: demo}]
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
   extproc: {address: 127.0.0.1, port: %d}
@@ -105,44 +110,92 @@ const body = `{"model":"MoM","messages":[{"role":"system","content":"You are hel
 
 var answer = []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":1,"total_tokens":21}}`)
 
-// freePort is loadrun.FreePort, or 0 (which fails the listener that gets
-// it, with an error naming the address) when none can be found.
-func freePort() int {
-	p, _ := loadrun.FreePort()
-	return p
+// ports hands out free loopback ports, never the same one twice in a run:
+// the kernel may offer a port again once its probe listener is closed, and
+// the servers bind theirs only later.
+type ports map[int]bool
+
+// free is a port no other server of this run got, or 0 (which fails the
+// listener that gets it, with an error naming the address) when none can
+// be found.
+func (ps ports) free() int {
+	for range 100 {
+		p, err := loadrun.FreePort()
+		if err != nil {
+			return 0
+		}
+		if !ps[p] {
+			ps[p] = true
+			return p
+		}
+	}
+	return 0
 }
 
-func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) error {
-	gwPort, mPort, epPort := freePort(), freePort(), freePort()
-	cfgText := fmt.Sprintf(config, gwPort, mPort, epPort) + recipes.BenchRecipesYAML()
+// junctionServer is a `junction serve` started for the run.
+type junctionServer struct {
+	cmd                 *exec.Cmd
+	cfgText             string
+	gwPort, extprocPort int
+}
+
+// startJunction serves bin on the bench configuration with fresh ports, in
+// its own directory under dir.
+func startJunction(ctx context.Context, ps ports, bin, dir string, procs int) (*junctionServer, error) {
+	// Every listener on a free port: -baseline's server runs beside -bin's.
+	gwPort, mgmtPort, mPort, epPort := ps.free(), ps.free(), ps.free(), ps.free()
+	cfgText := fmt.Sprintf(config, gwPort, mgmtPort, mPort, epPort) + recipes.BenchRecipesYAML()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfgPath := filepath.Join(dir, "bench.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+		return nil, err
+	}
+	srv := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
+	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+	srv.Stderr = os.Stderr
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("start %v: %w", srv.Args, err)
+	}
+	return &junctionServer{cmd: srv, cfgText: cfgText, gwPort: gwPort, extprocPort: epPort}, nil
+}
+
+func run(bin, baseline string, rate int, dur time.Duration, rounds, procs, nconns int) error {
 	dir, err := os.MkdirTemp("", "junction-extproc-bench")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfgPath := filepath.Join(dir, "bench.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfgText), 0o600); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	ps := ports{}
+	js, err := startJunction(ctx, ps, bin, filepath.Join(dir, "new"), procs)
+	if err != nil {
+		cancel()
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := loadrun.Pinned(ctx, serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data"), "--log-level", "error")
-	srv.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		cancel()
-		return fmt.Errorf("start %v: %w", srv.Args, err)
-	}
+	srv, cfgText, gwPort, epPort := js.cmd, js.cfgText, js.gwPort, js.extprocPort
 	defer func() {
 		cancel()
 		_ = srv.Wait()
 	}()
+	var base *junctionServer
+	if baseline != "" {
+		if base, err = startJunction(ctx, ps, baseline, filepath.Join(dir, "baseline"), procs); err != nil {
+			return err
+		}
+		defer func() {
+			cancel()
+			_ = base.cmd.Wait()
+		}()
+	}
 	// An ext_proc server that does nothing but answer, in its own process
 	// with the same GOMAXPROCS: the protocol's own cost on this machine.
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	floorPort := freePort()
+	floorPort := ps.free()
 	floorSrv := loadrun.Pinned(ctx, serverCPUs, self, "-floor-server", fmt.Sprintf("127.0.0.1:%d", floorPort))
 	floorSrv.Env = srv.Env
 	floorSrv.Stderr = os.Stderr
@@ -198,6 +251,14 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	extproc := func() (time.Duration, bool) { return roundTrip(pick(junction), buffered, false, true) }
 	extprocDuplex := func() (time.Duration, bool) { return roundTrip(pick(junction), duplex, true, true) }
 	floorTrip := func() (time.Duration, bool) { return roundTrip(pick(empty), buffered, false, false) }
+	var baseTrip func() (time.Duration, bool)
+	if base != nil {
+		bc, err := dial(base.extprocPort)
+		if err != nil {
+			return err
+		}
+		baseTrip = func() (time.Duration, bool) { return roundTrip(pick(bc), buffered, false, true) }
+	}
 
 	// The gateway.
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort)
@@ -213,27 +274,32 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		return resp.StatusCode == 200
 	}
 
-	if err := waitUp(gateway, extproc, floorTrip); err != nil {
+	trips := []func() (time.Duration, bool){extproc, floorTrip}
+	if baseTrip != nil {
+		trips = append(trips, baseTrip)
+	}
+	if err := waitUp(gateway, trips...); err != nil {
 		return err
 	}
 	jpid, fpid := srv.Process.Pid, floorSrv.Process.Pid
-	paths := []struct {
-		name string
-		f    func() (time.Duration, bool)
-		pid  int // the server whose CPU the path uses
-	}{
+	paths := []benchPath{
 		{"decision in process", loadrun.Timed(decide), 0},
 		{"decision over ext_proc, BUFFERED", extproc, jpid},
 		{"decision over ext_proc, FULL_DUPLEX_STREAMED", extprocDuplex, jpid},
 		{"empty ext_proc server, BUFFERED", floorTrip, fpid},
 		{"through the gateway", loadrun.Timed(gateway), jpid},
 	}
+	if baseTrip != nil {
+		// Index 5: the baseline's BUFFERED exchange.
+		paths = append(paths, benchPath{"-baseline: decision over ext_proc, BUFFERED", baseTrip, base.cmd.Process.Pid})
+	}
 	for _, p := range paths {
 		loadrun.OpenLoop(p.f, rate, time.Second) // warm connections and lazy initialisation
 	}
 	p50 := make([][]float64, len(paths))
 	p99 := make([][]float64, len(paths))
-	var added50, added99, addedDuplex50, addedDuplex99, own50, own99 []float64
+	var added50, added99, addedDuplex50, addedDuplex99, own50, own99, base50, base99, vsBase50 []float64
+	cpu := make([][]float64, len(paths))
 	for r := 0; r < rounds; r++ {
 		var line string
 		res := make([]sample, len(paths))
@@ -251,6 +317,7 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 				return fmt.Errorf("round %d, %s: %d of %d failed", r+1, p.name, s.Errors, len(s.Lat))
 			}
 			res[i] = s
+			cpu[i] = append(cpu[i], s.serverCPU)
 			p50[i] = append(p50[i], s.P(.5))
 			p99[i] = append(p99[i], s.P(.99))
 		}
@@ -265,6 +332,11 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 		addedDuplex99 = append(addedDuplex99, res[2].P(.99)-res[0].P(.99))
 		own50 = append(own50, res[1].P(.5)-res[3].P(.5))
 		own99 = append(own99, res[1].P(.99)-res[3].P(.99))
+		if baseTrip != nil {
+			base50 = append(base50, res[5].P(.5)-res[3].P(.5))
+			base99 = append(base99, res[5].P(.99)-res[3].P(.99))
+			vsBase50 = append(vsBase50, res[1].P(.5)-res[5].P(.5))
+		}
 		fmt.Printf("round %d:%s\n", r+1, line)
 	}
 	fmt.Printf("\nresults (%d rounds of %s at %d streams/s, server GOMAXPROCS=%d; medians of rounds; µs)\n", rounds, dur, rate, procs)
@@ -275,6 +347,15 @@ func run(bin string, rate int, dur time.Duration, rounds, procs, nconns int) err
 	fmt.Printf("| added by ext_proc to the decision, BUFFERED | %.0f | %.0f |\n", loadrun.Median(added50), loadrun.Median(added99))
 	fmt.Printf("| added by ext_proc to the decision, FULL_DUPLEX_STREAMED | %.0f | %.0f |\n", loadrun.Median(addedDuplex50), loadrun.Median(addedDuplex99))
 	fmt.Printf("| **Junction − empty ext_proc server, BUFFERED** | **%.0f** | **%.0f** |\n", loadrun.Median(own50), loadrun.Median(own99))
+	if baseTrip != nil {
+		fmt.Printf("| -baseline − empty ext_proc server, BUFFERED | %.0f | %.0f |\n", loadrun.Median(base50), loadrun.Median(base99))
+		fmt.Printf("| Junction − -baseline, BUFFERED (median of the rounds' differences) | %.0f | |\n", loadrun.Median(vsBase50))
+		fmt.Printf("server CPU per stream, BUFFERED (median of rounds): Junction %.0f µs, -baseline %.0f µs, empty server %.0f µs\n",
+			loadrun.Median(cpu[1]), loadrun.Median(cpu[5]), loadrun.Median(cpu[3]))
+	} else {
+		fmt.Printf("server CPU per stream, BUFFERED (median of rounds): Junction %.0f µs, empty server %.0f µs\n",
+			loadrun.Median(cpu[1]), loadrun.Median(cpu[3]))
+	}
 	if m := loadrun.Median(own50); m <= 50 {
 		fmt.Printf("goal: Junction's share over the empty server %.0f µs p50 (≤ 50): met\n", m)
 	} else {
@@ -427,6 +508,13 @@ func waitUp(gateway func() bool, trips ...func() (time.Duration, bool)) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("junction serve (gateway and ext_proc) and the floor server did not answer within 20s")
+}
+
+// benchPath is one measured path.
+type benchPath struct {
+	name string
+	f    func() (time.Duration, bool)
+	pid  int // the server whose CPU the path uses; 0: this process
 }
 
 // sample is a round of the open loop with the CPU time per request of the

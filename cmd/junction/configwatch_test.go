@@ -49,7 +49,7 @@ global:
 			t.Errorf("serve exited %d: %s", code, stderr.String())
 		}
 	}()
-	waitFor(t, api+"/health")
+	waitReady(t, api)
 	type hashes struct {
 		Hash    string `json:"source_config_hash"`
 		Version int64  `json:"config_version"`
@@ -154,5 +154,24 @@ global:
 	t.Logf("the edit records:\n%s", strings.Join(edits.FindAllString(stderr.String(), -1), "\n"))
 	if log := stderr.String(); strings.Contains(log, secret) || strings.Contains(log, prompt) {
 		t.Errorf("a secret or request text reached the log:\n%s", log)
+	}
+}
+
+// waitReady waits until the management API at api says /ready: the gateway listens from then on (the
+// management API answers /health earlier, while serve starts).
+func waitReady(t *testing.T, api string) {
+	t.Helper()
+	waitFor(t, api+"/health")
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get(api + "/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("/ready never answered 200")
+		}
 	}
 }

@@ -40,7 +40,7 @@ global:
 			t.Errorf("serve exited %d", code)
 		}
 	}()
-	waitFor(t, fmt.Sprintf("http://127.0.0.1:%d/health", apiPort))
+	waitReady(t, fmt.Sprintf("http://127.0.0.1:%d", apiPort))
 	for i := range 20 {
 		prompt := strings.Repeat("Explain the difference between a list and a tuple. ", 1+i*20)
 		body, _ := json.Marshal(map[string]any{"model": "MoM", "messages": []map[string]string{{"role": "user", "content": prompt}}})

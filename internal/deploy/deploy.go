@@ -9,8 +9,8 @@
 // every replica's /health, and reports them to /ready and /startup-status
 // and to the router_model_runtime_* metrics. It also builds the native API
 // over the running deployments, and loads the in-process signal models
-// (LocalModels) for the kinds no deployment serves. Without deployments
-// only LocalModels runs, and every signal uses the in-process models.
+// (Loader, when a configuration first uses them) for the kinds no
+// deployment serves. Without deployments every signal uses those.
 //
 // What must not happen here: no routing and no configuration lifecycle (the
 // caller compiles and activates documents); deployments start once, so a
@@ -482,12 +482,6 @@ func JailbreakQuestion(head string, maxTokens int) client.DecideOptions {
 		}}
 }
 
-// BindsAll reports whether deployments serve every model-backed signal
-// kind, so that no in-process model need be loaded.
-func (s *Set) BindsAll() bool {
-	return s != nil && s.bound.Domain != nil && s.bound.Jailbreak != nil && s.bound.Embedder != nil
-}
-
 // Bound is the signal models bound to deployments; nil fields run in-process.
 func (s *Set) Bound() signal.Models {
 	if s == nil {
@@ -526,22 +520,6 @@ func (s *Set) Embedder(name string) (signal.Embedder, error) {
 		}
 	}
 	return nil, fmt.Errorf("deployment %q is not declared in global.model_catalog.deployments (or global.router.enabled is false): declare it, or leave global.storage.embedding out to use the router's embedding model", name)
-}
-
-// Apply replaces the in-process models of the bound signal kinds.
-func (s *Set) Apply(m *signal.Models) {
-	if s == nil {
-		return
-	}
-	if s.bound.Domain != nil {
-		m.Domain = s.bound.Domain
-	}
-	if s.bound.Jailbreak != nil {
-		m.Jailbreak = s.bound.Jailbreak
-	}
-	if s.bound.Embedder != nil {
-		m.Embedder = s.bound.Embedder
-	}
 }
 
 // watch reads replica i's /health until ctx ends, taking it in and out of

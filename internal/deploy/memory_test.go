@@ -7,11 +7,20 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 )
+
+// cpuMS is the CPU time this process used so far (user and system, all
+// threads), in milliseconds.
+func cpuMS() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e6
+}
 
 // rssMB is this process's resident set (VmRSS) in MB.
 func rssMB(b *testing.B) float64 {
@@ -31,7 +40,8 @@ func rssMB(b *testing.B) float64 {
 
 // BenchmarkLoaderMemory is the attribution table of docs/benchmarks.md
 // ("Memory and start-up"): what each in-process model adds to the resident
-// set as serve's loader loads them one after another (one iteration; run
+// set, and the CPU its load takes (the collection after it included), as
+// serve's loader loads them one after another (one iteration; run
 // with -benchtime 1x, one process per run: -count accumulates), and what is
 // released and left once every lease is given back.
 //
@@ -49,7 +59,9 @@ func BenchmarkLoaderMemory(b *testing.B) {
 		prev := base
 		var leases []*Lease
 		step := func(unit string, need Need) {
+			cpu := cpuMS()
 			ls, err := l.Acquire(ctx, need)
+			b.ReportMetric(cpuMS()-cpu, "cpu-ms-"+strings.TrimPrefix(unit, "MB-"))
 			if err != nil {
 				b.Fatal(err)
 			}

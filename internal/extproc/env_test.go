@@ -17,6 +17,7 @@ import (
 
 	"github.com/junction-router/junction/internal/plugin/native"
 
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -136,6 +137,9 @@ type envOptions struct {
 	edit    func(string) string
 	backend demobackend.Options
 	logs    io.Writer // the server's log; discarded when nil
+	// plainGRPC registers the server on a grpc.Server of its own instead of
+	// NewGRPCServer's (as an embedding program might).
+	plainGRPC bool
 }
 
 func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
@@ -173,9 +177,15 @@ func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(o.logs, nil))
 	e.server = extproc.New(opts)
-	gs, _, err := extproc.NewGRPCServer(e.server, extproc.GRPCOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var gs *grpc.Server
+	if o.plainGRPC {
+		gs = grpc.NewServer()
+		extprocv3.RegisterExternalProcessorServer(gs, e.server)
+	} else {
+		var err error
+		if gs, _, err = extproc.NewGRPCServer(e.server, extproc.GRPCOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = gs.Serve(lis) }()

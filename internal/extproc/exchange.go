@@ -106,7 +106,10 @@ type exchange struct {
 	mu       sync.Mutex // held by whichever goroutine works on the exchange
 	timer    *time.Timer
 	deadline time.Time
-	closed   bool // the handler ended the stream; the worker must stop
+	closed   bool   // the time bound ended the stream; the worker must stop
+	cut      bool   // the idle bound ended the stream's context
+	endErr   error  // what the stream ends with when cut
+	cancel   func() // ends the stream's context (streamCtx.end)
 
 	complete  bool // nothing more is needed: answered, or the answer ended
 	quiet     bool // messages after complete are expected (an override Envoy may ignore)
@@ -126,13 +129,57 @@ func (s *Server) newExchange(stream extprocv3.ExternalProcessor_ProcessServer) *
 	}
 }
 
-// serve runs the stream. Messages are received and answered on one worker
-// goroutine (receiving and answering on the same goroutine keeps a message's
-// round trip free of handoffs); this goroutine, the stream's handler, only
-// watches the time: the body's deadline (answered 408) and the idle bound
-// (the stream is ended). Both goroutines take mu to touch the exchange, and
-// once closed is set the worker leaves it alone.
+// serve runs the stream on the handler's goroutine: messages are received
+// and answered there (receiving and answering on one goroutine keeps a
+// message's round trip free of handoffs). The time bounds, the body's
+// deadline (answered 408) and the idle bound (the stream is ended), are a
+// timer whose callback takes mu like the handler does; to end the stream it
+// ends the stream's context (streamCtx, made by the tap NewGRPCServer
+// installs), which unblocks Recv: gRPC then ends the stream with
+// DEADLINE_EXCEEDED. No goroutine watches the stream. A Server registered
+// on a grpc.Server without the tap gets the slower path, serveWatched.
 func (x *exchange) serve() error {
+	sc, _ := x.ctx.Value(streamCtxKey{}).(*streamCtx)
+	if sc == nil {
+		return x.serveWatched()
+	}
+	x.cancel = sc.end
+	x.mu.Lock()
+	x.arm()
+	x.mu.Unlock()
+	defer x.timer.Stop()
+	err := x.work()
+	x.mu.Lock()
+	if x.cut {
+		err = x.endErr
+	}
+	x.closed = true // a callback already under way does nothing
+	x.mu.Unlock()
+	return err
+}
+
+// expire is the timer's callback: the current wait is over, unless a
+// message re-armed the timer meanwhile.
+func (x *exchange) expire() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed || time.Now().Before(x.deadline) {
+		return
+	}
+	err, end := x.timedOut()
+	if !end {
+		x.arm()
+		return
+	}
+	x.closed, x.cut, x.endErr = true, true, err
+	x.cancel() // Recv returns; serve returns endErr
+}
+
+// serveWatched runs the stream for a Server on a grpc.Server without
+// streamTap: the stream's context cannot be cancelled from here, so the
+// messages are handled on a second goroutine and this one watches the
+// time, returning (which ends the stream) when the idle bound is reached.
+func (x *exchange) serveWatched() error {
 	x.timer = time.NewTimer(x.s.opts.IdleTimeout)
 	defer x.timer.Stop()
 	x.mu.Lock()
@@ -210,6 +257,10 @@ func (x *exchange) arm() {
 		wait = time.Until(x.bodyDeadline)
 	}
 	x.deadline = time.Now().Add(wait)
+	if x.timer == nil {
+		x.timer = time.AfterFunc(wait, x.expire)
+		return
+	}
 	x.timer.Reset(wait)
 }
 
@@ -321,7 +372,13 @@ func (x *exchange) finish() {
 		x.dp.Error(metrics.ReasonCancellation)
 	}
 	x.dp.RecordUsage()
-	x.dp.StreamEnded(x.ctx, x.status, false) // a stream that ended before its answer did
+	ctx := x.ctx
+	if x.cut {
+		// Junction ended the stream (idle bound) and cancelled its context to
+		// do so: what runs at the stream's end still gets to run.
+		ctx = context.WithoutCancel(ctx)
+	}
+	x.dp.StreamEnded(ctx, x.status, false) // a stream that ended before its answer did
 	st := x.status
 	switch {
 	case x.cancelled:

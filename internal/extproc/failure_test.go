@@ -2,6 +2,7 @@ package extproc_test
 
 import (
 	"context"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -230,6 +231,77 @@ func TestTimeouts(t *testing.T) {
 	if v := e.scalar("llm_request_errors_total", map[string]string{"reason": "timeout", "model": "unknown"}); v != 1 {
 		t.Errorf("body timeout %v", v)
 	}
+}
+
+// TestTimeoutsOnPlainGRPCServer: a Server registered on a grpc.Server
+// without NewGRPCServer's stream tap keeps both time bounds (the slower
+// path, a goroutine watching each stream).
+func TestTimeoutsOnPlainGRPCServer(t *testing.T) {
+	e := newEnv(t, func(o *envOptions) {
+		o.opts.BodyTimeout = 50 * time.Millisecond
+		o.opts.IdleTimeout = 100 * time.Millisecond
+		o.plainGRPC = true
+	})
+	s := e.open(envoytest.Config{RequestBody: envoytest.Streamed, ResponseBody: envoytest.Buffered})
+	hdrs := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+		Headers: envoytest.H(":method", "POST", ":path", "/v1/chat/completions").Proto()}}}
+	if err := s.Send(hdrs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Recv()
+	if err != nil || r.GetImmediateResponse().GetStatus().GetCode() != 408 {
+		t.Fatalf("%v %v", r, err)
+	}
+	s.Close()
+	s = e.open(envoytest.Standard)
+	if _, err := s.SendRequest(chat(userBody("hi"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = s.Recv(); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("idle stream ended with %v", err)
+	}
+}
+
+// TestOneGoroutinePerStream: with NewGRPCServer a stream waiting for
+// Envoy's next message holds only its handler's goroutine (its time bounds
+// are a timer), not a second one watching the time.
+func TestOneGoroutinePerStream(t *testing.T) {
+	e := newEnv(t)
+	const n = 20
+	for range n {
+		s := e.open(envoytest.Standard)
+		if _, err := s.SendRequest(chat(userBody("hi"))); err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	var held int
+	for range 50 {
+		held = exchangeGoroutines()
+		if held == n {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if held != n {
+		t.Fatalf("%d goroutines work on the %d open streams; want one each", held, n)
+	}
+}
+
+// exchangeGoroutines counts the goroutines running an exchange's code.
+func exchangeGoroutines() int {
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	n := 0
+	for _, g := range strings.Split(b.String(), "\n\n") {
+		if strings.Contains(g, "internal/extproc.(*exchange)") {
+			n++
+		}
+	}
+	return n
 }
 
 func TestObservabilityModeSendsNothing(t *testing.T) {

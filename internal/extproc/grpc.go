@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -16,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/tap"
 
 	"github.com/junction-router/junction/internal/dataplane"
 )
@@ -70,6 +72,9 @@ func NewGRPCServer(srv *Server, opts GRPCOptions) (*grpc.Server, *health.Server,
 		// windows keep big bodies from stalling on flow control.
 		grpc.InitialWindowSize(1 << 20),
 		grpc.InitialConnWindowSize(16 << 20),
+		// Each ext_proc stream's context made cancellable, so that its time
+		// bounds need no goroutine of their own (exchange.serve).
+		grpc.InTapHandle(streamTap),
 	}
 	creds, err := serverTLS(opts)
 	if err != nil {
@@ -86,6 +91,58 @@ func NewGRPCServer(srv *Server, opts GRPCOptions) (*grpc.Server, *health.Server,
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 	return gs, hs, nil
+}
+
+// processMethod is the ext_proc stream's full method name.
+const processMethod = "/" + ServiceName + "/Process"
+
+// streamTap gives each ext_proc stream a context the handler can end
+// (streamCtx): gRPC's Recv returns once it is done, which is how a time
+// bound ends a stream whose handler is blocked receiving. The tap runs
+// under the transport's lock: it only wraps the context. Other methods
+// (health, reflection) are left as they are.
+func streamTap(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if info.FullMethodName != processMethod {
+		return ctx, nil
+	}
+	c := &streamCtx{}
+	c.Context, c.cancel = context.WithCancel(ctx)
+	return c, nil
+}
+
+// streamCtx is an ext_proc stream's context. end cancels it and makes its
+// Err DeadlineExceeded: gRPC ends a stream whose Recv failed with the status
+// of that error, and an idle bound is a deadline, as the handler's own
+// status said when the handler (not Recv) ended the stream. Done and the
+// cancellation of derived contexts are the embedded context's own.
+type streamCtx struct {
+	context.Context
+	cancel context.CancelFunc
+	ended  atomic.Bool
+}
+
+// streamCtxKey finds a stream's streamCtx from the contexts gRPC derives
+// from it.
+type streamCtxKey struct{}
+
+func (c *streamCtx) Value(key any) any {
+	if key == (streamCtxKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+func (c *streamCtx) end() {
+	c.ended.Store(true)
+	c.cancel()
+}
+
+func (c *streamCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.ended.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 func serverTLS(opts GRPCOptions) (credentials.TransportCredentials, error) {

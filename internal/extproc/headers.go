@@ -77,12 +77,21 @@ func responseStatus(m *corev3.HeaderMap) (status int, contentType string) {
 
 // mutation collects header changes in the form Envoy takes them: lower-case
 // names, one set per value (the first overwrites, the rest append). The
-// options are allocated in blocks.
+// options are allocated in small, growing blocks.
 type mutation struct {
 	set    []*corev3.HeaderValueOption
 	remove []string
-	opts   []corev3.HeaderValueOption
-	vals   []corev3.HeaderValue
+	block  []headerOption
+	// vals holds the values' bytes, one after the other: one allocation
+	// for a mutation's values instead of one per value.
+	vals []byte
+}
+
+// headerOption is a HeaderValueOption with its HeaderValue, allocated
+// together.
+type headerOption struct {
+	opt corev3.HeaderValueOption
+	val corev3.HeaderValue
 }
 
 func (m *mutation) put(key, value string, appendValue bool) {
@@ -90,20 +99,25 @@ func (m *mutation) put(key, value string, appendValue bool) {
 	if appendValue {
 		action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 	}
-	if len(m.opts) == cap(m.opts) {
-		m.opts = make([]corev3.HeaderValueOption, 0, 16)
-		m.vals = make([]corev3.HeaderValue, 0, 16)
+	if len(m.block) == cap(m.block) {
+		// Blocks of 4, 8, then 16: most mutations set one to a dozen headers,
+		// and an option is about 200 bytes.
+		m.block = make([]headerOption, 0, min(max(2*cap(m.block), 4), 16))
 	}
-	n := len(m.opts)
-	m.opts, m.vals = m.opts[:n+1], m.vals[:n+1]
-	hv := &m.vals[n]
-	hv.Key, hv.RawValue = key, []byte(value)
-	o := &m.opts[n]
-	o.Header, o.AppendAction = hv, action
+	n := len(m.block)
+	m.block = m.block[:n+1]
+	o := &m.block[n]
+	if len(m.vals)+len(value) > cap(m.vals) {
+		m.vals = make([]byte, 0, max(256, len(value)))
+	}
+	start := len(m.vals)
+	m.vals = append(m.vals, value...)
+	o.val.Key, o.val.RawValue = key, m.vals[start:len(m.vals):len(m.vals)]
+	o.opt.Header, o.opt.AppendAction = &o.val, action
 	if m.set == nil {
-		m.set = make([]*corev3.HeaderValueOption, 0, 16)
+		m.set = make([]*corev3.HeaderValueOption, 0, 12)
 	}
-	m.set = append(m.set, o)
+	m.set = append(m.set, &o.opt)
 }
 
 // setValues replaces key's values.

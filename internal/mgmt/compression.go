@@ -98,11 +98,14 @@ type CompressionStats struct {
 	// Runs counts the requests the plugin ran on: Compressed (it changed
 	// the messages), WithinBudget (nothing to do), Failed; ByStatus has
 	// every status the stage reported.
-	Runs         int64            `json:"runs"`
-	Compressed   int64            `json:"compressed"`
-	WithinBudget int64            `json:"within_budget"`
-	Failed       int64            `json:"failed"`
-	ByStatus     map[string]int64 `json:"by_status"`
+	Runs         int64 `json:"runs"`
+	Compressed   int64 `json:"compressed"`
+	WithinBudget int64 `json:"within_budget"`
+	Failed       int64 `json:"failed"`
+	// OverBudget counts the compressed runs whose messages still exceed
+	// the budget (the system messages and newest turns alone do).
+	OverBudget int64            `json:"over_budget"`
+	ByStatus   map[string]int64 `json:"by_status"`
 	// Token and message sums over every run (a run within budget adds the
 	// same tokens before and after).
 	TokensBefore         int64   `json:"tokens_before"`
@@ -127,7 +130,8 @@ func (s *Server) compressionStats(w http.ResponseWriter, r *http.Request) {
 	out := CompressionStats{Type: compressionType, Since: since.UTC(), Runs: ts.Runs, ByStatus: ts.ByStatus,
 		Compressed: ts.ByStatus[plugin.StatusApplied], WithinBudget: ts.ByStatus[plugin.StatusSkipped], Failed: ts.ByStatus[plugin.StatusFailed],
 		TokensBefore: int64(ts.Sums["tokens_before"]), TokensAfter: int64(ts.Sums["tokens_after"]),
-		MessagesDropped: int64(ts.Sums["messages_dropped"]), ToolOutputsShortened: int64(ts.Sums["tool_outputs_shortened"])}
+		MessagesDropped: int64(ts.Sums["messages_dropped"]), ToolOutputsShortened: int64(ts.Sums["tool_outputs_shortened"]),
+		OverBudget: int64(ts.Sums["over_budget"])}
 	out.TokensSaved = out.TokensBefore - out.TokensAfter
 	if out.TokensBefore > 0 {
 		out.SavedRatio = float64(out.TokensSaved) / float64(out.TokensBefore)

@@ -113,7 +113,16 @@ func (r Report) Values() [][2]string {
 		{"messages_kept", fmt.Sprint(r.MessagesAfter)},
 		{"messages_dropped", fmt.Sprint(r.DroppedMessages)},
 		{"tool_outputs_shortened", fmt.Sprint(r.TruncatedToolOutputs)},
+		// 0 or 1, so that the host's sums count the runs left over budget.
+		{"over_budget", fmt.Sprint(b2i(r.OverBudget))},
 	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Compress plans the compression of msgs.
