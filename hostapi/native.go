@@ -38,9 +38,14 @@ func (h *Host) BindNative(typ string, config []byte, lim Limits) *NativeBinding 
 // HostCalls are one native handler call's host functions. Call implements
 // sdk.Host; it answers unavailable once the handler call has returned.
 type HostCalls struct {
-	ctx context.Context
-	st  *callState
-	h   *Host
+	parent context.Context
+	// ctx is parent with the call's state, as a module's host functions
+	// get it; made at the first host call, since most native plugins make
+	// none.
+	ctx   context.Context
+	st    *callState // &state during the handler call, nil after
+	h     *Host
+	state callState // in the same allocation: one per call
 }
 
 // Call runs the host function named name (an abi.Import* name) on its
@@ -56,6 +61,9 @@ func (c *HostCalls) Call(name string, in []byte) ([]byte, abi.Status) {
 	if st := admit(c.st, len(in)); st != abi.StatusOK {
 		return nil, st
 	}
+	if c.ctx == nil {
+		c.ctx = context.WithValue(c.parent, stateKey{}, c.st)
+	}
 	return run(c.ctx, c.st, fn, in)
 }
 
@@ -70,11 +78,13 @@ func (b *NativeBinding) Call(ctx context.Context, req *abi.Request, handle func(
 	if _, ok := modeName(req.Mode); !ok {
 		return res, fmt.Errorf("unknown mode %d", req.Mode)
 	}
-	st := &callState{typ: b.typ, config: b.config, limits: &b.limits, mode: req.Mode, deadline: start.Add(b.limits.CallTimeout)}
+	calls := &HostCalls{parent: ctx, h: b.h}
+	st := &calls.state
+	*st = callState{typ: b.typ, config: b.config, limits: &b.limits, mode: req.Mode, deadline: start.Add(b.limits.CallTimeout)}
 	if req.Phase == abi.PhaseRequest {
 		st.pii = req.PII // as Binding.Call: the response phase has no spans
 	}
-	calls := &HostCalls{ctx: context.WithValue(ctx, stateKey{}, st), st: st, h: b.h}
+	calls.st = st
 	r := handle(calls)
 	calls.st = nil
 	elapsed := time.Since(start)

@@ -4,6 +4,7 @@ package sdk
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/junction-router/junction/hostapi/abi"
 )
@@ -28,6 +29,67 @@ func Handle(p Plugin, record []byte) abi.Result { return HandleHost(p, record, n
 // runs both ways calls the request's.
 func HandleHost(p Plugin, record []byte, h Host) abi.Result {
 	var view Request
+	return dispatch(p, &view, h, func() error { return view.load(record) })
+}
+
+// HandleRequest is HandleHost on the request's Go values instead of its
+// encoded record, for the router's native plugins (internal/plugin/native):
+// the plugin reads the same view it would read from req's record (the lists
+// copied into the view, the bodies into one buffer of the call's own, as the
+// record would hold them), so it behaves byte for byte as through
+// HandleHost, without the record's encoding and decoding. The result points
+// only into that buffer and into req's strings: it stays valid after req's
+// slices are reused. h may be nil (every host function answers
+// unavailable).
+func HandleRequest(p Plugin, req *abi.Request, h Host) abi.Result {
+	view := views.Get().(*Request)
+	res := dispatch(p, view, h, func() error { view.fill(req); return nil })
+	*view = Request{headers: clearKeep(view.headers), messages: clearKeep(view.messages), signals: clearKeep(view.signals)}
+	views.Put(view)
+	return res
+}
+
+// views are the request views of HandleRequest's calls; a view is only
+// used during its handler call (Request's contract), so it is reused.
+var views = sync.Pool{New: func() any { return new(Request) }}
+
+// fill sets r to the view load would give of req's record.
+func (r *Request) fill(req *abi.Request) {
+	var bodies []byte
+	if n := len(req.Body) + len(req.ResponseBody); n > 0 {
+		bodies = make([]byte, 0, n)
+		bodies = append(append(bodies, req.Body...), req.ResponseBody...)
+	}
+	*r = Request{phase: req.Phase, mode: req.Mode, decision: req.Decision, model: req.Model, status: req.Status,
+		headers: listOrNil(r.headers, req.Headers), messages: listOrNil(r.messages, req.Messages),
+		signals: listOrNil(r.signals, req.Signals), hdone: true, mdone: true, sdone: true}
+	// A record's empty bytes read as nil, as load's views of them do.
+	if len(req.Body) > 0 {
+		r.body = bodies[:len(req.Body):len(req.Body)]
+	}
+	if len(req.ResponseBody) > 0 {
+		r.respBody = bodies[len(req.Body):]
+	}
+}
+
+// listOrNil copies src into dst's storage: nil when src is empty, as the
+// decoders return for an empty list.
+func listOrNil[T any](dst, src []T) []T {
+	if len(src) == 0 {
+		return nil
+	}
+	return append(dst[:0], src...)
+}
+
+// clearKeep empties s, dropping what it points to, and keeps its storage.
+func clearKeep[T any](s []T) []T {
+	clear(s[:cap(s)])
+	return s[:0]
+}
+
+// dispatch runs p's handler for the view that load prepares, with h's host
+// functions.
+func dispatch(p Plugin, view *Request, h Host, load func() error) abi.Result {
 	var res Result
 	func() {
 		defer func() {
@@ -35,7 +97,7 @@ func HandleHost(p Plugin, record []byte, h Host) abi.Result {
 				res.fail(fmt.Sprintf("the plugin panicked: %v", r))
 			}
 		}()
-		if err := view.load(record); err != nil {
+		if err := load(); err != nil {
 			res.fail("decoding the request: " + err.Error())
 			return
 		}
@@ -47,9 +109,9 @@ func HandleHost(p Plugin, record []byte, h Host) abi.Result {
 				res.fail("the plugin has no response phase (it does not implement sdk.ResponsePlugin)")
 				return
 			}
-			err = rp.OnResponse(&Response{Request: &view}, &res)
+			err = rp.OnResponse(&Response{Request: view}, &res)
 		} else {
-			err = p.OnRequest(&view, &res)
+			err = p.OnRequest(view, &res)
 		}
 		if err != nil {
 			res.fail(err.Error())

@@ -57,6 +57,9 @@ func (r *Request) Messages() []Message {
 
 // NumMessages is the number of messages, without decoding them.
 func (r *Request) NumMessages() int {
+	if r.mdone { // decoded, or given as values (HandleRequest)
+		return len(r.messages)
+	}
 	n, _, _ := count(r.b, r.at[1])
 	return n
 }

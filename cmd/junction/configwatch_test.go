@@ -89,7 +89,13 @@ global:
 		if !strings.Contains(raw, from) {
 			t.Fatalf("%q is not in the file:\n%s", from, raw)
 		}
-		if err := os.WriteFile(cfg, []byte(strings.Replace(raw, from, to, 1)), 0o600); err != nil {
+		// Written whole (a temporary file renamed over it, as editors save), so the watcher never reads half an
+		// edit, which it would rightly log as a rejected document.
+		tmp := cfg + ".tmp"
+		if err := os.WriteFile(tmp, []byte(strings.Replace(raw, from, to, 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -62,9 +62,10 @@ recipes:
           - {type: rag, configuration: {store: nowhere, on_failure: warn}}
 global:
   services:
+    management_api: {address: 127.0.0.1, port: %d}
     observability:
       metrics: {address: 127.0.0.1, port: %d}
-`, port, freePort(t)))
+`, port, freePort(t), freePort(t)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	var stderr bytes.Buffer

@@ -96,7 +96,7 @@ func newLanguageSet(cfg []recipes.LanguageSignal, det *LanguageDetector) (Set, e
 
 func (s *languageSet) Kind() string { return recipes.KindLanguage }
 
-// Cheap is false: lingua takes a few hundred microseconds.
+// Cheap is false: detection takes tens of microseconds (internal/langid).
 func (s *languageSet) Cheap() bool { return false }
 
 func (s *languageSet) Missing(code string) []Result {

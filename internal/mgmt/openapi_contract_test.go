@@ -297,3 +297,22 @@ func exampleValue(s *openapi3.Schema, all bool, depth int) any {
 	}
 	return "x" // a schema without a type accepts anything
 }
+
+// Every operation without a request body, called on a server without stored data and on one with it, answers
+// only what the document lists for it, with the listed schema (env.send checks both): the 501s and 503s of
+// services this build or this server does not run included.
+func TestOpenAPIListsWhatEachRouteAnswers(t *testing.T) {
+	for _, e := range []*env{newEnv(t, copyBase(t)), newStorageEnv(t, baseConfig(t), nil, 0).env} {
+		doc := e.api.OpenAPI()
+		paths := doc.Paths.InMatchingOrder()
+		sort.Strings(paths)
+		for _, path := range paths {
+			ops := doc.Paths.Value(path).Operations()
+			for _, method := range []string{"GET", "DELETE", "POST", "PUT", "PATCH"} {
+				if op := ops[method]; op != nil && op.RequestBody == nil {
+					e.send(method, fillPath(path), "", nil)
+				}
+			}
+		}
+	}
+}

@@ -34,8 +34,9 @@ var benchRefs = map[string]recipes.PluginRef{
 }
 
 // BenchmarkStage runs one plugin through the plugin stage per request, natively
-// (internal/plugin's stand-ins) and as the embedded wasm module in the host: the
-// difference is what the sandbox costs.
+// (internal/plugin/native without a host, and with the host's functions as
+// serve runs the built-ins: native-host) and as the embedded wasm module in
+// the host: the difference is what the sandbox costs.
 func BenchmarkStage(b *testing.B) {
 	ctx := context.Background()
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir()})
@@ -61,7 +62,7 @@ func BenchmarkStage(b *testing.B) {
 	runners := []struct {
 		name string
 		r    plugin.Runner
-	}{{"native", native.Stage()}, {"wasm", plugin.New(mods)}}
+	}{{"native", native.Stage()}, {"native-host", plugin.New(native.WithHost(host, hostapi.Limits{}))}, {"wasm", plugin.New(mods)}}
 	for _, typ := range []string{"system_prompt", "header_mutation", "request_params", "fast_response"} {
 		refs := []recipes.PluginRef{benchRefs[typ]}
 		for _, rn := range runners {

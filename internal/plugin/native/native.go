@@ -1,9 +1,10 @@
 // Package native runs built-in plugins in the router's process, compiled
 // from the same packages as their WebAssembly guests (plugins/<name>) and
-// called the way the guest's export calls them: the request goes in as the
-// ABI's request record, the answer comes back as the ABI's result
-// (sdk.HandleHost), and the plugin stage applies it exactly as it applies a
-// module's. There is no second implementation of any plugin here.
+// called the way the guest's export calls them: the plugin reads the view of
+// the ABI's request record (built from the request's values, without encoding
+// the record: sdk.HandleRequest), the answer comes back as the ABI's result,
+// and the plugin stage applies it exactly as it applies a module's. There is
+// no second implementation of any plugin here.
 //
 // Without a host (New) it runs the built-ins that call no host function
 // (system_prompt, header_mutation, request_params, fast_response): the tests
@@ -151,8 +152,8 @@ func configError(typ string, err error) error {
 	return &plugin.ConfigError{Type: typ, Field: field, Message: strings.TrimPrefix(err.Error(), field+" ")}
 }
 
-// Call implements plugin.Modules: req goes through the ABI's request record,
-// as it would into a module.
+// Call implements plugin.Modules: the plugin reads req as it would read its
+// record in a module (sdk.HandleRequest).
 func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
 		span.SetAttributes(tracing.PluginRuntime.String("native"))
@@ -173,17 +174,26 @@ func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, 
 		b.pool.Put(p)
 		return plugin.ModuleResult{}, hostapi.ErrNoResponsePhase
 	}
-	// The result may point into the record, so each call has its own.
-	rec := req.Append(make([]byte, 0, req.Size()))
+	// The plugin reads req's values as the view of its record
+	// (sdk.HandleRequest): no record is encoded and decoded in process.
 	if b.host == nil {
-		res := sdk.Handle(p, rec)
+		res := sdk.HandleRequest(p, req, nil)
 		b.pool.Put(p)
 		return plugin.ModuleResult{Result: res}, nil
 	}
-	cr, err := b.host.Call(ctx, req, func(h *hostapi.HostCalls) abi.Result { return sdk.HandleHost(p, rec, h) })
+	c := call{p: p, req: req}
+	cr, err := b.host.Call(ctx, req, c.handle)
 	b.pool.Put(p) // a plugin value holds its configuration only: a fault does not spoil it
 	return plugin.ModuleResult{Result: cr.Result, BackendCalls: cr.BackendCalls, Persisted: cr.Persisted}, err
 }
+
+// call is one handler call through a host binding.
+type call struct {
+	p   sdk.Plugin
+	req *abi.Request
+}
+
+func (c *call) handle(h *hostapi.HostCalls) abi.Result { return sdk.HandleRequest(c.p, c.req, h) }
 
 // binding returns the binding of (typ, config), checking the configuration
 // the first time.

@@ -1,0 +1,604 @@
+//go:build !nolingua
+
+package langid
+
+import (
+	"archive/zip"
+	"bytes"
+	"embed"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+	_ "unsafe" // go:linkname, to read lingua's embedded models
+
+	lingua "github.com/pemistahl/lingua-go"
+	"github.com/pemistahl/lingua-go/serialization"
+	"google.golang.org/protobuf/proto"
+)
+
+// linguaModels is lingua's embedded model archive (language-models/<iso>/
+// <n>grams.pb.bin.zip); lingua exports no way to read it. A lingua upgrade
+// that renames it makes New fail (no models), which TestAgreesWithLingua
+// and the signal tests catch.
+//
+//go:linkname linguaModels github.com/pemistahl/lingua-go.languageModels
+var linguaModels embed.FS
+
+const maxNgram = 5
+
+// Detector is a language detector over a fixed set of candidate languages,
+// with their models loaded. It is immutable and safe for concurrent use.
+type Detector struct {
+	langs    []lingua.Language // candidates, in the order given (deduplicated)
+	index    map[lingua.Language]int
+	seed     maphash.Seed
+	tables   [maxNgram + 1]table // by n-gram length; [0] unused
+	oneAlpha map[alphabet]lingua.Language
+	unique   []lingua.Language // candidates with unique characters
+	// charLangs maps a character of lingua's charsToLanguagesMapping to the
+	// languages its entry names.
+	charLangs map[rune][]lingua.Language
+}
+
+// table is an open-addressing hash table from n-gram hashes to postings.
+type table struct {
+	keys  []uint64 // 0 is an empty slot
+	start []uint32
+	count []uint8
+	lang  []uint8   // postings: candidate index
+	logp  []float64 // postings: log of the n-gram's probability in lang
+	mask  uint64
+}
+
+func (t *table) lookup(h uint64) (lo, hi uint32) {
+	if len(t.keys) == 0 {
+		return 0, 0
+	}
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		switch t.keys[i] {
+		case h:
+			return t.start[i], t.start[i] + uint32(t.count[i])
+		case 0:
+			return 0, 0
+		}
+	}
+}
+
+// New loads the models of languages (at least one; duplicates are ignored).
+func New(languages ...lingua.Language) (*Detector, error) {
+	d := &Detector{index: map[lingua.Language]int{}, seed: maphash.MakeSeed()}
+	for _, l := range languages {
+		if l == lingua.Unknown {
+			return nil, fmt.Errorf("langid: the unknown language cannot be a candidate")
+		}
+		if _, dup := d.index[l]; dup {
+			continue
+		}
+		d.index[l] = len(d.langs)
+		d.langs = append(d.langs, l)
+	}
+	if len(d.langs) == 0 || len(d.langs) > 255 {
+		return nil, fmt.Errorf("langid: %d candidate languages; give between 1 and 255", len(d.langs))
+	}
+	for n := 1; n <= maxNgram; n++ {
+		if err := d.loadTable(n); err != nil {
+			return nil, err
+		}
+	}
+	d.oneAlpha = map[alphabet]lingua.Language{}
+	for a, l := range singleLanguageAlphabets() {
+		if _, ok := d.index[l]; ok {
+			d.oneAlpha[a] = l
+		}
+	}
+	for _, l := range d.langs {
+		if uniqueCharacters(l) != "" {
+			d.unique = append(d.unique, l)
+		}
+	}
+	d.charLangs = map[rune][]lingua.Language{}
+	for chars, ls := range charsToLanguages {
+		for _, r := range chars {
+			d.charLangs[r] = append(d.charLangs[r], ls...)
+		}
+	}
+	return d, nil
+}
+
+var ngramNames = [...]string{1: "unigram", 2: "bigram", 3: "trigram", 4: "quadrigram", 5: "fivegram"}
+
+type posting struct {
+	h    uint64
+	lang uint8
+	logp float64
+}
+
+func (d *Detector) loadTable(n int) error {
+	var ps []posting
+	for i, l := range d.langs {
+		iso := strings.ToLower(l.IsoCode639_1().String())
+		name := fmt.Sprintf("language-models/%s/%ss.pb.bin.zip", iso, ngramNames[n])
+		data, err := linguaModels.ReadFile(name)
+		if err != nil && n != 1 {
+			continue // some languages lack a model (Chinese has only unigrams); lingua scores them 0 too
+		}
+		if err != nil {
+			return fmt.Errorf("langid: lingua's model %s is missing (%v); the lingua-go version does not match this package", name, err)
+		}
+		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		if err != nil || len(zr.File) == 0 {
+			return fmt.Errorf("langid: lingua's model %s is not a zip archive: %v", name, err)
+		}
+		f, err := zr.File[0].Open()
+		if err != nil {
+			return fmt.Errorf("langid: opening lingua's model %s: %w", name, err)
+		}
+		raw, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("langid: reading lingua's model %s: %w", name, err)
+		}
+		var m serialization.SerializableLanguageModel
+		if err := proto.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("langid: decoding lingua's model %s: %w", name, err)
+		}
+		for _, set := range m.NgramSets {
+			if set.Probability <= 0 {
+				continue // lingua skips these (probability > 0 test)
+			}
+			lp := math.Log(set.Probability)
+			for _, g := range set.Ngrams {
+				ps = append(ps, posting{d.hashString(g), uint8(i), lp})
+			}
+		}
+	}
+	slices.SortFunc(ps, func(a, b posting) int {
+		if a.h != b.h {
+			if a.h < b.h {
+				return -1
+			}
+			return 1
+		}
+		return int(a.lang) - int(b.lang)
+	})
+	// A model lists an n-gram once; keep the first posting per (hash,
+	// language) all the same.
+	ps = slices.CompactFunc(ps, func(a, b posting) bool { return a.h == b.h && a.lang == b.lang })
+	distinct := 0
+	for i := range ps {
+		if i == 0 || ps[i].h != ps[i-1].h {
+			distinct++
+		}
+	}
+	size := 1
+	for size < distinct*3/2+1 {
+		size <<= 1
+	}
+	t := &d.tables[n]
+	t.keys = make([]uint64, size)
+	t.start = make([]uint32, size)
+	t.count = make([]uint8, size)
+	t.lang = make([]uint8, len(ps))
+	t.logp = make([]float64, len(ps))
+	t.mask = uint64(size - 1)
+	for i := 0; i < len(ps); {
+		j := i
+		for j < len(ps) && ps[j].h == ps[i].h {
+			t.lang[j], t.logp[j] = ps[j].lang, ps[j].logp
+			j++
+		}
+		s := ps[i].h & t.mask
+		for t.keys[s] != 0 {
+			s = (s + 1) & t.mask
+		}
+		t.keys[s], t.start[s], t.count[s] = ps[i].h, uint32(i), uint8(j-i)
+		i = j
+	}
+	return nil
+}
+
+func (d *Detector) hashString(s string) uint64 { return nonzero(maphash.String(d.seed, s)) }
+
+func (d *Detector) hashBytes(b []byte) uint64 { return nonzero(maphash.Bytes(d.seed, b)) }
+
+func nonzero(h uint64) uint64 {
+	if h == 0 {
+		return 1
+	}
+	return h
+}
+
+// Languages are the candidates, in the order New was given them.
+func (d *Detector) Languages() []lingua.Language { return slices.Clone(d.langs) }
+
+// Confidence is a candidate language and lingua's confidence in it.
+type Confidence struct {
+	Language lingua.Language
+	Value    float64
+}
+
+// Confidences returns every candidate with its confidence, most likely first
+// (ties by language), as lingua's ComputeLanguageConfidenceValues does.
+func (d *Detector) Confidences(text string) []Confidence {
+	vals := make([]Confidence, len(d.langs))
+	for i, l := range d.langs {
+		vals[i].Language = l
+	}
+	d.fill(text, vals)
+	sort.Slice(vals, func(i, j int) bool {
+		if vals[i].Value == vals[j].Value {
+			return vals[i].Language < vals[j].Language
+		}
+		return vals[i].Value > vals[j].Value
+	})
+	return vals
+}
+
+func (d *Detector) set(vals []Confidence, l lingua.Language, v float64) {
+	if i, ok := d.index[l]; ok {
+		vals[i].Value = v
+	}
+}
+
+func (d *Detector) fill(text string, vals []Confidence) {
+	words := splitWords(strings.ToLower(text))
+	if len(words) == 0 {
+		return
+	}
+	if l := d.detectWithRules(words); l != lingua.Unknown {
+		d.set(vals, l, 1)
+		return
+	}
+	filtered := d.filterByRules(words)
+	if len(filtered) == 1 {
+		d.set(vals, filtered[0], 1)
+		return
+	}
+	inFiltered := make([]bool, len(d.langs))
+	for _, l := range filtered {
+		inFiltered[d.index[l]] = true
+	}
+	chars := 0
+	for _, w := range words {
+		chars += utf8.RuneCountInString(w)
+	}
+	lengths := []int{1, 2, 3, 4, 5}
+	if chars >= 120 {
+		lengths = []int{3}
+	}
+	nl := len(d.langs)
+	sums := make([]float64, nl)  // summed log-probabilities over lengths
+	has := make([]bool, nl)      // some length gave the language a negative sum
+	unigramCounts := []int(nil)  // nil unless lengths include 1
+	sum := make([]float64, nl)   // per length
+	found := make([]bool, nl)    // per n-gram
+	var grams [][maxNgram]uint64 // per length: prefix hashes of each distinct n-gram
+	buf := make([]byte, 0, 4*maxNgram)
+	for _, n := range lengths {
+		grams = d.ngrams(words, n, grams[:0], buf)
+		clear(sum)
+		for _, g := range grams {
+			clear(found)
+			left := len(filtered)
+			for k := n - 1; k >= 0 && left > 0; k-- {
+				lo, hi := d.tables[k+1].lookup(g[k])
+				t := &d.tables[k+1]
+				for p := lo; p < hi; p++ {
+					li := t.lang[p]
+					if inFiltered[li] && !found[li] {
+						found[li] = true
+						sum[li] += t.logp[p]
+						left--
+					}
+				}
+			}
+		}
+		anyProb := false
+		for i := range sum {
+			if inFiltered[i] && sum[i] < 0 {
+				sums[i] += sum[i]
+				has[i] = true
+				anyProb = true
+			}
+		}
+		if n == 1 {
+			unigramCounts = d.countUnigrams(grams, filtered, sum, anyProb)
+		}
+	}
+	// Lingua divides by the unigram count, takes exp (in decimals when it
+	// underflows) and normalises; exp(s_i)/Σexp(s_j) is computed here
+	// relative to the largest s, which needs no decimals.
+	scores := make([]float64, nl)
+	best := math.Inf(-1)
+	any := false
+	for _, l := range filtered {
+		i := d.index[l]
+		s := 0.0
+		if has[i] {
+			s = sums[i]
+		}
+		if unigramCounts != nil && unigramCounts[i] > 0 {
+			s /= float64(unigramCounts[i])
+		}
+		if s == 0 {
+			continue
+		}
+		scores[i], any = s, true
+		best = max(best, s)
+	}
+	if !any {
+		return
+	}
+	total := 0.0
+	for i := range scores {
+		if scores[i] != 0 {
+			total += math.Exp(scores[i] - best)
+		}
+	}
+	for i := range scores {
+		if scores[i] != 0 {
+			// lingua's decimal division keeps 16 decimal places.
+			vals[i].Value = math.Round(math.Exp(scores[i]-best)/total*1e16) / 1e16
+		}
+	}
+}
+
+// countUnigrams replays lingua's countUnigrams, including its quirk: a
+// filtered language without a unigram probability is replaced by the zero
+// Language (Afrikaans), which then counts once per such language.
+func (d *Detector) countUnigrams(grams [][maxNgram]uint64, filtered []lingua.Language, sum []float64, anyProb bool) []int {
+	counts := make([]int, len(d.langs))
+	t := &d.tables[1]
+	for _, l := range filtered {
+		if anyProb && !(sum[d.index[l]] < 0) {
+			l = lingua.Language(0)
+		}
+		i, ok := d.index[l]
+		if !ok {
+			continue
+		}
+		for _, g := range grams {
+			lo, hi := t.lookup(g[0])
+			for p := lo; p < hi; p++ {
+				if int(t.lang[p]) == i {
+					counts[i]++
+					break
+				}
+			}
+		}
+	}
+	return counts
+}
+
+// ngrams appends, for each distinct n-gram of words, the hashes of its
+// prefixes (lengths 1..n), in no particular order.
+func (d *Detector) ngrams(words []string, n int, out [][maxNgram]uint64, buf []byte) [][maxNgram]uint64 {
+	seen := map[uint64]bool{}
+	var runes []rune
+	for _, w := range words {
+		runes = append(runes[:0], []rune(w)...)
+		for i := 0; i+n <= len(runes); i++ {
+			var g [maxNgram]uint64
+			buf = buf[:0]
+			for k := 0; k < n; k++ {
+				buf = utf8.AppendRune(buf, runes[i+k])
+				g[k] = d.hashBytes(buf)
+			}
+			if seen[g[n-1]] {
+				continue
+			}
+			seen[g[n-1]] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// splitWords is lingua's splitTextIntoWords over lower-cased text: the
+// matches of `\p{Han}|\p{Hangul}|\p{Hiragana}|\p{Katakana}|\p{L}+`, leftmost
+// first (a run of letters that starts outside those scripts swallows them).
+func splitWords(s string) []string {
+	var words []string
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			i += max(size, 1)
+			continue
+		}
+		if isCJK(r) {
+			words = append(words, s[i:i+size])
+			i += size
+			continue
+		}
+		if !unicode.IsLetter(r) {
+			i += size
+			continue
+		}
+		j := i + size
+		for j < len(s) {
+			r, size := utf8.DecodeRuneInString(s[j:])
+			if (r == utf8.RuneError && size <= 1) || !unicode.IsLetter(r) {
+				break
+			}
+			j += size
+		}
+		words = append(words, s[i:j])
+		i = j
+	}
+	return words
+}
+
+func isCJK(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) ||
+		unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+}
+
+// detectWithRules is lingua's detectLanguageWithRules.
+func (d *Detector) detectWithRules(words []string) lingua.Language {
+	total := map[lingua.Language]int{}
+	for _, w := range words {
+		counts := map[lingua.Language]int{}
+		for _, r := range w {
+			matched := false
+			for a, l := range d.oneAlpha {
+				if a.matchesRune(r) {
+					counts[l]++
+					matched = true
+					break
+				}
+			}
+			if matched {
+				continue
+			}
+			switch {
+			case unicode.Is(unicode.Han, r):
+				counts[lingua.Chinese]++
+			case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
+				counts[lingua.Japanese]++
+			case unicode.Is(unicode.Latin, r) || unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Devanagari, r):
+				for _, l := range d.unique {
+					if strings.ContainsRune(uniqueCharacters(l), r) {
+						counts[l]++
+					}
+				}
+			}
+		}
+		switch len(counts) {
+		case 0:
+			total[lingua.Unknown]++
+		case 1:
+			for l := range counts {
+				if _, ok := d.index[l]; ok {
+					total[l]++
+				} else {
+					total[lingua.Unknown]++
+				}
+			}
+		default:
+			_, zh := counts[lingua.Chinese]
+			_, ja := counts[lingua.Japanese]
+			if zh && ja {
+				total[lingua.Japanese]++
+				continue
+			}
+			top, second, topLang := mostFrequent(counts)
+			if _, ok := d.index[topLang]; ok && top > second {
+				total[topLang]++
+			} else {
+				total[lingua.Unknown]++
+			}
+		}
+	}
+	if float64(total[lingua.Unknown]) < float64(len(words))*0.5 {
+		delete(total, lingua.Unknown)
+	}
+	switch len(total) {
+	case 0:
+		return lingua.Unknown
+	case 1:
+		for l := range total {
+			return l
+		}
+	case 2:
+		_, zh := total[lingua.Chinese]
+		_, ja := total[lingua.Japanese]
+		if zh && ja {
+			return lingua.Japanese
+		}
+	}
+	top, second, topLang := mostFrequent(total)
+	if top == second {
+		return lingua.Unknown
+	}
+	return topLang
+}
+
+// mostFrequent returns the two highest counts and a language with the
+// highest (which one, on a tie, does not matter to the callers: a tie is
+// answered as unknown).
+func mostFrequent(counts map[lingua.Language]int) (top, second int, lang lingua.Language) {
+	top, second = -1, -1
+	for l, c := range counts {
+		switch {
+		case c > top:
+			top, second, lang = c, top, l
+		case c > second:
+			second = c
+		}
+	}
+	return top, second, lang
+}
+
+// filterByRules is lingua's filterLanguagesByRules.
+func (d *Detector) filterByRules(words []string) []lingua.Language {
+	alphas := map[alphabet]int{}
+	for _, w := range words {
+		for a := alphabet(0); a < numAlphabets; a++ {
+			if a.matchesWord(w) {
+				alphas[a]++
+				break
+			}
+		}
+	}
+	if len(alphas) == 0 {
+		return d.langs
+	}
+	if len(alphas) > 1 {
+		distinct := map[int]bool{}
+		for _, c := range alphas {
+			distinct[c] = true
+		}
+		if len(distinct) == 1 {
+			return d.langs
+		}
+	}
+	// Lingua sorts the alphabets by count in map order: on a tie for the
+	// most frequent (with a third alphabet counted differently) its choice
+	// is random. The lowest alphabet is taken here.
+	best, bestCount := alphabet(0), -1
+	for a := alphabet(0); a < numAlphabets; a++ {
+		if c, ok := alphas[a]; ok && c > bestCount {
+			best, bestCount = a, c
+		}
+	}
+	var filtered []lingua.Language
+	for _, l := range d.langs {
+		if slices.Contains(alphabetsOf(l), best) {
+			filtered = append(filtered, l)
+		}
+	}
+	counts := map[lingua.Language]int{}
+	var distinct []rune
+	for _, w := range words {
+		distinct = distinct[:0]
+		for _, r := range w {
+			if _, ok := d.charLangs[r]; ok && !slices.Contains(distinct, r) {
+				distinct = append(distinct, r)
+			}
+		}
+		for _, r := range distinct {
+			for _, l := range d.charLangs[r] {
+				if slices.Contains(filtered, l) {
+					counts[l]++
+				}
+			}
+		}
+	}
+	half := float64(len(words)) * 0.5
+	var subset []lingua.Language
+	for _, l := range filtered {
+		if c := counts[l]; c > 0 && float64(c) >= half {
+			subset = append(subset, l)
+		}
+	}
+	if len(subset) > 0 {
+		return subset
+	}
+	return filtered
+}
