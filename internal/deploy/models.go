@@ -110,6 +110,17 @@ type Loader struct {
 type heldModel struct {
 	m    *defaultmodels.Model
 	refs int
+	// emb is m.Embedder behind the model's memo (embedding models only):
+	// what every user of the model gets, so they share it.
+	emb signal.Embedder
+}
+
+func (l *Loader) newHeld(m *defaultmodels.Model) *heldModel {
+	h := &heldModel{m: m}
+	if m.Embedder != nil {
+		h.emb = newEmbedMemo(m.Embedder, l.met)
+	}
+	return h
 }
 
 type heldLang struct {
@@ -271,7 +282,7 @@ func (l *Loader) loadLocked(ctx context.Context, want []string) bool {
 			l.log.Warn("a default ONNX model could not be loaded, so the signals that need it use the lexical fallback (method lexical-bayes, hashed-ngrams)", "model", name, "error", errs[i])
 			continue
 		}
-		l.held[name] = &heldModel{m: out[i]}
+		l.held[name] = l.newHeld(out[i])
 		l.met.Loaded(name, true)
 		ok = true
 	}
@@ -318,8 +329,14 @@ func (l *Loader) releaseRuntimeLocked() {
 // fillLocked sets ls.Models' kinds that are neither bound nor loaded to the
 // lexical fallbacks, built once and shared.
 func (l *Loader) fillLocked(ls *Lease, need Need) error {
-	model := func(name string) *defaultmodels.Model {
+	held := func(name string) *heldModel {
 		if h := l.held[name]; h != nil && slices.Contains(ls.names, name) {
+			return h
+		}
+		return nil
+	}
+	model := func(name string) *defaultmodels.Model {
+		if h := held(name); h != nil {
 			return h.m
 		}
 		return nil
@@ -343,8 +360,8 @@ func (l *Loader) fillLocked(ls *Lease, need Need) error {
 		}
 	}
 	if ls.Models.Embedder == nil && need.Embedder {
-		if m := model(defaultmodels.EmbedderName); m != nil {
-			ls.Models.Embedder = m.Embedder
+		if h := held(defaultmodels.EmbedderName); h != nil {
+			ls.Models.Embedder = h.emb
 		} else if err := l.fallbackLocked(); err != nil {
 			return err
 		} else {
@@ -528,16 +545,16 @@ func (l *Loader) OnDemand() signal.Models {
 var errNotLoaded = errors.New("the default ONNX model could not be loaded (see the warning logged at load); restart serve with --signal-models lexical to use the lexical fallbacks")
 
 // demand loads name for an OnDemand user and holds it until Close.
-func (l *Loader) demand(ctx context.Context, name string) (*defaultmodels.Model, error) {
+func (l *Loader) demand(ctx context.Context, name string) (*heldModel, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if h := l.held[name]; h != nil {
 		// A generation holds it: use it without holding it beyond them.
-		return h.m, nil
+		return h, nil
 	}
 	if l.loadLocked(ctx, []string{name}) {
 		l.sticky[name] = true
-		return l.held[name].m, nil
+		return l.held[name], nil
 	}
 	return nil, errNotLoaded
 }
@@ -575,11 +592,11 @@ func (c *demandClassifier) Classify(ctx context.Context, texts []string) ([][]si
 		}
 		return fb.Jailbreak.Classify(ctx, texts)
 	}
-	m, err := c.l.demand(ctx, c.name)
+	h, err := c.l.demand(ctx, c.name)
 	if err != nil {
 		return nil, err
 	}
-	return m.Classifier.Classify(ctx, texts)
+	return h.m.Classifier.Classify(ctx, texts)
 }
 
 type demandEmbedder struct {
@@ -610,11 +627,13 @@ func (e *demandEmbedder) Embed(ctx context.Context, texts []string) ([][]float32
 		}
 		return fb.Embedder.Embed(ctx, texts)
 	}
-	m, err := e.l.demand(ctx, defaultmodels.EmbedderName)
+	// The held model's memo, which the generations' signals share: a
+	// request's text their embedding signal embedded is answered from it.
+	h, err := e.l.demand(ctx, defaultmodels.EmbedderName)
 	if err != nil {
 		return nil, err
 	}
-	return m.Embedder.Embed(ctx, texts)
+	return h.emb.Embed(ctx, texts)
 }
 
 // LocalModels loads the three default models at once (mode as NewLoader's),
@@ -641,7 +660,7 @@ func LocalModels(ctx context.Context, mode string, log *slog.Logger) (models sig
 		models.Jailbreak = h.m.Classifier
 	}
 	if h := l.held[defaultmodels.EmbedderName]; h != nil {
-		models.Embedder = h.m.Embedder
+		models.Embedder = h.emb
 	}
 	l.mu.Unlock()
 	return models, func() { ls.Release(); l.Close() }, nil

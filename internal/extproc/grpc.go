@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -46,7 +47,18 @@ type GRPCOptions struct {
 	// pings it (a dead Envoy connection is then closed after
 	// KeepaliveTimeout); 0 means 30s and 10s.
 	KeepaliveTime, KeepaliveTimeout time.Duration
+	// StreamWorkers is how many goroutines are kept to run streams; a
+	// stream that finds none idle gets a goroutine of its own. 0 means
+	// DefaultStreamWorkers; negative: none (a new goroutine per stream).
+	StreamWorkers int
 }
+
+// DefaultStreamWorkers is GRPCOptions.StreamWorkers' default: 8 per
+// GOMAXPROCS, at least 16. A kept worker's stack has already grown to what
+// routing a request needs; a new goroutine per stream grows its stack
+// again on every request (about a tenth of the server's CPU for a stream
+// under load, before this default).
+func DefaultStreamWorkers() int { return max(16, 8*runtime.GOMAXPROCS(0)) }
 
 // NewGRPCServer returns a gRPC server serving srv as the ext_proc service,
 // grpc.health.v1 (SERVING for ServiceName and "") and server reflection.
@@ -54,6 +66,9 @@ type GRPCOptions struct {
 func NewGRPCServer(srv *Server, opts GRPCOptions) (*grpc.Server, *health.Server, error) {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if opts.StreamWorkers == 0 {
+		opts.StreamWorkers = DefaultStreamWorkers()
 	}
 	if opts.KeepaliveTime <= 0 {
 		opts.KeepaliveTime = 30 * time.Second
@@ -75,6 +90,9 @@ func NewGRPCServer(srv *Server, opts GRPCOptions) (*grpc.Server, *health.Server,
 		// Each ext_proc stream's context made cancellable, so that its time
 		// bounds need no goroutine of their own (exchange.serve).
 		grpc.InTapHandle(streamTap),
+	}
+	if opts.StreamWorkers > 0 {
+		so = append(so, grpc.NumStreamWorkers(uint32(opts.StreamWorkers)))
 	}
 	creds, err := serverTLS(opts)
 	if err != nil {
