@@ -20,10 +20,11 @@ const LanguageUndetermined = "und"
 // commonLanguages are always candidates, beside the languages signals name:
 // a detector that only knows the configured languages would call every
 // English request "de" when the recipe only asks about German. The set is kept
-// to ten because lingua runs in high-accuracy mode: low-accuracy mode (trigrams
-// only) misread a quarter of short prompts in our check ("What is the capital
-// of France?" as German), while high accuracy over these ten got all but
-// "hello" right, at about 240µs and ~17 MB of models per language.
+// to ten because detection runs lingua's high-accuracy algorithm (internal/langid):
+// low-accuracy mode (trigrams only) misread a quarter of short prompts in our
+// check ("What is the capital of France?" as German), while high accuracy over
+// these ten got all but "hello" right; each language costs CPU per request and
+// about 6 MB of tables (docs/benchmarks.md, "Language detection").
 var commonLanguages = []string{"en", "es", "fr", "de", "it", "pt", "nl", "ru", "zh", "ja"}
 
 // maxLanguageBytes is how much of the text detection reads. Lingua's cost

@@ -211,9 +211,9 @@ func (l *Loader) Acquire(ctx context.Context, need Need) (*Lease, error) {
 	}
 	if loaded {
 		// Loading leaves decompressed files and protobuf messages behind
-		// (lingua's are hundreds of MB): give those pages back soon rather
+		// (reading lingua's model files leaves tens of MB): give those pages back soon rather
 		// than carry them until the heap grows into them. In the
-		// background: a full collection over lingua's maps takes a while,
+		// background: a full collection after a load takes a while,
 		// and the activation need not wait for it.
 		go func() {
 			debug.FreeOSMemory()
