@@ -223,3 +223,41 @@ func TestLoaderSharesEmbedMemo(t *testing.T) {
 		t.Fatalf("the reloaded model answered from the released one's memo: %v hits, %v misses", hit, miss)
 	}
 }
+
+// A failed call is not remembered: the next call of the text runs the model.
+func TestEmbedMemoForgetsFailures(t *testing.T) {
+	m, c, _ := newCountedMemo()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Embed(canceled, []string{"update my credit card"}); err == nil {
+		t.Fatal("a canceled call succeeded")
+	}
+	for range 2 {
+		if vs, err := m.Embed(context.Background(), []string{"update my credit card"}); err != nil || len(vs) != 1 {
+			t.Fatalf("after a failure: %v", err)
+		}
+	}
+	if n := c.texts.Load(); n != 2 {
+		t.Fatalf("a failure, a call and a repeat reached the model for %d texts, want 2", n)
+	}
+}
+
+// BenchmarkEmbedMemoHit is a repeat of a text at embed-glove's width (the
+// model's call: 25-40 µs, see docs/benchmarks.md), with 256 texts held.
+func BenchmarkEmbedMemoHit(b *testing.B) {
+	ctx := context.Background()
+	m, _, _ := newCountedMemo()
+	for i := range memoEntries {
+		if _, err := m.Embed(ctx, []string{fmt.Sprint("What is the capital of country number ", i, " please?")}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	text := fmt.Sprint("What is the capital of country number ", 7, " please?")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := m.Embed(ctx, []string{text}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	lingua "github.com/pemistahl/lingua-go"
@@ -100,8 +102,10 @@ func undetermined(top, second float64) bool { return top <= 0 || top == second }
 // the same most likely language, the same undetermined answers and the same
 // top confidence to 1e-9.
 func TestAgreesWithLingua(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads lingua's high-accuracy models twice")
+	if testing.Short() || raceBuild {
+		// Loading both detectors' models takes about 40 s under the race
+		// detector; TestConcurrentDetect covers concurrency there.
+		t.Skip("loads lingua's high-accuracy models twice (skipped with -short and under -race)")
 	}
 	texts := append(prefixes(sharedTexts(t)), edgeTexts...)
 	old := lingua.NewLanguageDetectorBuilder().FromIsoCodes639_1(candidates...).WithPreloadedLanguageModels().Build()
@@ -148,6 +152,42 @@ func TestAgreesWithLingua(t *testing.T) {
 	}
 	t.Logf("%d of %d texts agree (%.3f%%); on %d more lingua answers at random and langid gives one of its answers",
 		agree, len(texts), 100*float64(agree)/float64(len(texts)), random)
+}
+
+// raceBuild is set in race builds (race_test.go).
+var raceBuild = false
+
+// TestConcurrentDetect checks that one detector answers goroutines at once
+// exactly as it answers them one after another (it is shared by a
+// generation's requests).
+func TestConcurrentDetect(t *testing.T) {
+	// Three languages of three kinds (Latin script, a one-language
+	// alphabet, unique characters) load in a fraction of the time.
+	d, err := New(lingua.English, lingua.Korean, lingua.Polish)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := prefixes(edgeTexts)
+	want := make([][]Confidence, len(texts))
+	for i, text := range texts {
+		want[i] = d.Confidences(text)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range texts {
+				i = (i + g*7) % len(texts)
+				got := d.Confidences(texts[i])
+				if !slices.Equal(got, want[i]) {
+					t.Errorf("%q: concurrently %v, alone %v", texts[i], got, want[i])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 func TestNewErrors(t *testing.T) {

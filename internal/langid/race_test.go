@@ -1,0 +1,5 @@
+//go:build race && !nolingua
+
+package langid
+
+func init() { raceBuild = true }
