@@ -16,9 +16,9 @@ build:
 ## build-slim: the binaries without lingua's language models (-tags nolingua: 21 MB instead of 160 MB); recipes
 ## with a language signal fail to compile in them, so they suit ext_proc-only deployments and load runs elsewhere
 build-slim:
-	CGO_ENABLED=0 $(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction ./cmd/junction
-	CGO_ENABLED=0 $(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-bench ./cmd/junction-bench
-	CGO_ENABLED=0 $(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-extproc-bench ./cmd/junction-extproc-bench
+	$(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction ./cmd/junction
+	$(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-bench ./cmd/junction-bench
+	$(GO) build -tags nolingua -trimpath -ldflags='-s -w' -o bin/slim/junction-extproc-bench ./cmd/junction-extproc-bench
 
 ## run: serve the built-in default recipe with the in-process demo backend on 127.0.0.1:8801 (fetches ONNX
 ##      Runtime first when it is missing; where it cannot, it says why and serves with the lexical fallbacks)
