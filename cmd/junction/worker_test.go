@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/inference/synthetic"
 )
@@ -188,7 +189,9 @@ func TestWorkerServesTheDefaultModels(t *testing.T) {
 // directory, nothing in the user cache), as `junction worker` with no argument serves the defaults; a
 // configured models directory that lacks it does not hide it.
 func TestWorkerServesABuiltinModelByName(t *testing.T) {
-	orttest.Library(t)
+	// Each case runs the worker from an empty directory, where the checkout's
+	// third_party/onnxruntime is not found by walking up: name the library.
+	t.Setenv(ortlib.EnvLibrary, orttest.Library(t))
 	rev, err := defaultmodels.Revision()
 	if err != nil {
 		t.Fatal(err)

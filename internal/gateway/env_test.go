@@ -180,6 +180,9 @@ type env struct {
 	ups     map[string]*fakeUpstream
 	client  openai.Client
 	runtime *engine.Runtime
+	// busy counts the gateway's handlers still running: an answer is flushed
+	// before its bookkeeping (metrics), so a client can read it first.
+	busy sync.WaitGroup
 }
 
 type envOption func(*envConfig)
@@ -258,7 +261,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Tracer:    cfg.tracer,
 		Limiter:   cfg.limiter,
 	})
-	e.gw = httptest.NewServer(e.server)
+	e.gw = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.busy.Add(1)
+		defer e.busy.Done()
+		e.server.ServeHTTP(w, r)
+	}))
 	t.Cleanup(e.gw.Close)
 	e.client = openai.NewClient(
 		option.WithBaseURL(e.gw.URL+"/v1/"),
@@ -316,6 +323,7 @@ func (e *env) errors(model, reason string) float64 {
 // scalar reads the value of one counter or gauge series from the registry.
 func (e *env) scalar(name string, labels map[string]string) float64 {
 	e.t.Helper()
+	e.busy.Wait() // the requests the test made have finished their bookkeeping
 	mfs, err := e.reg.Gather()
 	if err != nil {
 		e.t.Fatal(err)
