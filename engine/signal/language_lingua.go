@@ -43,7 +43,10 @@ func NewLanguageDetector(codes ...string) (*LanguageDetector, error) {
 		d.known[c] = true
 		langs = append(langs, lingua.GetLanguageFromIsoCode639_1(iso))
 	}
-	det, err := langid.New(langs...)
+	// The tables are cached in the user cache directory (JUNCTION_LANGID_CACHE
+	// names another, or "off"): building them takes seconds of CPU, reading
+	// them back a few milliseconds.
+	det, err := langid.Load(langid.Options{CacheDir: langid.DefaultCacheDir()}, langs...)
 	if err != nil {
 		return nil, fmt.Errorf("signals: loading the language models: %w", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"math"
 	"slices"
@@ -37,7 +36,6 @@ const maxNgram = 5
 type Detector struct {
 	langs    []lingua.Language // candidates, in the order given (deduplicated)
 	index    map[lingua.Language]int
-	seed     maphash.Seed
 	tables   [maxNgram + 1]table // by n-gram length; [0] unused
 	oneAlpha map[alphabet]lingua.Language
 	unique   []lingua.Language // candidates with unique characters
@@ -70,9 +68,29 @@ func (t *table) lookup(h uint64) (lo, hi uint32) {
 	}
 }
 
-// New loads the models of languages (at least one; duplicates are ignored).
+// New loads the models of languages (at least one; duplicates are ignored),
+// building the tables from lingua's models; Load can read them from a cache.
 func New(languages ...lingua.Language) (*Detector, error) {
-	d := &Detector{index: map[lingua.Language]int{}, seed: maphash.MakeSeed()}
+	d, err := newDetector(languages)
+	if err != nil {
+		return nil, err
+	}
+	return d, d.build()
+}
+
+// build fills d.tables from lingua's models.
+func (d *Detector) build() error {
+	for n := 1; n <= maxNgram; n++ {
+		if err := d.loadTable(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newDetector is a detector of languages without its tables.
+func newDetector(languages []lingua.Language) (*Detector, error) {
+	d := &Detector{index: map[lingua.Language]int{}}
 	for _, l := range languages {
 		if l == lingua.Unknown {
 			return nil, fmt.Errorf("langid: the unknown language cannot be a candidate")
@@ -85,11 +103,6 @@ func New(languages ...lingua.Language) (*Detector, error) {
 	}
 	if len(d.langs) == 0 || len(d.langs) > 255 {
 		return nil, fmt.Errorf("langid: %d candidate languages; give between 1 and 255", len(d.langs))
-	}
-	for n := 1; n <= maxNgram; n++ {
-		if err := d.loadTable(n); err != nil {
-			return nil, err
-		}
 	}
 	d.oneAlpha = map[alphabet]lingua.Language{}
 	for a, l := range singleLanguageAlphabets() {
@@ -119,11 +132,15 @@ type posting struct {
 	logp float64
 }
 
+func modelName(iso string, n int) string {
+	return fmt.Sprintf("language-models/%s/%ss.pb.bin.zip", iso, ngramNames[n])
+}
+
 func (d *Detector) loadTable(n int) error {
 	var ps []posting
 	for i, l := range d.langs {
 		iso := strings.ToLower(l.IsoCode639_1().String())
-		name := fmt.Sprintf("language-models/%s/%ss.pb.bin.zip", iso, ngramNames[n])
+		name := modelName(iso, n)
 		data, err := linguaModels.ReadFile(name)
 		if err != nil && n != 1 {
 			continue // some languages lack a model (Chinese has only unigrams); lingua scores them 0 too
@@ -203,9 +220,34 @@ func (d *Detector) loadTable(n int) error {
 	return nil
 }
 
-func (d *Detector) hashString(s string) uint64 { return nonzero(maphash.String(d.seed, s)) }
+// The n-gram hash is fixed (FNV-1a, then murmur3's finaliser so that the
+// low bits the tables index by are mixed) rather than a per-process seed,
+// so that built tables can be cached on disk and read back by a later
+// process.
+func (d *Detector) hashString(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return nonzero(fmix64(h))
+}
 
-func (d *Detector) hashBytes(b []byte) uint64 { return nonzero(maphash.Bytes(d.seed, b)) }
+func (d *Detector) hashBytes(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return nonzero(fmix64(h))
+}
+
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
 
 func nonzero(h uint64) uint64 {
 	if h == 0 {

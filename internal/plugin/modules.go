@@ -55,15 +55,15 @@ func (m *moduleInstance) run(*Request) (*mutations, error) {
 	return nil, errors.New("a module plugin needs a context")
 }
 
-// runContext calls the module and turns its result into mutations.
-func (m *moduleInstance) runContext(ctx context.Context, req *Request) (*mutations, *ModuleResult, error) {
+// runContext calls the module and turns its result into mutations. rec is
+// the decision's request record, built once and shared by its plugins.
+func (m *moduleInstance) runContext(ctx context.Context, req *Request, rec *record) (*mutations, *ModuleResult, error) {
 	mode, ok := abi.ParseMode(req.Mode)
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown mode %q", req.Mode)
 	}
-	in := abiRequest(req, mode)
+	in := rec.get(req, mode)
 	res, err := m.mods.Call(ctx, m.typ, m.config, in)
-	releaseRequest(in) // the record was copied into the module
 	if err != nil {
 		return nil, &res, err
 	}
@@ -80,29 +80,103 @@ func abiRequest(req *Request, mode abi.Mode) *abi.Request {
 	in := requests.Get().(*abi.Request)
 	*in = abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model,
 		Headers: in.Headers[:0], Messages: in.Messages[:0], Signals: in.Signals[:0], PII: req.PII}
-	if len(req.Header) > 0 {
-		var buf [16]string
-		names := buf[:0]
-		for k := range req.Header {
-			names = append(names, k)
-		}
-		slices.Sort(names)
-		for _, k := range names {
-			for _, v := range req.Header[k] {
-				in.Headers = append(in.Headers, abi.Header{Name: k, Value: v})
-			}
-		}
-	}
+	in.Headers = appendHeaders(in.Headers, req.Header)
 	for _, s := range req.Signals {
 		in.Signals = append(in.Signals, abi.Signal{Kind: s.Kind, Name: s.Name})
 	}
 	if c := req.Chat; c != nil {
-		for _, m := range c.Messages {
-			in.Messages = append(in.Messages, abi.Message{Role: m.Role, Content: m.Content})
-		}
+		in.Messages = appendMessages(in.Messages, c.Messages)
 		in.Body = rawBody(c)
 	}
 	return in
+}
+
+// record is the request record a decision's module plugins read. Building it
+// costs more than many plugin calls (headers sorted, the body joined), and a
+// module only reads it (the wasm host copies it into the guest, the native
+// host's view copies its lists), so it is built on the first module call and
+// rebuilt in part only where a plugin's applied mutations changed the request
+// (changed): later plugins see the record abiRequest would build.
+type record struct {
+	in                                     *abi.Request
+	staleHeaders, staleMessages, staleBody bool
+}
+
+// get returns the record of req as it is now.
+func (r *record) get(req *Request, mode abi.Mode) *abi.Request {
+	if r.in == nil {
+		r.in = abiRequest(req, mode)
+		return r.in
+	}
+	in := r.in
+	// Cheap fields are set on every call, so only the costly parts need
+	// tracking.
+	in.Mode, in.Decision, in.Model, in.PII = mode, req.Decision, req.Model, req.PII
+	if r.staleHeaders {
+		in.Headers = appendHeaders(clearKeep(in.Headers), req.Header)
+	}
+	if c := req.Chat; c != nil {
+		if r.staleMessages {
+			in.Messages = appendMessages(clearKeep(in.Messages), c.Messages)
+		}
+		if r.staleBody {
+			releaseBody(in.Body)
+			in.Body = rawBody(c)
+		}
+	}
+	r.staleHeaders, r.staleMessages, r.staleBody = false, false, false
+	return in
+}
+
+// changed notes what m, just applied, changed in the request (see apply).
+func (r *record) changed(m *mutations) {
+	if len(m.headers) > 0 {
+		r.staleHeaders = true
+	}
+	if len(m.messages) > 0 {
+		r.staleMessages = true
+	}
+	if len(m.del) > 0 || len(m.set) > 0 || len(m.messages) > 0 || m.tools != nil {
+		r.staleBody = true
+	}
+}
+
+// release gives the record back to its pool once the decision's plugins ran.
+func (r *record) release() {
+	if r.in != nil {
+		releaseRequest(r.in)
+		r.in = nil
+	}
+}
+
+func clearKeep[T any](s []T) []T {
+	clear(s)
+	return s[:0]
+}
+
+func appendHeaders(dst []abi.Header, h http.Header) []abi.Header {
+	if len(h) == 0 {
+		return dst
+	}
+	var buf [16]string
+	names := buf[:0]
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		for _, v := range h[k] {
+			dst = append(dst, abi.Header{Name: k, Value: v})
+		}
+	}
+	return dst
+}
+
+func appendMessages(dst []abi.Message, ms []chat.Message) []abi.Message {
+	for _, m := range ms {
+		dst = append(dst, abi.Message{Role: m.Role, Content: m.Content})
+	}
+	return dst
 }
 
 // requests hold request records being built; they live only until the

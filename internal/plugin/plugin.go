@@ -154,6 +154,8 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 		return out, nil
 	}
 	out.Reports = make([]Report, 0, n)
+	var rec record
+	defer rec.release()
 	answeredBy := -1
 	for i := 0; i < n; i++ {
 		s := at(i)
@@ -187,8 +189,10 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 				cctx, span = tracing.Child(ctx, "plugin "+s.typ, trace.WithAttributes(tracing.PluginType.String(s.typ),
 					tracing.PluginPhase.String("request"), tracing.PluginMode.String(modeOf(req))))
 			}
-			if m, mr, err = call(cctx, s.inst, req); err == nil {
-				err = apply(req, m)
+			if m, mr, err = call(cctx, s.inst, req, &rec); err == nil {
+				if err = apply(req, m); err == nil {
+					rec.changed(m)
+				}
 			}
 		}
 		if err != nil {
@@ -228,14 +232,14 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 // call runs one plugin, turning a native plugin's panic into that plugin's
 // failure the way the wasm host turns a trap into one. mr is set for a
 // module plugin.
-func call(ctx context.Context, inst instance, req *Request) (m *mutations, mr *ModuleResult, err error) {
+func call(ctx context.Context, inst instance, req *Request, rec *record) (m *mutations, mr *ModuleResult, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("the plugin panicked: %v", r)
 		}
 	}()
 	if mi, ok := inst.(*moduleInstance); ok {
-		m, mr, err = mi.runContext(ctx, req)
+		m, mr, err = mi.runContext(ctx, req, rec)
 	} else {
 		m, err = inst.run(req)
 	}
