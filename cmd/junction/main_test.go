@@ -204,12 +204,17 @@ global:
 func waitFor(t *testing.T, url string) {
 	t.Helper()
 	// Generous: under -race on a loaded two-core machine, loading the ONNX
-	// models alone has taken more than ten seconds. It returns once up.
+	// models alone has taken more than ten seconds. It returns once url
+	// answers anything but 503: the management API listens first and answers
+	// /ready with 503 while serve is still starting (a listener with api_keys
+	// answers 401 once up).
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if resp, err := http.Get(url); err == nil {
 			resp.Body.Close()
-			return
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				return
+			}
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
