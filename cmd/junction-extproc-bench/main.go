@@ -47,6 +47,7 @@ import (
 	"github.com/junction-router/junction/cmd/internal/loadrun"
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/extproc"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/recipes"
@@ -461,37 +462,8 @@ func floorServer(addr string) error {
 		return err
 	}
 	gs := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(gs, emptyProcessor{})
+	extprocv3.RegisterExternalProcessorServer(gs, extproc.EmptyProcessor{})
 	return gs.Serve(lis)
-}
-
-type emptyProcessor struct {
-	extprocv3.UnimplementedExternalProcessorServer
-}
-
-func (emptyProcessor) Process(s extprocv3.ExternalProcessor_ProcessServer) error {
-	for {
-		req, err := s.Recv()
-		if err != nil {
-			return nil
-		}
-		r := &extprocv3.ProcessingResponse{}
-		switch req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			r.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			r.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			r.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			r.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
-		default:
-			continue
-		}
-		if err := s.Send(r); err != nil {
-			return nil
-		}
-	}
 }
 
 func waitUp(gateway func() bool, trips ...func() (time.Duration, bool)) error {

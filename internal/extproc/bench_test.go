@@ -110,7 +110,7 @@ func BenchmarkExtprocDecision(b *testing.B) {
 // share of an exchange is BenchmarkExtprocDecision minus this.
 func BenchmarkExtprocEmpty(b *testing.B) {
 	gs := grpc.NewServer()
-	extprocv3.RegisterExternalProcessorServer(gs, emptyProcessor{})
+	extprocv3.RegisterExternalProcessorServer(gs, extproc.EmptyProcessor{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -128,37 +128,6 @@ func BenchmarkExtprocEmpty(b *testing.B) {
 	for b.Loop() {
 		if err := RoundTrip(context.Background(), client, msgs); err != nil {
 			b.Fatal(err)
-		}
-	}
-}
-
-// emptyProcessor answers every ext_proc message with an empty answer of
-// its kind (CONTINUE): the least a processor can do.
-type emptyProcessor struct {
-	extprocv3.UnimplementedExternalProcessorServer
-}
-
-func (emptyProcessor) Process(s extprocv3.ExternalProcessor_ProcessServer) error {
-	for {
-		req, err := s.Recv()
-		if err != nil {
-			return nil
-		}
-		r := &extprocv3.ProcessingResponse{}
-		switch req.GetRequest().(type) {
-		case *extprocv3.ProcessingRequest_RequestHeaders:
-			r.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_RequestBody:
-			r.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseHeaders:
-			r.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{}}
-		case *extprocv3.ProcessingRequest_ResponseBody:
-			r.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{}}
-		default:
-			continue
-		}
-		if err := s.Send(r); err != nil {
-			return nil
 		}
 	}
 }
