@@ -218,58 +218,50 @@ func product(dims []int64) (int64, bool) {
 	return n, true
 }
 
+// initializer names an initializer (generated from prefix when empty), checks that dims hold exactly n values
+// and claims the name.
+func (g *Graph) initializer(name, prefix string, dims []int64, n int) string {
+	if name == "" {
+		name = g.Fresh(prefix)
+	}
+	if want, ok := product(dims); !ok || want != int64(n) {
+		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, want, n)
+	}
+	return g.claim(name, "initializer")
+}
+
 // Float32 adds a float32 initializer (a constant weight) and returns its name; an empty name is generated.
 // data is row-major and must hold exactly the product of dims elements (one element for a scalar, dims empty).
 func (g *Graph) Float32(name string, dims []int64, data []float32) string {
-	if name == "" {
-		name = g.Fresh("w")
-	}
-	if n, ok := product(dims); !ok || n != int64(len(data)) {
-		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
-	}
-	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Float, dims: dims, f32: data})
+	name = g.initializer(name, "w", dims, len(data))
+	g.inits = append(g.inits, tensor{name: name, dt: Float, dims: dims, f32: data})
 	return name
 }
 
 // Int64 adds an int64 initializer (shapes, axes, indices) and returns its name; an empty name is generated.
 func (g *Graph) Int64(name string, dims []int64, data []int64) string {
-	if name == "" {
-		name = g.Fresh("c")
-	}
-	if n, ok := product(dims); !ok || n != int64(len(data)) {
-		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
-	}
-	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Int64, dims: dims, i64: data})
+	name = g.initializer(name, "c", dims, len(data))
+	g.inits = append(g.inits, tensor{name: name, dt: Int64, dims: dims, i64: data})
 	return name
 }
 
 // Int32 adds an int32 initializer (e.g. Gather indices half the size of int64 ones) and returns its name; an
 // empty name is generated.
 func (g *Graph) Int32(name string, dims []int64, data []int32) string {
-	if name == "" {
-		name = g.Fresh("c")
-	}
-	if n, ok := product(dims); !ok || n != int64(len(data)) {
-		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
-	}
-	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Int32, dims: dims, i32: data})
+	name = g.initializer(name, "c", dims, len(data))
+	g.inits = append(g.inits, tensor{name: name, dt: Int32, dims: dims, i32: data})
 	return name
 }
 
 // Int8 adds an int8 initializer (quantised weights, a quarter of float32's size) and returns its name; an
 // empty name is generated.
 func (g *Graph) Int8(name string, dims []int64, data []int8) string {
-	if name == "" {
-		name = g.Fresh("q")
-	}
-	if n, ok := product(dims); !ok || n != int64(len(data)) {
-		g.fail("initializer %q: dims %v need %d values, got %d", name, dims, n, len(data))
-	}
+	name = g.initializer(name, "q", dims, len(data))
 	raw := make([]byte, len(data))
 	for i, v := range data {
 		raw[i] = byte(v)
 	}
-	g.inits = append(g.inits, tensor{name: g.claim(name, "initializer"), dt: Int8, dims: dims, raw: raw})
+	g.inits = append(g.inits, tensor{name: name, dt: Int8, dims: dims, raw: raw})
 	return name
 }
 
