@@ -7,8 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
-	_ "unsafe" // go:linkname, for ReleaseLanguageModels
 
 	"github.com/junction-router/junction/internal/langid"
 	lingua "github.com/pemistahl/lingua-go"
@@ -73,44 +71,3 @@ func (d *LanguageDetector) Detect(text string) (string, float64) {
 
 // Languages are the detector's candidate languages (ISO 639-1), sorted.
 func (d *LanguageDetector) Languages() []string { return slices.Sorted(maps.Keys(d.known)) }
-
-// lingua keeps every language model it loads in these package-level caches,
-// shared by all its detectors, and has no way to unload them; they are
-// reached here by name so that ReleaseLanguageModels can empty them.
-// TestReleaseLanguageModels fails if an upgrade of lingua renames them.
-//
-//go:linkname linguaUnigrams github.com/pemistahl/lingua-go.unigramModels
-var linguaUnigrams sync.Map
-
-//go:linkname linguaBigrams github.com/pemistahl/lingua-go.bigramModels
-var linguaBigrams sync.Map
-
-//go:linkname linguaTrigrams github.com/pemistahl/lingua-go.trigramModels
-var linguaTrigrams sync.Map
-
-//go:linkname linguaQuadrigrams github.com/pemistahl/lingua-go.quadrigramModels
-var linguaQuadrigrams sync.Map
-
-//go:linkname linguaFivegrams github.com/pemistahl/lingua-go.fivegramModels
-var linguaFivegrams sync.Map
-
-// ReleaseLanguageModels empties lingua's model caches (about 15 MB of heap
-// per language in high-accuracy mode), for a caller that knows no detector
-// is in use any more (serve's model loader, when no configuration generation
-// has a language signal). A LanguageDetector's own models are not there
-// (they go with the detector); the caches fill only where lingua's detector
-// is used directly, which serve does not, so this is a safeguard.
-func ReleaseLanguageModels() {
-	for _, m := range []*sync.Map{&linguaUnigrams, &linguaBigrams, &linguaTrigrams, &linguaQuadrigrams, &linguaFivegrams} {
-		m.Clear()
-	}
-}
-
-// languageModelsCached counts the models lingua holds (for tests).
-func languageModelsCached() int {
-	n := 0
-	for _, m := range []*sync.Map{&linguaUnigrams, &linguaBigrams, &linguaTrigrams, &linguaQuadrigrams, &linguaFivegrams} {
-		m.Range(func(any, any) bool { n++; return true })
-	}
-	return n
-}

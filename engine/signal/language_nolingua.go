@@ -26,6 +26,3 @@ func (d *LanguageDetector) Detect(string) (string, float64) { return LanguageUnd
 
 // Languages is empty: this build has no language models.
 func (d *LanguageDetector) Languages() []string { return nil }
-
-// ReleaseLanguageModels does nothing: this build has no language models.
-func ReleaseLanguageModels() {}

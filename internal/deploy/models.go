@@ -461,9 +461,6 @@ func (ls *Lease) releaseLocked() (freed bool) {
 				l.lang = nil
 			}
 			if l.langs--; l.langs == 0 {
-				// Every detector serve made is unused: lingua's own caches
-				// go too (they outlive its detectors otherwise).
-				signal.ReleaseLanguageModels()
 				l.met.Loaded(ModelLingua, false)
 				l.log.Info("language detector released: no configuration uses it")
 			}
@@ -508,7 +505,6 @@ func (l *Loader) Close() {
 	l.sticky = map[string]bool{}
 	l.releaseRuntimeLocked()
 	if l.langs > 0 {
-		signal.ReleaseLanguageModels()
 		l.met.Loaded(ModelLingua, false)
 	}
 	l.lang, l.langs = nil, 0
