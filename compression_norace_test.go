@@ -15,8 +15,8 @@ import (
 // TestContextCompressionOperations serves context_compression on the
 // catch-all decision and drives it through the gateway: the management
 // API's health reports the binding, stats count the live runs (one request
-// within budget, one compressed) and context recovery says there is
-// nothing to invalidate.
+// within budget, two compressed) and context recovery finds and removes
+// the records of what the compressed ones dropped.
 func TestContextCompressionOperations(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	cfg := strings.Replace(cacheConfig, `          - type: response_cache
@@ -29,7 +29,7 @@ func TestContextCompressionOperations(t *testing.T) {
 	cs := startCacheServer(t, path, t.TempDir())
 
 	h := cs.call("GET", "/api/v1/plugins/context_compression/health", "", nil)
-	if h["status"] != "ok" || h["bindings"] != 1.0 || h["valid_bindings"] != 1.0 || h["stats_available"] != true || h["recovery_state"] != false {
+	if h["status"] != "ok" || h["bindings"] != 1.0 || h["valid_bindings"] != 1.0 || h["stats_available"] != true || h["recovery_state"] != true {
 		t.Fatalf("health: %v", h)
 	}
 	send := func(messages string) {
@@ -66,7 +66,33 @@ func TestContextCompressionOperations(t *testing.T) {
 		t.Fatalf("capabilities: %v", c)
 	}
 
-	req, _ := http.NewRequest("POST", cs.mgmt+"/api/v1/storage/context-recovery/invalidate", strings.NewReader(`{}`))
+	// Each compressed request left a recovery record of what it dropped,
+	// found by its scope and id, removed by the invalidation, audited.
+	invalidate := func(body string) float64 {
+		t.Helper()
+		r := cs.call("POST", "/api/v1/storage/context-recovery/invalidate", "application/json", strings.NewReader(body))
+		return r["records"].(float64)
+	}
+	for body, want := range map[string]float64{
+		`{"dry_run":true}`: 2, `{"dry_run":true,"recipe":"default","decision":"general","model":"small"}`: 2,
+		`{"dry_run":true,"decision":"urgent"}`: 0, `{"dry_run":true,"model":"big"}`: 0, `{"dry_run":true,"id_prefix":"cr_"}`: 2,
+		`{"dry_run":true,"older_than":3600}`: 0, `{"dry_run":true,"older_than":"2000-01-01T00:00:00Z"}`: 0,
+	} {
+		if n := invalidate(body); n != want {
+			t.Fatalf("%s: %v records, want %v", body, n, want)
+		}
+	}
+	if n := invalidate(`{"decision":"general"}`); n != 2 {
+		t.Fatalf("invalidated %v records, want 2", n)
+	}
+	if n := invalidate(`{"dry_run":true}`); n != 0 {
+		t.Fatalf("%v records left after the invalidation", n)
+	}
+	a := cs.call("GET", "/api/v1/observability/audit?action=storage.context_recovery.invalidate", "", nil)
+	if es, _ := a["entries"].([]any); len(es) != 9 { // dry runs are audited too
+		t.Fatalf("audit: %v", a)
+	}
+	req, _ := http.NewRequest("POST", cs.mgmt+"/api/v1/storage/context-recovery/invalidate", strings.NewReader(`{"id_prefix":"x"}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -74,7 +100,7 @@ func TestContextCompressionOperations(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 501 || !strings.Contains(string(b), "NOT_IMPLEMENTED") || !strings.Contains(string(b), "keeps nothing of what it drops") {
-		t.Fatalf("context recovery: %d %s", resp.StatusCode, b)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "cr_") {
+		t.Fatalf("a foreign id prefix: %d %s", resp.StatusCode, b)
 	}
 }

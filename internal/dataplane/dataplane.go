@@ -491,7 +491,7 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		}
 		return nil, true
 	}
-	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
+	preq := &plugin.Request{Chat: req, Header: *header, Decision: res.Decision, Model: res.Model, Recipe: res.Recipe, Mode: plugin.ModeLive, Signals: MatchedSignals(res)}
 	// Cache entries are kept per recipe and configuration epoch (the host's
 	// cache adds them to every namespace), in both phases.
 	out.cacheScope = p.epochs.Scope(in.Gen.Document(), res.Recipe, res.Decision, res.Model).ForRequest()

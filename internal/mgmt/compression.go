@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/junction-router/junction/internal/plugin"
@@ -9,8 +10,8 @@ import (
 
 // The context_compression routes: health (the plugin's runtime and the
 // serving configuration's bindings), statistics of its live runs (counted
-// by the serving plugin system), and context recovery, which this build
-// does not keep (see recoveryNotKept).
+// by the serving plugin system), and context recovery: the records of what
+// it dropped, kept by the serving plugin system (internal/pluginsys).
 
 // PluginStatsReader is what a plugin runtime offers when it serves live
 // traffic (junction serve's plugin system): the counts of a type's runs.
@@ -46,7 +47,9 @@ type CompressionHealth struct {
 	// StatsAvailable: live runs are counted (GET
 	// /api/v1/observability/plugins/context_compression/stats answers).
 	StatsAvailable bool `json:"stats_available"`
-	// RecoveryState is false: the plugin keeps nothing of what it drops.
+	// RecoveryState: what the plugin drops from live requests is kept as
+	// context recovery records (POST
+	// /api/v1/storage/context-recovery/invalidate removes them).
 	RecoveryState bool `json:"recovery_state"`
 }
 
@@ -74,7 +77,7 @@ func (s *Server) compressionHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, stats := s.plugins.(PluginStatsReader)
-	h := CompressionHealth{Type: t.Type, Status: "ok", Available: true, Runtime: t.Runtime, Problems: []PluginBinding{}, StatsAvailable: stats}
+	h := CompressionHealth{Type: t.Type, Status: "ok", Available: true, Runtime: t.Runtime, Problems: []PluginBinding{}, StatsAvailable: stats, RecoveryState: s.opts.ContextRecovery != nil}
 	for _, b := range s.pluginBindingsOf(t, s.cfg.Runtime().Current().Document(), "", "") {
 		h.Bindings++
 		if b.Valid {
@@ -139,13 +142,56 @@ func (s *Server) compressionStats(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// recoveryNotKept answers POST /api/v1/storage/context-recovery/invalidate:
-// context_compression is a pure function of the request it rewrites (it
-// drops older turns and shortens tool outputs in the forwarded copy) and
-// keeps nothing to recover them from, so there is no state to invalidate;
-// the full conversation stays with the client, or in the Responses API's
-// store (previous_response_id), each turn compressed afresh.
-func (s *Server) recoveryNotKept(w http.ResponseWriter, r *http.Request) {
-	writeError(w, newErr(http.StatusNotImplemented, CodeNotImplemented,
-		"there is no context-recovery state to invalidate: context_compression keeps nothing of what it drops (it rewrites only the forwarded request; the whole conversation stays with the client or in the Responses API store, and each turn is compressed afresh)"))
+// RecoveryInvalidateRequest selects context recovery records: all of them
+// when empty.
+type RecoveryInvalidateRequest struct {
+	DryRun    bool   `json:"dry_run,omitempty"`
+	Recipe    string `json:"recipe,omitempty"`
+	Decision  string `json:"decision,omitempty"`
+	Model     string `json:"model,omitempty"`
+	IDPrefix  string `json:"id_prefix,omitempty"`
+	OlderThan any    `json:"older_than,omitempty" oas:"seconds-or-time"`
+}
+
+// RecoveryInvalidated counts the records an invalidation removed (or, in a
+// dry run, would remove).
+type RecoveryInvalidated struct {
+	DryRun  bool `json:"dry_run"`
+	Records int  `json:"records"`
+}
+
+// recoveryNamespace is the namespace prefix of the recovery records
+// (internal/pluginsys keeps them).
+const recoveryNamespace = "context_recovery/"
+
+// recoveryInvalidate answers POST
+// /api/v1/storage/context-recovery/invalidate: the records context
+// compression kept of what it dropped, selected as the response cache's
+// entries are.
+func (s *Server) recoveryInvalidate(w http.ResponseWriter, r *http.Request) {
+	if s.opts.ContextRecovery == nil {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable,
+			"context recovery is unavailable: this server has no plugin host (junction serve provides one)"))
+		return
+	}
+	var req RecoveryInvalidateRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if req.IDPrefix != "" && !strings.HasPrefix(req.IDPrefix, "cr_") && !strings.HasPrefix("cr_", req.IDPrefix) {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "id_prefix must be a prefix of a recovery record id, which starts with cr_ (got %q)", req.IDPrefix))
+		return
+	}
+	f, err := cacheFilter(CacheInvalidateRequest{NamespacePrefix: recoveryNamespace, Recipe: req.Recipe, Decision: req.Decision, Model: req.Model, KeyPrefix: req.IDPrefix, OlderThan: req.OlderThan}, time.Now())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	n, _, err := s.opts.ContextRecovery.Invalidate(f, req.DryRun)
+	if err != nil {
+		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "invalidating context recovery records: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, RecoveryInvalidated{DryRun: req.DryRun, Records: n})
 }

@@ -196,6 +196,7 @@ func (s *Server) routeTable() []route {
 		rs = append(rs, cr(rt))
 	}
 	rs = append(rs, route{method: "POST", path: "/api/v1/storage/context-recovery/invalidate", perm: PermCacheInvalidate, sensitivity: sensSensitive, tag: "storage",
-		summary: "context recovery: 501, there is no state to invalidate (context_compression keeps nothing of what it drops; each turn is compressed afresh from the whole conversation)", errs: []int{501}, h: s.recoveryNotKept})
+		audit: "storage.context_recovery.invalidate", in: RecoveryInvalidateRequest{}, out: RecoveryInvalidated{}, errs: []int{400, 503},
+		summary: "remove the context recovery records (what context_compression dropped from live requests) selected by recipe, decision, model, id_prefix and older_than (seconds or RFC 3339); dry_run only counts them", h: s.recoveryInvalidate})
 	return rs
 }

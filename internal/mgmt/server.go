@@ -60,6 +60,10 @@ type Options struct {
 	// ResponseCache serves /api/v1/storage/response-cache/*; nil answers
 	// them 503.
 	ResponseCache ResponseCache
+	// ContextRecovery holds context_compression's recovery records and
+	// serves POST /api/v1/storage/context-recovery/invalidate; nil answers
+	// it 503.
+	ContextRecovery ResponseCache
 	// Backends reports the standalone gateway's passive health of each
 	// upstream backend for GET /api/v1/status; nil leaves it out.
 	Backends func() []metrics.BackendState

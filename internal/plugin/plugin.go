@@ -44,8 +44,9 @@ type Request struct {
 	// Header is the upstream request's headers; header_mutation edits it (and
 	// creates it when nil).
 	Header http.Header
-	// Decision is the matched decision's name; Model the selected model, if any.
-	Decision, Model string
+	// Decision is the matched decision's name; Model the selected model, if
+	// any; Recipe the recipe the decision belongs to.
+	Decision, Model, Recipe string
 	// Mode is live, probe or preview; empty means live.
 	Mode string
 	// Signals are the signals that matched (module plugins read them).

@@ -13,6 +13,7 @@ package pluginsys
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -57,6 +58,9 @@ type System struct {
 	cur    atomic.Pointer[pluginLoad]
 	old    []*wasm.Modules // replaced loads, closed with the system
 	stats  *Stats          // live runs by type, across loads
+	// recovery keeps what context_compression takes out of live requests
+	// (recovery.go).
+	recovery respcache.Backend
 }
 
 type pluginLoad struct {
@@ -119,7 +123,8 @@ func New(ctx context.Context, o Options) (*System, error) {
 			return nil, err
 		}
 	}
-	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now())}
+	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now()),
+		recovery: respcache.NewMemory(respcache.Options{})}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
@@ -246,9 +251,17 @@ func (p *System) runner() *plugin.Stage { return p.cur.Load().runner }
 
 // Request implements plugin.Runner; live runs are counted in Stats.
 func (p *System) Request(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
+	live := req.Mode == plugin.ModeLive
+	var before json.RawMessage
+	if live && req.Chat != nil && compresses(refs) {
+		before = req.Chat.Fields["messages"] // the stage replaces it, never edits it in place
+	}
 	out, err := p.runner().Request(ctx, refs, req)
-	if req.Mode == plugin.ModeLive {
+	if live {
 		p.stats.Record(out.Reports)
+		if err == nil && before != nil {
+			p.keepRecovery(ctx, req, before, out.Reports)
+		}
 	}
 	return out, err
 }
