@@ -227,7 +227,7 @@ func (h *Host) hostEmbed(ctx context.Context, st *callState, in []byte) ([]byte,
 	if err != nil || len(vs) != 1 {
 		return nil, abi.StatusBackendError
 	}
-	return abi.Vector(vs[0]).Append(nil), abi.StatusOK
+	return appendVector(nil, vs[0]), abi.StatusOK
 }
 
 func (h *Host) hostVectorSearch(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
@@ -327,7 +327,7 @@ func (h *Host) hostMemoryRemember(ctx context.Context, st *callState, in []byte)
 // The response cache is used in live mode only: a probe uses no result cache
 // and persists nothing, a preview touches no backend.
 func (h *Host) hostCacheLookup(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
-	a, err := abi.DecodeCacheLookupArgs(in)
+	a, err := decodeCacheLookupArgs(in)
 	if err != nil {
 		return nil, abi.StatusInvalidArgument
 	}
