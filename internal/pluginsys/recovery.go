@@ -33,6 +33,14 @@ const RecoveryNamespace = "context_recovery"
 // names no setting for it).
 const RecoveryTTL = 24 * time.Hour
 
+// The recovery store's bounds (least recently used records go first): a
+// record holds whole messages, so it is kept well below the response
+// cache's default bounds.
+const (
+	RecoveryMaxRecords = 10_000
+	RecoveryMaxBytes   = 64 << 20
+)
+
 // RecoveryRecord is what a recovery record holds.
 type RecoveryRecord struct {
 	ID       string    `json:"id"`
@@ -60,8 +68,9 @@ func compresses(refs []recipes.PluginRef) bool {
 }
 
 // keepRecovery stores what context_compression took out of the request
-// (before are the request's messages as they came to the stage).
-func (p *System) keepRecovery(ctx context.Context, req *plugin.Request, before json.RawMessage, reports []plugin.Report) {
+// (before are the request's messages as they came to the stage) and
+// returns the record; false when there was nothing to keep.
+func (p *System) keepRecovery(ctx context.Context, req *plugin.Request, before json.RawMessage, reports []plugin.Report) (RecoveryRecord, bool) {
 	dropped := false
 	for _, r := range reports {
 		if r.Type == "context_compression" && r.Status == plugin.StatusApplied {
@@ -69,11 +78,11 @@ func (p *System) keepRecovery(ctx context.Context, req *plugin.Request, before j
 		}
 	}
 	if !dropped || before == nil || req.Chat == nil {
-		return
+		return RecoveryRecord{}, false
 	}
 	var in, out []json.RawMessage
 	if json.Unmarshal(before, &in) != nil {
-		return
+		return RecoveryRecord{}, false
 	}
 	_ = json.Unmarshal(req.Chat.Fields["messages"], &out)
 	kept := make(map[string]int, len(out))
@@ -89,17 +98,23 @@ func (p *System) keepRecovery(ctx context.Context, req *plugin.Request, before j
 		gone = append(gone, m)
 	}
 	if len(gone) == 0 {
-		return
+		return RecoveryRecord{}, false
 	}
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	rec := RecoveryRecord{ID: "cr_" + hex.EncodeToString(id[:]), Recipe: req.Recipe, Decision: req.Decision, Model: req.Model, Created: time.Now().UTC(), Messages: gone}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return
+		return RecoveryRecord{}, false
 	}
-	ns := RecoveryNamespace + "/recipe=" + req.Recipe + "/decision=" + req.Decision + "/model=" + req.Model
-	if err := p.recovery.Store(context.WithoutCancel(ctx), ns, rec.ID, b, RecoveryTTL, nil); err != nil {
+	if err := p.recovery.Store(context.WithoutCancel(ctx), recoveryNamespace(req), rec.ID, b, RecoveryTTL, nil); err != nil {
 		p.log.Warn("keeping a context recovery record failed", "error", err)
+		return RecoveryRecord{}, false
 	}
+	return rec, true
+}
+
+// recoveryNamespace is where req's records are kept.
+func recoveryNamespace(req *plugin.Request) string {
+	return RecoveryNamespace + "/recipe=" + req.Recipe + "/decision=" + req.Decision + "/model=" + req.Model
 }

@@ -124,7 +124,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		}
 	}
 	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now()),
-		recovery: respcache.NewMemory(respcache.Options{})}
+		recovery: respcache.NewMemory(respcache.Options{MaxEntries: RecoveryMaxRecords, MaxBytes: RecoveryMaxBytes})}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
@@ -260,7 +260,7 @@ func (p *System) Request(ctx context.Context, refs []recipes.PluginRef, req *plu
 	if live {
 		p.stats.Record(out.Reports)
 		if err == nil && before != nil {
-			p.keepRecovery(ctx, req, before, out.Reports)
+			_, _ = p.keepRecovery(ctx, req, before, out.Reports)
 		}
 	}
 	return out, err
