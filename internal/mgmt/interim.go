@@ -55,7 +55,7 @@ func InterimHandler(o InterimOptions) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, HealthResponse{Status: "healthy", Version: o.Version, Uptime: int64(time.Since(started).Seconds()), Models: map[string]string{}})
+		writeJSON(w, http.StatusOK, HealthResponse{Status: "healthy", Version: o.Version, Uptime: int64(time.Since(started).Seconds()), Models: map[string]string{}, Cache: HealthCache{Status: "disabled"}, Endpoints: map[string]string{}})
 	})
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, r *http.Request) {
 		if guard(w, r, PermReadyRead, "/ready") {

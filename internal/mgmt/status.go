@@ -111,18 +111,50 @@ func (s *Server) startup() (int, StartupStatus) {
 	return http.StatusServiceUnavailable, out
 }
 
-// HealthResponse is GET /health (the earlier revision's shape, trimmed to
-// what is true here).
+// HealthResponse is GET /health (the earlier revision's shape).
 type HealthResponse struct {
 	Status  string            `json:"status"`
 	Version string            `json:"version"`
 	Uptime  int64             `json:"uptime"`
 	Models  map[string]string `json:"models"`
+	Cache   HealthCache       `json:"cache"`
+	// Endpoints are the upstream backends by base URL: healthy, or degraded
+	// while passive health has ejected one (empty when no gateway serves in
+	// this process).
+	Endpoints map[string]string `json:"endpoints"`
+}
+
+// HealthCache is the response cache in the earlier health shape: status is
+// healthy, degraded when its store does not answer, or disabled when no
+// response cache is wired in.
+type HealthCache struct {
+	Status  string  `json:"status"`
+	Entries int     `json:"entries"`
+	HitRate float64 `json:"hit_rate"`
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, HealthResponse{Status: "healthy", Version: s.opts.Version, Uptime: int64(time.Since(s.started).Seconds()),
-		Models: map[string]string{"category_classifier": "loaded", "pii_detector": "loaded", "jailbreak_guard": "loaded"}})
+	out := HealthResponse{Status: "healthy", Version: s.opts.Version, Uptime: int64(time.Since(s.started).Seconds()),
+		Models:    map[string]string{"category_classifier": "loaded", "pii_detector": "loaded", "jailbreak_guard": "loaded"},
+		Cache:     HealthCache{Status: "disabled"},
+		Endpoints: map[string]string{}}
+	if s.opts.ResponseCache != nil {
+		// topN 0: counts only, no namespace listing, so liveness stays cheap.
+		if st, err := s.opts.ResponseCache.Stats(0); err != nil {
+			out.Cache.Status = "degraded"
+		} else {
+			out.Cache = HealthCache{Status: "healthy", Entries: st.Entries, HitRate: st.Counts.HitRatio()}
+		}
+	}
+	if s.opts.Backends != nil {
+		for _, b := range s.opts.Backends() {
+			out.Endpoints[b.Backend] = "healthy"
+			if b.Ejected {
+				out.Endpoints[b.Backend] = "degraded"
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {

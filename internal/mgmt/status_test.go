@@ -272,3 +272,25 @@ func TestStatusReportsBackendHealth(t *testing.T) {
 		t.Errorf("backends = %+v, want %+v", st.Backends, want)
 	}
 }
+
+// TestHealthEarlierShapeEndpoints: the earlier-revision /health carries
+// cache (disabled without a response cache) and endpoints, each backend
+// healthy or degraded as passive health sees it.
+func TestHealthEarlierShapeEndpoints(t *testing.T) {
+	e := newEnvOpts(t, copyBase(t), compiler(t), func(o *mgmt.Options) {
+		o.Backends = func() []metrics.BackendState {
+			return []metrics.BackendState{
+				{Backend: "http://a.internal:8000/v1", Ejected: true, ConsecutiveFailures: 3},
+				{Backend: "http://b.internal:8000/v1"},
+			}
+		}
+	})
+	var h mgmt.HealthResponse
+	if err := json.Unmarshal(must(t, e.call("GET", "/health", nil), 200).body, &h); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"http://a.internal:8000/v1": "degraded", "http://b.internal:8000/v1": "healthy"}
+	if fmt.Sprint(h.Endpoints) != fmt.Sprint(want) || h.Cache.Status != "disabled" || h.Models["pii_detector"] != "loaded" {
+		t.Errorf("health = %+v", h)
+	}
+}

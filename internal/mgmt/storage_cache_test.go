@@ -77,6 +77,11 @@ func TestResponseCacheRoutes(t *testing.T) {
 	if h["reachable"] != true || h["entries"] != 4.0 {
 		t.Fatalf("health: %v", h)
 	}
+	// The earlier-revision /health carries the same cache, with its hit rate.
+	eh := must(t, e.call("GET", "/health", nil), 200).json(t)
+	if c, _ := eh["cache"].(map[string]any); c["status"] != "healthy" || c["entries"] != 4.0 || c["hit_rate"] != 0.5 {
+		t.Fatalf("/health cache: %v", eh["cache"])
+	}
 	s := must(t, e.call("GET", "/api/v1/storage/response-cache/stats?top=1", nil), 200).json(t)
 	if s["entries"] != 4.0 || s["namespaces"] != 2.0 || s["hit_ratio"] != 0.5 || s["hits"].(map[string]any)["exact"] != 4.0 {
 		t.Fatalf("stats: %v", s)
