@@ -95,8 +95,15 @@ func plainUsage(raw []byte) (*cost.Usage, bool) {
 			dst = &u.CompletionTokens
 		case "total_tokens":
 			dst = &u.TotalTokens
+		case "cache_creation_input_tokens":
+			dst = &u.CacheCreationInputTokens
+		case "prompt_tokens_details":
+			if string(m.Value) != "null" {
+				return nil, false // cached_tokens, priced apart: encoding/json reads it
+			}
+			continue
 		default:
-			if !plainOtherKey(m.Key, "prompt_tokens", "completion_tokens", "total_tokens") {
+			if !plainOtherKey(m.Key, "prompt_tokens", "completion_tokens", "total_tokens", "cache_creation_input_tokens", "prompt_tokens_details") {
 				return nil, false
 			}
 			continue

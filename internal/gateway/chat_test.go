@@ -294,6 +294,44 @@ func TestCostMetricFollowsSpecFormula(t *testing.T) {
 	}
 }
 
+// TestCostPricesCachedPromptTokens: prompt tokens an upstream read from its
+// prompt cache cost cached_input_per_1m, those an Anthropic-style upstream
+// wrote to it cache_write_per_1m, the rest prompt_per_1m.
+func TestCostPricesCachedPromptTokens(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_ANTHROPIC_KEY", "sk-ant-test")
+	e := newEnv(t)
+	e.ups["big"].setHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"x","object":"chat.completion","created":1,"model":"big","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500,"prompt_tokens_details":{"cached_tokens":800}}}`))
+	}))
+	if _, err := e.client.Chat.Completions.New(context.Background(), userMsg("prove it")); err != nil {
+		t.Fatal(err)
+	}
+	want := (200*1.00 + 800*0.50 + 500*4.00) / 1e6
+	if got := e.scalar("llm_model_cost_total", map[string]string{"model": "big", "currency": "USD"}); math.Abs(got-want) > 1e-12 {
+		t.Errorf("big: llm_model_cost_total = %v, want %v", got, want)
+	}
+
+	e.ups["claude"].setHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn",
+		  "usage":{"input_tokens":100,"output_tokens":50,"cache_read_input_tokens":600,"cache_creation_input_tokens":300}}`))
+	}))
+	params := userMsg("prove it")
+	params.Model = "claude"
+	cc, err := e.client.Chat.Completions.New(context.Background(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Usage.PromptTokens != 1000 || cc.Usage.PromptTokensDetails.CachedTokens != 600 {
+		t.Errorf("translated usage %+v", cc.Usage)
+	}
+	want = (100*3.00 + 600*0.30 + 300*3.75 + 50*15.00) / 1e6
+	if got := e.scalar("llm_model_cost_total", map[string]string{"model": "claude", "currency": "USD"}); math.Abs(got-want) > 1e-12 {
+		t.Errorf("claude: llm_model_cost_total = %v, want %v", got, want)
+	}
+}
+
 func TestFastResponsePlugin(t *testing.T) {
 	e := newEnv(t)
 	var httpResp *http.Response

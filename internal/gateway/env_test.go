@@ -51,7 +51,7 @@ providers:
         - {base_url: "{{small}}/v1", provider: openai}
     - name: big
       reasoning_family: deepseek
-      pricing: {currency: USD, prompt_per_1m: 1.00, completion_per_1m: 4.00}
+      pricing: {currency: USD, prompt_per_1m: 1.00, completion_per_1m: 4.00, cached_input_per_1m: 0.50}
       backend_refs:
         - base_url: "{{big}}/v1"
           provider: openai
@@ -63,7 +63,7 @@ providers:
     - name: claude
       api_format: anthropic
       reasoning_family: gpt
-      pricing: {currency: USD, prompt_per_1m: 3.00, completion_per_1m: 15.00}
+      pricing: {currency: USD, prompt_per_1m: 3.00, completion_per_1m: 15.00, cached_input_per_1m: 0.30, cache_write_per_1m: 3.75}
       backend_refs:
         - {base_url: "{{claude}}/v1", provider: anthropic, api_key_env: JUNCTION_TEST_ANTHROPIC_KEY}
     - name: demo

@@ -29,6 +29,12 @@ func (u anthropicUsage) chatUsage() map[string]any {
 	if u.CacheReadInputTokens > 0 {
 		m["prompt_tokens_details"] = map[string]any{"cached_tokens": u.CacheReadInputTokens}
 	}
+	if u.CacheCreationInputTokens > 0 {
+		// The member OpenAI-compatible gateways add for cache writes, which
+		// the chat-completion usage has no field for; cost prices them at
+		// cache_write_per_1m.
+		m["cache_creation_input_tokens"] = u.CacheCreationInputTokens
+	}
 	return m
 }
 
