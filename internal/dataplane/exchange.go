@@ -435,9 +435,9 @@ func (x *Exchange) RecordUsage() {
 	x.usedTokens, x.usedKnown = x.usage.PromptTokens+x.usage.CompletionTokens, true
 	m := x.Out.Model
 	x.plane.metrics.Usage(m.Name, m.Pricing, *x.usage)
-	if !x.first.IsZero() {
-		x.plane.metrics.TPOT(m.Name, time.Since(x.first), x.usage.CompletionTokens)
-	}
+	// As for a whole answer: the completion latency (since the request went
+	// upstream, the first token's wait included) per completion token.
+	x.plane.metrics.TPOT(m.Name, time.Since(x.sent), x.usage.CompletionTokens)
 }
 
 // StreamEnded hands a collected event stream to the response phase once

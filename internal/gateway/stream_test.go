@@ -163,3 +163,46 @@ func TestStreamIdleTimeout(t *testing.T) {
 		t.Errorf("timeout errors = %v", v)
 	}
 }
+
+// TestStreamTPOTIsCompletionLatencyPerToken: llm_model_tpot_seconds on a
+// stream is the completion latency divided by the completion tokens, as the
+// spec defines it; the wait for the first token is part of that latency.
+func TestStreamTPOTIsCompletionLatencyPerToken(t *testing.T) {
+	e := newEnv(t)
+	const firstTokenWait = 300 * time.Millisecond
+	e.ups["big"].setHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		time.Sleep(firstTokenWait)
+		for _, c := range []string{"a ", "b ", "c"} {
+			fmt.Fprintf(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"big\",\"choices\":[{\"index\":0,\"delta\":{\"content\":%q},\"finish_reason\":null}]}\n\n", c)
+		}
+		fmt.Fprint(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"big\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,\"total_tokens\":13}}\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	stream := e.client.Chat.Completions.NewStreaming(context.Background(), userMsg("prove it"))
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.scalar("llm_model_tpot_seconds", map[string]string{"model": "big"}); n != 1 {
+		t.Fatalf("tpot observations = %v", n)
+	}
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "llm_model_tpot_seconds" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	// At least the first token's wait over three tokens (measured after the
+	// first token it would be about zero).
+	if min := firstTokenWait.Seconds() / 3; sum < min {
+		t.Errorf("tpot = %vs, want at least %vs", sum, min)
+	}
+}

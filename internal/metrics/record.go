@@ -147,16 +147,18 @@ func (m *Metrics) TTFT(model string, d time.Duration) {
 	modelObserver(m.ttft, &m.ttftC, model).Observe(seconds(d))
 }
 
-// TPOT observes time per output token: the completion latency after the first
-// token divided by the completion tokens. Nothing is recorded without tokens.
-func (m *Metrics) TPOT(model string, afterFirstToken time.Duration, completionTokens int64) {
+// TPOT observes time per output token: the completion latency (from when the
+// request went upstream to the answer's end, streamed or not) divided by the
+// completion tokens, as the spec defines it. Nothing is recorded without
+// tokens.
+func (m *Metrics) TPOT(model string, completionLatency time.Duration, completionTokens int64) {
 	if m == nil {
 		return
 	}
 	if completionTokens <= 0 {
 		return
 	}
-	modelObserver(m.tpot, &m.tpotC, model).Observe(seconds(afterFirstToken) / float64(completionTokens))
+	modelObserver(m.tpot, &m.tpotC, model).Observe(seconds(completionLatency) / float64(completionTokens))
 }
 
 // SetCache publishes the response cache's size and hit ratio (router_cache_size,
