@@ -176,8 +176,11 @@ func (s *Server) routingPreview(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if err := checkText(r, "the input", strings.Join(in.AllTexts, "\n")); err != nil {
-		writeError(w, err)
+	// No input budget here: over it, guard and PII signals report
+	// input_limit in signal_errors (what they did read still counts) and the
+	// unknown-signal policy decides the route, as on the live path.
+	if strings.TrimSpace(strings.Join(in.AllTexts, "")) == "" {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput, "the input must be a non-empty string"))
 		return
 	}
 	gen := s.cfg.Runtime().Current()

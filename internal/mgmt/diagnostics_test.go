@@ -1,6 +1,7 @@
 package mgmt_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -38,11 +39,24 @@ func TestRoutingPreview(t *testing.T) {
 	must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"text": "hi", "recipe": "nope"}), 404)
 	must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{}), 400)
 	must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"text": "hi", "unknown": 1}), 400)
-	// Over the input budget: 400 INVALID_INPUT with the limit.
+}
+
+// TestRoutingPreviewOverBudgetReportsInputLimit: input over the 32,768
+// estimated-token budget is routed, not refused; the guard and PII signals
+// report input_limit in signal_errors.
+func TestRoutingPreviewOverBudgetReportsInputLimit(t *testing.T) {
+	e := newEnv(t, copyBase(t))
 	long := strings.Repeat("word ", mgmt.InputMaxTokens*2)
-	r := must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"text": long}), 400)
-	if r.errCode(t) != mgmt.CodeInvalidInput || !strings.Contains(string(r.body), "input_max_tokens") {
-		t.Fatalf("over budget: %.300s", r.body)
+	var p mgmt.PreviewResponse
+	if err := json.Unmarshal(must(t, e.call("POST", "/api/v1/routing/preview", map[string]any{"text": long}), 200).body, &p); err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]string{}
+	for _, se := range p.SignalErrors {
+		codes[se.Type+":"+se.Name] = se.Code
+	}
+	if codes["jailbreak:attack"] != "input_limit" || p.SelectionStatus == "" {
+		t.Fatalf("over budget: signal_errors %v, selection %q", p.SignalErrors, p.SelectionStatus)
 	}
 }
 
