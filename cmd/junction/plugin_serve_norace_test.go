@@ -222,16 +222,17 @@ global:
 		time.Sleep(50 * time.Millisecond)
 	}
 	// A candidate configuration of a type the serving configuration does not
-	// use previews through its module too.
-	resp, err = http.Post(api+"/api/v1/plugins/tools/preview", "application/json", strings.NewReader(`{"mode":"preview",
-	  "configuration":{"block":["shell"]},
-	  "request":{"model":"MoM","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"shell"}},{"type":"function","function":{"name":"search"}}]}}`))
+	// use previews through its module too (tool, RAG and guard previews need
+	// an active binding, so system_prompt here).
+	resp, err = http.Post(api+"/api/v1/plugins/system_prompt/preview", "application/json", strings.NewReader(`{"mode":"preview",
+	  "configuration":{"system_prompt":"Be terse today.","mode":"insert"},
+	  "request":{"model":"MoM","messages":[{"role":"user","content":"hi"}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"search"`)) || bytes.Contains(b, []byte(`"name":"shell"`)) {
-		t.Fatalf("tools preview: %d %s", resp.StatusCode, b)
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`Be terse today.`)) {
+		t.Fatalf("system_prompt preview: %d %s", resp.StatusCode, b)
 	}
 }

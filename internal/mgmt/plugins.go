@@ -233,7 +233,8 @@ type PluginPreviewRequest struct {
 	// Mode is preview (default) or probe; a preview never escalates.
 	Mode string `json:"mode,omitempty" oas:"enum=preview|probe"`
 	// Configuration is a typed candidate configuration of this plugin type, checked against the type's own
-	// JSON Schema (GET /api/v1/plugins/{type}, config_schema).
+	// JSON Schema (GET /api/v1/plugins/{type}, config_schema). Guard, RAG and tool types (rag, tools,
+	// tool_selection, hallucination, response_jailbreak) refuse it and need binding.
 	Configuration json.RawMessage `json:"configuration,omitempty" oas:"oneof=plugin,object"`
 	// Binding names an active binding instead.
 	Binding *PreviewBinding `json:"binding,omitempty" oas:"oneof=plugin"`
@@ -252,6 +253,16 @@ type PluginPreviewRequest struct {
 // from the request (a plugin removes its own from the body in every mode, so
 // they never reach a backend).
 var previewInputs = []string{"supplied_context", "supplied_memories"}
+
+// previewNeedsBinding reports whether a plugin type previews only an active
+// binding (the spec: guard, RAG and tool previews need binding).
+func previewNeedsBinding(pluginType string) bool {
+	switch pluginType {
+	case "rag", "tools", "tool_selection", "hallucination", "response_jailbreak":
+		return true
+	}
+	return false
+}
 
 // PreviewBinding names an active binding.
 type PreviewBinding struct {
@@ -323,6 +334,11 @@ func (s *Server) pluginPreview(w http.ResponseWriter, r *http.Request) {
 		e := newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "%s", t.Reason)
 		e.body.Status = "unavailable"
 		writeError(w, e)
+		return
+	}
+	if req.Binding == nil && previewNeedsBinding(t.Type) {
+		writeError(w, newErr(http.StatusBadRequest, CodeInvalidInput,
+			"a %s preview needs binding {recipe, decision}: guard, RAG and tool previews run an active binding's policy, not a candidate configuration (GET /api/v1/plugins/%s/bindings lists them)", t.Type, t.Type))
 		return
 	}
 	if (req.Configuration == nil) == (req.Binding == nil) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 
@@ -26,6 +27,38 @@ import (
 // memory functions backed by in-memory stores.
 func newEnvWithPlugins(t *testing.T) (*env, *memstore.Retriever, *memstore.Memory) {
 	t.Helper()
+	return newEnvWithPluginsConfig(t, copyBase(t))
+}
+
+// ragDecisions are two decisions of the default recipe whose rag plugins
+// retrieve from the knowledge base kb (top 2 and top 1): RAG previews run an
+// active binding.
+const ragDecisions = `      - name: rag_two
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small}]
+        plugins: [{type: rag, configuration: {store: kb, top_k: 2}}]
+      - name: rag_one
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small}]
+        plugins: [{type: rag, configuration: {store: kb, top_k: 1}}]
+`
+
+// withRAGDecisions is the base configuration with ragDecisions.
+func withRAGDecisions(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "  - name: spare\n", ragDecisions+"  - name: spare\n", 1)
+	if s == string(b) {
+		t.Fatal("testdata/base.yaml has no recipe spare to insert the rag decisions before")
+	}
+	return writeConfig(t, s)
+}
+
+func newEnvWithPluginsConfig(t *testing.T, path string) (*env, *memstore.Retriever, *memstore.Memory) {
+	t.Helper()
 	ctx := context.Background()
 	emb := lexical.NewHashedEmbedder(0)
 	ret := &memstore.Retriever{Vectors: memstore.NewVectors(), Embedder: emb}
@@ -35,7 +68,6 @@ func newEnvWithPlugins(t *testing.T) (*env, *memstore.Retriever, *memstore.Memor
 		t.Fatal(err)
 	}
 	t.Cleanup(sys.Close)
-	path := copyBase(t)
 	cfg, err := mgmt.OpenConfig(ctx, mgmt.ConfigOptions{Path: path, Compile: compiler(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -54,13 +86,23 @@ func newEnvWithPlugins(t *testing.T) (*env, *memstore.Retriever, *memstore.Memor
 }
 
 func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
-	e, ret, _ := newEnvWithPlugins(t)
+	e, ret, _ := newEnvWithPluginsConfig(t, withRAGDecisions(t))
 	req := map[string]any{"model": "MoM", "messages": []any{map[string]any{"role": "user", "content": "how long do refunds take?"}}}
-	cfg := map[string]any{"store": "kb", "top_k": 2}
+	two := map[string]any{"recipe": "default", "decision": "rag_two"}
+
+	// A candidate configuration is refused: RAG previews need binding.
+	r := must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": map[string]any{"store": "kb"}, "request": req}), 400)
+	if r.errCode(t) != mgmt.CodeInvalidInput || !strings.Contains(string(r.body), "needs binding") {
+		t.Fatalf("rag candidate: %s", r.body)
+	}
+	r = must(t, e.call("POST", "/api/v1/plugins/tools/preview", map[string]any{"configuration": map[string]any{"block": []any{"shell"}}, "request": req}), 400)
+	if r.errCode(t) != mgmt.CodeInvalidInput {
+		t.Fatalf("tools candidate: %s", r.body)
+	}
 
 	// Preview: the top-level supplied_context is injected; nothing is
 	// retrieved, and the input does not stay in the request.
-	p := must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req,
+	p := must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"binding": two, "request": req,
 		"supplied_context": []any{"Refunds take 30 days.", map[string]any{"text": "Ask support.", "source": "faq.md", "score": 0.7}}}), 200).json(t)
 	body := fmt.Sprint(p["request"])
 	if p["mode"] != "preview" || p["backend_calls"] != 0.0 || p["persisted"] != false ||
@@ -69,13 +111,13 @@ func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
 	}
 	// The top-level field wins over one inside the request.
 	inner := map[string]any{"model": "MoM", "supplied_context": []any{"inner"}, "messages": req["messages"]}
-	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": inner,
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"binding": two, "request": inner,
 		"supplied_context": []any{"outer"}}), 200).json(t)
 	if body := fmt.Sprint(p["request"]); !strings.Contains(body, "[1] outer") || strings.Contains(body, "inner") {
 		t.Fatalf("top-level over inner: %v", p)
 	}
 	// Without any, the preview says what it would do.
-	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req}), 200).json(t)
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"binding": two, "request": req}), 200).json(t)
 	if r := p["reports"].([]any)[0].(map[string]any); r["status"] != "skipped" || !strings.Contains(fmt.Sprint(r["detail"]), `would retrieve from "kb"`) {
 		t.Fatalf("preview without supplied_context: %v", p)
 	}
@@ -87,7 +129,7 @@ func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"mode": "probe", "configuration": map[string]any{"store": "kb", "top_k": 1},
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"mode": "probe", "binding": map[string]any{"recipe": "default", "decision": "rag_one"},
 		"request": req, "supplied_context": []any{"ignored"}}), 200).json(t)
 	body = fmt.Sprint(p["request"])
 	if p["mode"] != "probe" || p["backend_calls"] != 1.0 || p["persisted"] != false ||
@@ -95,7 +137,7 @@ func TestRAGPreviewHonoursTopLevelSuppliedContext(t *testing.T) {
 		t.Fatalf("probe: %v", p)
 	}
 	// A malformed supplied_context is the plugin's clear failure.
-	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"configuration": cfg, "request": req, "supplied_context": "not a list"}), 200).json(t)
+	p = must(t, e.call("POST", "/api/v1/plugins/rag/preview", map[string]any{"binding": two, "request": req, "supplied_context": "not a list"}), 200).json(t)
 	if r := p["reports"].([]any)[0].(map[string]any); r["status"] != "failed" || !strings.Contains(fmt.Sprint(r["detail"]), "supplied_context must be an array") {
 		t.Fatalf("malformed supplied_context: %v", p)
 	}
