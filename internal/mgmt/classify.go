@@ -432,8 +432,16 @@ type BatchRequest struct {
 	Texts    []string       `json:"texts" oas:"required,minItems=1"`
 	TaskType string         `json:"task_type,omitempty" oas:"enum=intent|pii|security"`
 	Recipe   string         `json:"recipe,omitempty"`
-	Options  map[string]any `json:"options,omitempty"`
+	// Options are as for intent: return_probabilities asks for each
+	// result's probabilities (intent), confidence_threshold sets the
+	// low-confidence cut-off of statistics.low_confidence_count (0.5 when
+	// unset).
+	Options *IntentOptions `json:"options,omitempty"`
 }
+
+// defaultLowConfidence is the batch statistics' low-confidence cut-off when
+// options.confidence_threshold is unset.
+const defaultLowConfidence = 0.5
 
 // BatchResult is one text's result: the intent fields for task_type intent,
 // the pii or security fields otherwise.
@@ -509,6 +517,14 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 	if task == "" {
 		task = "intent"
 	}
+	var opts IntentOptions
+	if req.Options != nil {
+		opts = *req.Options
+	}
+	low := defaultLowConfidence
+	if opts.ConfidenceThreshold != nil {
+		low = *opts.ConfidenceThreshold
+	}
 	start := time.Now()
 	out := BatchResponse{Results: []BatchResult{}, Statistics: BatchStatistics{CategoryDistribution: map[string]int{}}}
 	var sum float64
@@ -516,7 +532,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		var br BatchResult
 		switch task {
 		case "intent":
-			ir, err := s.intent(r.Context(), gen, rc, t, IntentOptions{ReturnProbabilities: true})
+			ir, err := s.intent(r.Context(), gen, rc, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
 			if err != nil {
 				writeError(w, err)
 				return
@@ -552,7 +568,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sum += br.Confidence
-		if br.Confidence < 0.5 {
+		if br.Confidence < low {
 			out.Statistics.LowConfidenceCount++
 		}
 		out.Results = append(out.Results, br)

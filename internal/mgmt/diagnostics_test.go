@@ -88,6 +88,21 @@ func TestClassify(t *testing.T) {
 		if b["total_count"] != 2.0 || len(b["results"].([]any)) != 2 {
 			t.Fatalf("%sbatch: %v", prefix, b)
 		}
+		// options as for intent: probabilities only when asked; the
+		// low-confidence cut-off is options.confidence_threshold.
+		if res := b["results"].([]any)[0].(map[string]any); res["probabilities"] != nil {
+			t.Fatalf("%sbatch without return_probabilities: %v", prefix, res)
+		}
+		b = must(t, e.call("POST", prefix+"batch", map[string]any{"texts": []string{"what is 2+2", "write a python function"},
+			"options": map[string]any{"return_probabilities": true, "confidence_threshold": 1.01}}), 200).json(t)
+		if res := b["results"].([]any)[0].(map[string]any); len(fmt.Sprint(res["probabilities"])) < 10 ||
+			b["statistics"].(map[string]any)["low_confidence_count"] != 2.0 {
+			t.Fatalf("%sbatch with options: %v", prefix, b)
+		}
+		b = must(t, e.call("POST", prefix+"batch", map[string]any{"texts": []string{"what is 2+2"}, "options": map[string]any{"confidence_threshold": 0}}), 200).json(t)
+		if b["statistics"].(map[string]any)["low_confidence_count"] != 0.0 {
+			t.Fatalf("%sbatch with threshold 0: %v", prefix, b)
+		}
 		must(t, e.call("POST", prefix+"batch", map[string]any{"texts": []string{"a b", "c d"}, "task_type": "pii"}), 200)
 		must(t, e.call("POST", prefix+"batch", map[string]any{"texts": []string{"a b"}, "task_type": "security"}), 200)
 		r := must(t, e.call("POST", prefix+"batch", map[string]any{"texts": []string{"1", "2", "3", "4", "5"}}), 400)
