@@ -429,9 +429,9 @@ func (s *Server) classifyCombined(w http.ResponseWriter, r *http.Request) {
 
 // BatchRequest is the batch request of document 001.
 type BatchRequest struct {
-	Texts    []string       `json:"texts" oas:"required,minItems=1"`
-	TaskType string         `json:"task_type,omitempty" oas:"enum=intent|pii|security"`
-	Recipe   string         `json:"recipe,omitempty"`
+	Texts    []string `json:"texts" oas:"required,minItems=1"`
+	TaskType string   `json:"task_type,omitempty" oas:"enum=intent|pii|security"`
+	Recipe   string   `json:"recipe,omitempty"`
 	// Options are as for intent: return_probabilities asks for each
 	// result's probabilities (intent), confidence_threshold sets the
 	// low-confidence cut-off of statistics.low_confidence_count (0.5 when
