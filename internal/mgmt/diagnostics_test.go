@@ -131,7 +131,14 @@ func TestClassify(t *testing.T) {
 	if len(m["tasks"].([]any)) < 5 {
 		t.Fatalf("classification metrics: %v", m)
 	}
-	must(t, e.call("GET", "/info/models", nil), 200)
+	var im mgmt.ModelInfo
+	if err := json.Unmarshal(must(t, e.call("GET", "/info/models", nil), 200).body, &im); err != nil {
+		t.Fatal(err)
+	}
+	// metadata.threshold is the default recipe's (base.yaml: jailbreak attack 0.7).
+	if im.Models[1].Name != "jailbreak_guard" || im.Models[1].Metadata["threshold"] != "0.7" {
+		t.Fatalf("/info/models: %+v", im.Models)
+	}
 	ci := must(t, e.call("GET", "/info/classifier", nil), 200).json(t)
 	if ci["status"] != "active" || len(ci["decisions"].([]any)) != 4 {
 		t.Fatalf("classifier info: %v", ci)

@@ -3,6 +3,7 @@ package mgmt
 import (
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/junction-router/junction/engine/signal"
@@ -65,6 +66,31 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 		{Name: "embedding", Type: "embedding", Loaded: true, ModelPath: "builtin:" + models.Embedder.Method(), Categories: []string{},
 			Metadata: map[string]string{"model_type": models.Embedder.Method(), "use_cpu": "true"}},
 	}, System: systemInfo()}
+	// threshold is the default recipe's: the highest domain threshold for
+	// the category classifier, the jailbreak signal's for the guard, the
+	// highest PII threshold for the detector (omitted where the recipe has
+	// no such signal). mapping_path is omitted: the built-in and worker
+	// bindings carry their label mapping inside the model, with no file.
+	if rc, err := recipeIn(gen, ""); err == nil {
+		set := func(i int, v float64, ok bool) {
+			if ok {
+				out.Models[i].Metadata["threshold"] = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+		}
+		var dom, jb, p float64
+		for _, d := range rc.Signals.Domains {
+			dom = max(dom, d.Threshold)
+		}
+		for _, j := range rc.Signals.Jailbreak {
+			jb = max(jb, j.Threshold)
+		}
+		for _, x := range rc.Signals.PII {
+			p = max(p, x.Threshold)
+		}
+		set(0, dom, len(rc.Signals.Domains) > 0)
+		set(1, jb, len(rc.Signals.Jailbreak) > 0)
+		set(2, p, len(rc.Signals.PII) > 0)
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -133,6 +159,11 @@ func (s *Server) infoClassifier(w http.ResponseWriter, r *http.Request) {
 		Categories:   []CategoryInfo{}, Decisions: []DecisionInfo{}, PIITypes: pii.Types(),
 		Security:      SecurityInfo{JailbreakDetection: len(rc.Signals.Jailbreak) > 0, DetectionTypes: []string{"jailbreak", "prompt_injection"}, Enabled: len(rc.Signals.Jailbreak) > 0},
 		Configuration: ClassifierSetting{UseCPU: true}, Backends: map[string][]string{}}
+	// placeholder when models are not loaded (document 001): the bindings,
+	// or the lexical fallbacks that stand in for missing ones, failed to load.
+	if _, err := s.modelsOf(gen); err != nil {
+		out.Status = "placeholder"
+	}
 	for _, d := range rc.Signals.Domains {
 		out.Categories = append(out.Categories, CategoryInfo{Name: d.Name, Description: d.Description, Threshold: d.Threshold})
 		out.Configuration.CategoryThreshold = max(out.Configuration.CategoryThreshold, d.Threshold)
