@@ -2,6 +2,7 @@ package mgmt
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -534,7 +535,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		case "intent":
 			ir, err := s.intent(r.Context(), gen, rc, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
 			if err != nil {
-				writeError(w, err)
+				writeError(w, batchError(err))
 				return
 			}
 			br = BatchResult{Category: ir.Classification.Category, Confidence: ir.Classification.Confidence, ProcessingTimeMS: ir.Classification.ProcessingTimeMS, Probabilities: ir.Probabilities}
@@ -542,7 +543,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		case "pii":
 			pr, err := piiDetect(t, PIIOptions{ReturnPositions: true})
 			if err != nil {
-				writeError(w, err)
+				writeError(w, batchError(err))
 				return
 			}
 			has := pr.HasPII
@@ -553,7 +554,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		case "security":
 			sr, err := s.security(r.Context(), gen, rc, t, SecurityOptions{})
 			if err != nil {
-				writeError(w, err)
+				writeError(w, batchError(err))
 				return
 			}
 			is, risk := sr.IsJailbreak, sr.RiskScore
@@ -578,4 +579,22 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 	out.ProcessingTimeMS = ms(time.Since(start))
 	s.stats.observe("batch", time.Since(start), nil)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// batchError gives a batch's server-side failures the batch codes of
+// document 001: UNIFIED_CLASSIFIER_UNAVAILABLE for a classifier that is not
+// there (503), UNIFIED_CLASSIFICATION_ERROR for one that failed (500).
+// Client errors keep their codes.
+func batchError(err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return newErr(http.StatusInternalServerError, CodeUnifiedClassificationError, "%v", err)
+	}
+	switch {
+	case ae.status == http.StatusServiceUnavailable:
+		ae.body.Error.Code = CodeUnifiedClassifierUnavailable
+	case ae.status >= 500:
+		ae.body.Error.Code = CodeUnifiedClassificationError
+	}
+	return ae
 }
