@@ -155,6 +155,12 @@ func TestModelDiagnostics(t *testing.T) {
 			t.Fatalf("bindings lack %s: %s", b, names)
 		}
 	}
+	// max_sequence_length is the legacy name of the effective input limit.
+	for _, b := range l["bindings"].([]any) {
+		if m := b.(map[string]any); m["max_sequence_length"] == nil || m["max_sequence_length"] != m["input_max_tokens"] {
+			t.Fatalf("binding %v: max_sequence_length is not input_max_tokens", m["name"])
+		}
+	}
 	must(t, e.call("GET", "/api/v1/diagnostics/models?recipe=nope", nil), 404)
 	lab := must(t, e.call("POST", "/api/v1/diagnostics/models/labels", map[string]any{"recipe": "default", "binding": "domain", "text": "integral of x squared"}), 200).json(t)
 	if len(lab["labels"].([]any)) != 14 || lab["binding"].(map[string]any)["method"] == "" {

@@ -36,8 +36,11 @@ type Binding struct {
 	Precision        string   `json:"precision"`
 	ArtifactRevision string   `json:"artifact_revision"`
 	InputMaxTokens   int      `json:"input_max_tokens"`
-	MaxBatchSize     int      `json:"max_batch_size"`
-	Prepared         bool     `json:"prepared"`
+	// MaxSequenceLength is the legacy name of the effective input limit
+	// (input_max_tokens), not the physical context window.
+	MaxSequenceLength int  `json:"max_sequence_length"`
+	MaxBatchSize      int  `json:"max_batch_size"`
+	Prepared          bool `json:"prepared"`
 }
 
 // BindingList answers GET /api/v1/diagnostics/models.
@@ -61,7 +64,7 @@ func (s *Server) bindingsOf(gen *engine.Generation, rc *recipes.Recipe) ([]resol
 	mk := func(name, kind, method string, tasks []string, sigs []string) Binding {
 		return Binding{Name: name, Recipe: rc.Name, Kind: kind, Tasks: tasks, Method: method, Signals: sigs,
 			Provider: "junction", Device: "cpu", Precision: "fp64", ArtifactRevision: "embedded:" + method,
-			InputMaxTokens: InputMaxTokens, MaxBatchSize: maxBatch(gen), Prepared: true}
+			InputMaxTokens: InputMaxTokens, MaxSequenceLength: InputMaxTokens, MaxBatchSize: maxBatch(gen), Prepared: true}
 	}
 	var out []resolvedBinding
 	names := func(n int, at func(int) string) []string {
