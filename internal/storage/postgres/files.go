@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/junction-router/junction/internal/storage"
+)
+
+// maxFilename bounds a stored filename.
+const maxFilename = 255
+
+// CreateFile implements storage.Files.
+func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader, limit int64) (storage.File, error) {
+	if err := s.check(ctx); err != nil {
+		return storage.File{}, err
+	}
+	name := baseName(nf.Filename)
+	if name == "" {
+		return storage.File{}, fmt.Errorf("%w: the file needs a name", storage.ErrInvalid)
+	}
+	if len(name) > maxFilename {
+		return storage.File{}, fmt.Errorf("%w: the filename is longer than %d bytes", storage.ErrInvalid, maxFilename)
+	}
+	if nf.Purpose == "" {
+		return storage.File{}, fmt.Errorf("%w: the file needs a purpose", storage.ErrInvalid)
+	}
+	f := storage.File{
+		ID:        newID("file-"),
+		Filename:  name,
+		Purpose:   nf.Purpose,
+		MediaType: nf.MediaType,
+		CreatedAt: now(),
+	}
+	h := sha256.New()
+	src := io.Reader(&ctxReader{ctx: ctx, r: r})
+	if limit > 0 {
+		src = io.LimitReader(src, limit+1)
+	}
+	// One transaction holds the row and every part: a reader never sees a
+	// file without all its bytes, and a failed upload leaves nothing.
+	err := s.tx(ctx, func(tx *pgTx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO files (id, filename, purpose, bytes, sha256, media_type, created_at) VALUES (?, ?, ?, 0, '', ?, ?)`,
+			f.ID, f.Filename, f.Purpose, f.MediaType, f.CreatedAt.UnixNano()); err != nil {
+			return fmt.Errorf("postgres: record the file: %w", err)
+		}
+		buf := make([]byte, partSize)
+		for part := 0; ; part++ {
+			n, err := io.ReadFull(src, buf)
+			if n > 0 {
+				f.Bytes += int64(n)
+				if limit > 0 && f.Bytes > limit {
+					return fmt.Errorf("%w: the file is larger than %d bytes", storage.ErrTooLarge, limit)
+				}
+				h.Write(buf[:n])
+				if _, err := tx.ExecContext(ctx, `INSERT INTO file_parts (file_id, part, data) VALUES (?, ?, ?)`, f.ID, part, buf[:n]); err != nil {
+					return fmt.Errorf("postgres: store the upload: %w", err)
+				}
+			}
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("postgres: read the upload: %w", err)
+			}
+		}
+		f.SHA256 = hex.EncodeToString(h.Sum(nil))
+		if _, err := tx.ExecContext(ctx, `UPDATE files SET bytes = ?, sha256 = ? WHERE id = ?`, f.Bytes, f.SHA256, f.ID); err != nil {
+			return fmt.Errorf("postgres: record the file: %w", err)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return storage.File{}, err
+	}
+	return f, nil
+}
+
+// partSize is the size of the bytea parts a file's bytes are kept in: an
+// upload or a download holds one part in memory, not the file.
+const partSize = 1 << 20
+
+// baseName keeps the last element of a path of either slash.
+func baseName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	name = strings.TrimSpace(name)
+	if name == "." || name == ".." {
+		return ""
+	}
+	return name
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+const fileCols = `seq, id, filename, purpose, bytes, sha256, media_type, created_at`
+
+func scanFile(row interface{ Scan(...any) error }) (storage.File, error) {
+	var f storage.File
+	var seq, created int64
+	err := row.Scan(&seq, &f.ID, &f.Filename, &f.Purpose, &f.Bytes, &f.SHA256, &f.MediaType, &created)
+	f.CreatedAt = fromNanos(created)
+	return f, err
+}
+
+// GetFile implements storage.Files.
+func (s *Store) GetFile(ctx context.Context, id string) (storage.File, error) {
+	if err := s.check(ctx); err != nil {
+		return storage.File{}, err
+	}
+	f, err := scanFile(s.r.QueryRowContext(ctx, `SELECT `+fileCols+` FROM files WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, fmt.Errorf("file %q: %w", id, storage.ErrNotFound)
+	}
+	if err != nil {
+		return f, fmt.Errorf("postgres: get file: %w", err)
+	}
+	return f, nil
+}
+
+// ListFiles implements storage.Files.
+func (s *Store) ListFiles(ctx context.Context, purpose string, o storage.ListOptions) (storage.Page[storage.File], error) {
+	if err := s.check(ctx); err != nil {
+		return storage.Page[storage.File]{}, err
+	}
+	p := pageQuery[storage.File]{
+		sel:    `SELECT ` + fileCols + ` FROM files`,
+		cursor: `SELECT seq FROM files WHERE id = ?`,
+		scan:   func(r *sql.Rows) (storage.File, error) { return scanFile(r) },
+	}
+	if purpose != "" {
+		p.where, p.args = `purpose = ?`, []any{purpose}
+	}
+	return list(ctx, s.r, p, o)
+}
+
+// OpenFile implements storage.Files.
+func (s *Store) OpenFile(ctx context.Context, id string) (io.ReadCloser, storage.File, error) {
+	f, err := s.GetFile(ctx, id)
+	if err != nil {
+		return nil, f, err
+	}
+	return &partReader{ctx: ctx, s: s, id: f.ID}, f, nil
+}
+
+// partReader streams a file's parts, one query per part.
+type partReader struct {
+	ctx  context.Context
+	s    *Store
+	id   string
+	part int
+	buf  []byte
+	done bool
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	for len(p.buf) == 0 {
+		if p.done {
+			return 0, io.EOF
+		}
+		err := p.s.r.QueryRowContext(p.ctx, `SELECT data FROM file_parts WHERE file_id = ? AND part = ?`, p.id, p.part).Scan(&p.buf)
+		if errors.Is(err, sql.ErrNoRows) {
+			p.done = true
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("postgres: read file %s: %w", p.id, err)
+		}
+		p.part++
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[n:]
+	return n, nil
+}
+
+func (p *partReader) Close() error { p.done, p.buf = true, nil; return nil }
+
+// DeleteFile implements storage.Files.
+func (s *Store) DeleteFile(ctx context.Context, id string) error {
+	err := s.tx(ctx, func(tx *pgTx) error {
+		// Detach first: the cascade from files would do it too, but the
+		// stores it leaves must be marked active.
+		if _, err := tx.ExecContext(ctx, `UPDATE vector_stores SET last_active_at = ? WHERE id IN (SELECT store_id FROM vector_store_files WHERE file_id = ?)`, now().UnixNano(), id); err != nil {
+			return fmt.Errorf("postgres: delete file: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM vector_store_files WHERE file_id = ?`, id); err != nil {
+			return fmt.Errorf("postgres: delete file: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("postgres: delete file: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("file %q: %w", id, storage.ErrNotFound)
+		}
+		return logChange(ctx, tx, s.replica, changeFileDeleted, "", id)
+	}, func() { s.index.RemoveFileEverywhere(id) })
+	if err != nil {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/storage/vecindex"
+)
+
+// Bounds on memories.
+const (
+	maxMemoryBytes = 16 << 10
+	maxScopeBytes  = 512
+)
+
+// normalizeMemory is the form two texts share when they are the same
+// memory: trimmed, case-folded, inner whitespace collapsed.
+func normalizeMemory(text string) string {
+	return strings.Join(strings.Fields(strings.ToLower(text)), " ")
+}
+
+func memoryHash(text string) string {
+	h := sha256.Sum256([]byte(normalizeMemory(text)))
+	return hex.EncodeToString(h[:])
+}
+
+const memCols = `seq, id, scope, text, embedding_model, vector, created_at`
+
+func scanMemory(row interface{ Scan(...any) error }) (storage.Memory, error) {
+	var m storage.Memory
+	var seq, created int64
+	var blob []byte
+	if err := row.Scan(&seq, &m.ID, &m.Scope, &m.Text, &m.EmbeddingModel, &blob, &created); err != nil {
+		return m, err
+	}
+	m.Vector = decodeVector(blob)
+	m.CreatedAt = fromNanos(created)
+	return m, nil
+}
+
+// Remember implements storage.Memories.
+func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory, bool, error) {
+	switch {
+	case m.Scope == "" || len(m.Scope) > maxScopeBytes:
+		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a scope of 1 to %d bytes", storage.ErrInvalid, maxScopeBytes)
+	case strings.TrimSpace(m.Text) == "" || len(m.Text) > maxMemoryBytes:
+		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a text of 1 to %d bytes", storage.ErrInvalid, maxMemoryBytes)
+	case len(m.Vector) == 0 || len(m.Vector) > maxDimensions:
+		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a vector of 1 to %d dimensions", storage.ErrInvalid, maxDimensions)
+	case !finite(m.Vector):
+		return storage.Memory{}, false, fmt.Errorf("%w: the memory's vector has a NaN or infinite component", storage.ErrInvalid)
+	case m.EmbeddingModel == "":
+		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs its embedding model", storage.ErrInvalid)
+	}
+	kept := storage.Memory{
+		ID:             newID("mem_"),
+		Scope:          m.Scope,
+		Text:           strings.TrimSpace(m.Text),
+		CreatedAt:      now(),
+		EmbeddingModel: m.EmbeddingModel,
+		Vector:         append([]float32(nil), m.Vector...),
+	}
+	created := false
+	err := s.tx(ctx, func(tx *pgTx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO memories (id, scope, text, text_hash, embedding_model, dimensions, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (scope, text_hash) DO NOTHING`,
+			kept.ID, kept.Scope, kept.Text, memoryHash(kept.Text), kept.EmbeddingModel, len(kept.Vector), encodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano())
+		if err != nil {
+			return fmt.Errorf("postgres: remember: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			created = true
+			return nil
+		}
+		kept, err = scanMemory(tx.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories WHERE scope = ? AND text_hash = ?`, kept.Scope, memoryHash(kept.Text)))
+		if err != nil {
+			return fmt.Errorf("postgres: remember: %w", err)
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		return storage.Memory{}, false, err
+	}
+	return kept, created, nil
+}
+
+// Recall implements storage.Memories: an exact cosine scan over the scope's
+// memories made with the same model and dimension.
+func (s *Store) Recall(ctx context.Context, scope, model string, vector []float32, k int, minScore float32) ([]storage.MemoryHit, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if k < 1 || k > maxK {
+		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, maxK, k)
+	}
+	if len(vector) == 0 || !finite(vector) {
+		return nil, fmt.Errorf("%w: the query vector is empty or has a NaN or infinite component", storage.ErrInvalid)
+	}
+	q := append([]float32(nil), vector...)
+	vecindex.Normalize(q)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+memCols+` FROM memories WHERE scope = ? AND embedding_model = ? AND dimensions = ?`, scope, model, len(vector))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: recall: %w", err)
+	}
+	defer rows.Close()
+	var hits []storage.MemoryHit
+	for rows.Next() {
+		m, err := scanMemory(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: recall: %w", err)
+		}
+		v := append([]float32(nil), m.Vector...)
+		vecindex.Normalize(v)
+		score := vecindex.Dot(q, v)
+		if score < minScore {
+			continue
+		}
+		hits = append(hits, storage.MemoryHit{Memory: m, Score: score})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: recall: %w", err)
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].ID < hits[j].ID
+	})
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	if hits == nil {
+		hits = []storage.MemoryHit{}
+	}
+	return hits, nil
+}
+
+// ListMemories implements storage.Memories.
+func (s *Store) ListMemories(ctx context.Context, scope string, o storage.ListOptions) (storage.Page[storage.Memory], error) {
+	if err := s.check(ctx); err != nil {
+		return storage.Page[storage.Memory]{}, err
+	}
+	p := pageQuery[storage.Memory]{
+		sel:    `SELECT ` + memCols + ` FROM memories`,
+		cursor: `SELECT seq FROM memories WHERE id = ?`,
+		scan:   func(r *sql.Rows) (storage.Memory, error) { return scanMemory(r) },
+	}
+	if scope != "" {
+		p.where, p.args = `scope = ?`, []any{scope}
+	}
+	return list(ctx, s.r, p, o)
+}
+
+// GetMemory implements storage.Memories.
+func (s *Store) GetMemory(ctx context.Context, id string) (storage.Memory, error) {
+	if err := s.check(ctx); err != nil {
+		return storage.Memory{}, err
+	}
+	m, err := scanMemory(s.r.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("memory %q: %w", id, storage.ErrNotFound)
+	}
+	if err != nil {
+		return m, fmt.Errorf("postgres: get memory: %w", err)
+	}
+	return m, nil
+}
+
+// DeleteMemory implements storage.Memories.
+func (s *Store) DeleteMemory(ctx context.Context, id string) error {
+	return s.tx(ctx, func(tx *pgTx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("postgres: delete memory: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("memory %q: %w", id, storage.ErrNotFound)
+		}
+		return nil
+	}, nil)
+}
+
+// DeleteScope implements storage.Memories.
+func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
+	var n int64
+	err := s.tx(ctx, func(tx *pgTx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM memories WHERE scope = ?`, scope)
+		if err != nil {
+			return fmt.Errorf("postgres: delete scope: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	}, nil)
+	return int(n), err
+}
