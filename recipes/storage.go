@@ -10,6 +10,15 @@ type Storage struct {
 	// relative to the working directory; created 0700 on first use).
 	// junction serve --data-dir overrides it. Read at start-up only.
 	Dir string `json:"dir,omitempty"`
+	// Backend is where files, vector stores, knowledge bases' chunks and
+	// memories live: "embedded" (default: SQLite in Dir, one machine) or
+	// "postgres" (a PostgreSQL schema every replica shares; Postgres says
+	// how to reach it). The embedded store in Dir stays open either way
+	// for what is kept per replica (stored responses). Read at start-up
+	// only.
+	Backend string `json:"backend,omitempty"`
+	// Postgres configures the postgres backend (required with it).
+	Postgres *StoragePostgres `json:"postgres,omitempty"`
 	// MaxFileBytes bounds one uploaded file (default DefaultMaxFileBytes).
 	MaxFileBytes int64 `json:"max_file_bytes,omitempty"`
 	// IngestConcurrency is how many files are chunked and embedded at once
@@ -22,6 +31,37 @@ type Storage struct {
 	// KnowledgeBases are named retrieval sources over vector stores; the
 	// rag plugin names one in its store field.
 	KnowledgeBases []KnowledgeBase `json:"knowledge_bases,omitempty"`
+}
+
+// Storage backends (Storage.Backend).
+const (
+	StorageBackendEmbedded = "embedded"
+	StorageBackendPostgres = "postgres"
+)
+
+// StoragePostgres reaches the PostgreSQL of the postgres backend. The DSN
+// is a secret (it may hold a password), so the configuration names the
+// environment variable that holds it, never the DSN itself; a search_path
+// in the DSN picks the schema (default: the user's, usually public).
+type StoragePostgres struct {
+	// DSNEnv is the environment variable holding the DSN
+	// (postgres://user@host:5432/db?sslmode=require&search_path=junction).
+	DSNEnv string `json:"dsn_env"`
+	// MaxConns bounds the connection pool of each replica (default
+	// DefaultPostgresMaxConns).
+	MaxConns int `json:"max_conns,omitempty"`
+}
+
+// DefaultPostgresMaxConns is StoragePostgres.MaxConns's default.
+const DefaultPostgresMaxConns = 8
+
+// StorageBackend is the backend s names: embedded when s is nil or names
+// none.
+func StorageBackend(s *Storage) string {
+	if s == nil || s.Backend == "" {
+		return StorageBackendEmbedded
+	}
+	return s.Backend
 }
 
 // Storage defaults.

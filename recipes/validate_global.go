@@ -395,6 +395,27 @@ func (c *checker) storage() {
 	if st == nil {
 		return
 	}
+	switch st.Backend {
+	case "", StorageBackendEmbedded:
+		if st.Postgres != nil {
+			c.add("/global/storage/postgres", CodeInvalidValue, "postgres is set but backend is %q; set backend: postgres or remove postgres", StorageBackend(st))
+		}
+	case StorageBackendPostgres:
+		p := "/global/storage/postgres"
+		switch {
+		case st.Postgres == nil:
+			c.add(p, CodeMissingField, "backend postgres needs postgres: {dsn_env: <environment variable holding the DSN>}")
+		case st.Postgres.DSNEnv == "":
+			c.add(p+"/dsn_env", CodeMissingField, "name the environment variable that holds the PostgreSQL DSN (e.g. JUNCTION_POSTGRES_DSN)")
+		case !isEnvName(st.Postgres.DSNEnv):
+			c.add(p+"/dsn_env", CodeInvalidValue, "must be an environment variable name (letters, digits, _), not the DSN itself (got %q)", st.Postgres.DSNEnv)
+		}
+		if st.Postgres != nil && (st.Postgres.MaxConns < 0 || st.Postgres.MaxConns > 1000) {
+			c.add(p+"/max_conns", CodeInvalidValue, "must be between 1 and 1000 (got %d; 0 means %d)", st.Postgres.MaxConns, DefaultPostgresMaxConns)
+		}
+	default:
+		c.add("/global/storage/backend", CodeInvalidValue, "must be embedded or postgres (got %q)", st.Backend)
+	}
 	if e := st.Embedding; e != nil {
 		p := "/global/storage/embedding"
 		switch {
