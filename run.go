@@ -85,7 +85,7 @@ func (s *Server) run(ctx context.Context) error {
 	if peeked != nil {
 		responseCfg = peeked.Global.Services.ResponseAPI
 	}
-	responses := responseStore(responseCfg, stored.store)
+	responses := responseStore(responseCfg, stored.embedded)
 	cache, err := responseCache(ctx, peeked, stored.dir, log)
 	if err != nil {
 		return err

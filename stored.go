@@ -15,16 +15,23 @@ import (
 	"github.com/junction-router/junction/internal/ingest"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/retrieval"
+	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/storage/postgres"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
 
-// storedData is what a serving Junction keeps: the embedded store in the
-// data directory, the embedding model of stored data, the ingestion
-// pipeline and the retrieval library over them.
+// storedData is what a serving Junction keeps: the store of files, vector
+// stores and memories (global.storage.backend: the embedded store in the
+// data directory, or PostgreSQL shared by every replica), the embedded
+// store for what stays per replica (stored responses), the embedding model
+// of stored data, the ingestion pipeline and the retrieval library over
+// them.
 type storedData struct {
 	dir          string
-	store        *sqlite.Store
+	backend      string
+	store        storage.Store
+	embedded     *sqlite.Store
 	model        embedding.Model
 	pipeline     *ingest.Pipeline
 	library      *retrieval.Library
@@ -66,8 +73,17 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 		return nil, fmt.Errorf("global.storage.embedding: %w", err)
 	}
 	sd.model = model
-	if sd.store, err = sqlite.Open(ctx, sd.dir, embeddedResponseOptions(doc, sqlite.Options{Logger: log})); err != nil {
+	if sd.embedded, err = sqlite.Open(ctx, sd.dir, embeddedResponseOptions(doc, sqlite.Options{Logger: log})); err != nil {
 		return nil, fmt.Errorf("stored data (--data-dir, global.storage.dir): %w", err)
+	}
+	sd.store, sd.backend = sd.embedded, recipes.StorageBackend(&cfg)
+	if sd.backend == recipes.StorageBackendPostgres {
+		pg, err := openPostgres(ctx, cfg.Postgres, os.Getenv, log)
+		if err != nil {
+			_ = sd.embedded.Close()
+			return nil, err
+		}
+		sd.store = pg
 	}
 	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})
 	concurrency := cfg.IngestConcurrency
@@ -76,10 +92,10 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 	}
 	sd.pipeline = ingest.New(ingest.Options{Store: sd.store, Model: model, Concurrency: concurrency, Logger: log, OnChange: sd.library.Invalidate})
 	if err := sd.pipeline.Start(ctx); err != nil {
-		_ = sd.store.Close()
+		sd.closeStores(log)
 		return nil, fmt.Errorf("resuming ingestion in %s: %w", sd.dir, err)
 	}
-	log.Info("stored data", "dir", sd.dir, "embedding", model.Name(), "dimensions", model.Dimensions())
+	log.Info("stored data", "backend", sd.backend, "dir", sd.dir, "embedding", model.Name(), "dimensions", model.Dimensions())
 	return sd, nil
 }
 
@@ -108,7 +124,39 @@ func (sd *storedData) close(log *slog.Logger) {
 	if err := sd.pipeline.Close(ctx); err != nil {
 		log.Warn("stopping ingestion", "error", err)
 	}
-	if err := sd.store.Close(); err != nil {
+	sd.closeStores(log)
+}
+
+func (sd *storedData) closeStores(log *slog.Logger) {
+	if sd.store != storage.Store(sd.embedded) {
+		if err := sd.store.Close(); err != nil {
+			log.Warn("closing the stored data", "backend", sd.backend, "error", err)
+		}
+	}
+	if err := sd.embedded.Close(); err != nil {
 		log.Warn("closing the stored data", "dir", sd.dir, "error", err)
 	}
+}
+
+// openPostgres opens the postgres backend global.storage.postgres names;
+// the DSN is read from the environment variable dsn_env names.
+func openPostgres(ctx context.Context, cfg *recipes.StoragePostgres, getenv func(string) string, log *slog.Logger) (*postgres.Store, error) {
+	if cfg == nil || cfg.DSNEnv == "" {
+		return nil, fmt.Errorf("global.storage.postgres.dsn_env: backend postgres needs the environment variable holding the DSN")
+	}
+	dsn := getenv(cfg.DSNEnv)
+	if dsn == "" {
+		return nil, fmt.Errorf("global.storage.postgres.dsn_env: the environment variable %s is unset or empty; set it to the PostgreSQL DSN (postgres://user@host:5432/db?search_path=schema)", cfg.DSNEnv)
+	}
+	conns := cfg.MaxConns
+	if conns <= 0 {
+		conns = recipes.DefaultPostgresMaxConns
+	}
+	s, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: conns, Logger: log})
+	if err != nil {
+		// pgx names host, user and database in a connect error, never the
+		// password a DSN may hold.
+		return nil, fmt.Errorf("global.storage.postgres (DSN from %s): %w", cfg.DSNEnv, err)
+	}
+	return s, nil
 }
