@@ -466,30 +466,49 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 			}
 			seen[c.Index] = true
 		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO chunks (store_id, file_id, idx, text, tokens) VALUES (?, ?, ?, ?, ?) RETURNING id`)
-		if err != nil {
-			return fmt.Errorf("postgres: complete file: %w", err)
-		}
-		defer stmt.Close()
-		vstmt, err := tx.PrepareContext(ctx, `INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) VALUES (?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("postgres: complete file: %w", err)
-		}
-		defer vstmt.Close()
-		entries = make([]vecindex.Chunk, 0, len(chunks))
+		// Two statements for the whole file (arrays unnested), not two
+		// round trips per chunk.
+		idxs := make([]int32, len(chunks))
+		texts := make([]string, len(chunks))
+		tokens := make([]int32, len(chunks))
+		vectors := make([][]byte, len(chunks))
 		var usage int64
-		buf := make([]byte, 4*dim)
 		for i := range chunks {
 			c := &chunks[i]
-			var row int64
-			if err := stmt.QueryRowContext(ctx, storeID, fileID, c.Index, c.Text, c.Tokens).Scan(&row); err != nil {
-				return fmt.Errorf("postgres: store chunk %d: %w", c.Index, err)
-			}
-			if _, err := vstmt.ExecContext(ctx, row, storeID, fileID, c.Index, encodeVector(buf, c.Vector)); err != nil {
-				return fmt.Errorf("postgres: store chunk %d: %w", c.Index, err)
-			}
-			entries = append(entries, vecindex.Chunk{Index: c.Index, Row: row, Vector: c.Vector})
+			idxs[i], texts[i], tokens[i] = int32(c.Index), c.Text, int32(c.Tokens)
+			vectors[i] = encodeVector(nil, c.Vector)
 			usage += int64(len(c.Text))
+		}
+		rows, err := tx.QueryContext(ctx, `INSERT INTO chunks (store_id, file_id, idx, text, tokens)
+			SELECT ?, ?, u.idx, u.text, u.tokens FROM unnest(?::int[], ?::text[], ?::int[]) WITH ORDINALITY AS u(idx, text, tokens, n) ORDER BY u.n
+			RETURNING id, idx`, storeID, fileID, idxs, texts, tokens)
+		if err != nil {
+			return fmt.Errorf("postgres: store chunks: %w", err)
+		}
+		rowOf := make(map[int]int64, len(chunks))
+		for rows.Next() {
+			var id int64
+			var idx int
+			if err := rows.Scan(&id, &idx); err != nil {
+				rows.Close()
+				return fmt.Errorf("postgres: store chunks: %w", err)
+			}
+			rowOf[idx] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("postgres: store chunks: %w", err)
+		}
+		ids := make([]int64, len(chunks))
+		entries = make([]vecindex.Chunk, 0, len(chunks))
+		for i := range chunks {
+			ids[i] = rowOf[chunks[i].Index]
+			entries = append(entries, vecindex.Chunk{Index: chunks[i].Index, Row: ids[i], Vector: chunks[i].Vector})
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector)
+			SELECT u.id, ?, ?, u.idx, u.vector FROM unnest(?::bigint[], ?::int[], ?::bytea[]) AS u(id, idx, vector)`,
+			storeID, fileID, ids, idxs, vectors); err != nil {
+			return fmt.Errorf("postgres: store chunk vectors: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE vector_store_files SET status = ?, usage_bytes = ?, chunk_count = ?, last_error_code = '', last_error_message = '' WHERE store_id = ? AND file_id = ?`,
 			storage.StatusCompleted, usage, len(chunks), storeID, fileID); err != nil {
