@@ -94,4 +94,3 @@ func BenchmarkBackends(b *testing.B) {
 		})
 	}
 }
-
