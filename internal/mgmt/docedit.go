@@ -16,9 +16,10 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // cannot apply: tracing (409 RESTART_REQUIRED), and the set of listeners or a
 // listener's address, port or timeout (reason restart_required at that
 // listener's path). The other listeners we hold sockets for (management,
-// metrics, ext_proc) count the same way, and so do the data directory and
-// embedding model of stored data (global.storage.dir, .embedding). Listener
-// api_keys and knowledge bases change live.
+// metrics, ext_proc) count the same way, and so do the data directory,
+// embedding model and backend of stored data (global.storage.dir,
+// .embedding, .backend, .postgres). Listener api_keys and knowledge bases
+// change live.
 func restartReasons(cur, next *recipes.Document) []Reason {
 	if cur == nil {
 		return nil
@@ -112,6 +113,18 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	}
 	if canonicalOf(curEmb) != canonicalOf(nextEmb) {
 		add("/global/storage/embedding", "the embedding model of stored data is set up at start (vector stores record it); restart junction serve to change it")
+	}
+	pgOf := func(d *recipes.Document) *recipes.StoragePostgres {
+		if d.Global.Storage == nil {
+			return nil
+		}
+		return d.Global.Storage.Postgres
+	}
+	if recipes.StorageBackend(cur.Global.Storage) != recipes.StorageBackend(next.Global.Storage) {
+		add("/global/storage/backend", "the storage backend is opened at start; restart junction serve to change it")
+	}
+	if canonicalOf(pgOf(cur)) != canonicalOf(pgOf(next)) {
+		add("/global/storage/postgres", "the PostgreSQL connection of stored data is opened at start; restart junction serve to change it")
 	}
 	if cur.Global.ModelRuntimeEnabled() != next.Global.ModelRuntimeEnabled() {
 		add("/global/router/enabled", "the router-side model runtime is switched on or off at start; restart junction serve to change it")
