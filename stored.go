@@ -36,7 +36,8 @@ type storedData struct {
 	pipeline     *ingest.Pipeline
 	library      *retrieval.Library
 	maxFileBytes int64
-	runtime      atomic.Pointer[engine.Runtime] // the serving configuration, once there is one
+	runtime      atomic.Pointer[engine.Runtime]    // the serving configuration, once there is one
+	changed      atomic.Pointer[retrieval.Library] // the library other replicas' changes invalidate, once made
 }
 
 // dataDir is where stored data lives: the option (--data-dir), else
@@ -78,7 +79,14 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 	}
 	sd.store, sd.backend = sd.embedded, recipes.StorageBackend(&cfg)
 	if sd.backend == recipes.StorageBackendPostgres {
-		pg, err := openPostgres(ctx, cfg.Postgres, os.Getenv, log)
+		// Another replica's change drops this one's cached results of
+		// the store (the library is made below, after the store).
+		onChange := func(storeID string) {
+			if l := sd.changed.Load(); l != nil {
+				l.Invalidate(storeID)
+			}
+		}
+		pg, err := openPostgres(ctx, cfg.Postgres, os.Getenv, onChange, log)
 		if err != nil {
 			_ = sd.embedded.Close()
 			return nil, err
@@ -86,6 +94,7 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 		sd.store = pg
 	}
 	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})
+	sd.changed.Store(sd.library)
 	concurrency := cfg.IngestConcurrency
 	if concurrency <= 0 {
 		concurrency = recipes.DefaultIngestConcurrency
@@ -140,7 +149,7 @@ func (sd *storedData) closeStores(log *slog.Logger) {
 
 // openPostgres opens the postgres backend global.storage.postgres names;
 // the DSN is read from the environment variable dsn_env names.
-func openPostgres(ctx context.Context, cfg *recipes.StoragePostgres, getenv func(string) string, log *slog.Logger) (*postgres.Store, error) {
+func openPostgres(ctx context.Context, cfg *recipes.StoragePostgres, getenv func(string) string, onChange func(string), log *slog.Logger) (*postgres.Store, error) {
 	if cfg == nil || cfg.DSNEnv == "" {
 		return nil, fmt.Errorf("global.storage.postgres.dsn_env: backend postgres needs the environment variable holding the DSN")
 	}
@@ -152,7 +161,7 @@ func openPostgres(ctx context.Context, cfg *recipes.StoragePostgres, getenv func
 	if conns <= 0 {
 		conns = recipes.DefaultPostgresMaxConns
 	}
-	s, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: conns, Logger: log})
+	s, err := postgres.Open(ctx, dsn, postgres.Options{MaxConns: conns, Logger: log, OnChange: onChange})
 	if err != nil {
 		// pgx names host, user and database in a connect error, never the
 		// password a DSN may hold.

@@ -142,6 +142,9 @@ func (s *Store) applyChanges(ctx context.Context, last int64) (int64, error) {
 			if err != nil {
 				return last, err
 			}
+			if c.store != "" && s.onChange != nil {
+				s.onChange(c.store)
+			}
 		}
 		last = c.seq
 	}

@@ -195,6 +195,12 @@ func (p *partReader) Close() error { p.done, p.buf = true, nil; return nil }
 // DeleteFile implements storage.Files.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *pgTx) error {
+		// Each store it leaves is a change other replicas follow (their
+		// caches of that store's results go too).
+		if _, err := tx.ExecContext(ctx, `INSERT INTO changes (origin, kind, store_id, file_id, at) SELECT ?, ?, store_id, file_id, ? FROM vector_store_files WHERE file_id = ?`,
+			s.replica, changeFileRemoved, now().UnixNano(), id); err != nil {
+			return fmt.Errorf("postgres: delete file: %w", err)
+		}
 		// Detach first: the cascade from files would do it too, but the
 		// stores it leaves must be marked active.
 		if _, err := tx.ExecContext(ctx, `UPDATE vector_stores SET last_active_at = ? WHERE id IN (SELECT store_id FROM vector_store_files WHERE file_id = ?)`, now().UnixNano(), id); err != nil {

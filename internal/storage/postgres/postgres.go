@@ -39,6 +39,10 @@ type Options struct {
 	MaxConns int
 	// Logger receives what the change follower did wrong; nil discards.
 	Logger *slog.Logger
+	// OnChange, when not nil, is called (from the change follower) with the
+	// id of a vector store another replica changed, once this Store's index
+	// has the change: what caches search results of it drops them.
+	OnChange func(storeID string)
 	// PollInterval is how often the change log is read when no
 	// notification came (0: DefaultPollInterval).
 	PollInterval time.Duration
@@ -50,15 +54,16 @@ const DefaultPollInterval = time.Second
 
 // Store is the PostgreSQL backend; it implements storage.Store.
 type Store struct {
-	w, r   *pgDB // one pool; two names keep the code shared with sqlite's shape
-	log    *slog.Logger
-	index  *vecindex.Index
-	wmu    sync.Mutex // serialises this replica's writes and the index updates after them
-	amu    sync.Mutex
-	active map[string]time.Time
-	closed chan struct{}
-	once   sync.Once
-	follow *follower
+	w, r     *pgDB // one pool; two names keep the code shared with sqlite's shape
+	log      *slog.Logger
+	index    *vecindex.Index
+	wmu      sync.Mutex // serialises this replica's writes and the index updates after them
+	amu      sync.Mutex
+	active   map[string]time.Time
+	closed   chan struct{}
+	once     sync.Once
+	follow   *follower
+	onChange func(storeID string)
 	// replica names this Store in the change log, so its follower skips
 	// its own changes (already in its index).
 	replica string
@@ -92,7 +97,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	p := &pgDB{db}
-	s := &Store{w: p, r: p, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{}), replica: newID("r_")}
+	s := &Store{w: p, r: p, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{}), replica: newID("r_"), onChange: o.OnChange}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err

@@ -129,3 +129,53 @@ func waitHits(t *testing.T, s *Store, q storage.Query, want int, within time.Dur
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReplicaOnChange: a replica is told which store another changed
+// (what caches its results drops them), a deleted file included.
+func TestReplicaOnChange(t *testing.T) {
+	dsn := testSchema(t)
+	a := openTest(t, dsn)
+	defer a.Close()
+	changed := make(chan string, 16)
+	b, err := Open(context.Background(), dsn, Options{PollInterval: 200 * time.Millisecond, OnChange: func(id string) { changed <- id }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	vs, err := a.CreateVectorStore(ctx, storage.NewVectorStore{EmbeddingModel: "m", Dimensions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := a.CreateFile(ctx, storage.NewFile{Filename: "c.txt", Purpose: "assistants"}, strings.NewReader("x"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AttachFile(ctx, vs.ID, f.ID, nil, storage.Chunking{MaxTokens: 800, OverlapTokens: 400}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.CompleteFile(ctx, vs.ID, f.ID, []storage.Chunk{{Index: 0, Text: "x", Tokens: 1, Vector: []float32{1, 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, changed, vs.ID) // created
+	waitChange(t, changed, vs.ID) // completed
+	if err := a.DeleteFile(ctx, f.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitChange(t, changed, vs.ID)
+	if hits, err := b.Search(ctx, storage.Query{StoreIDs: []string{vs.ID}, Vector: []float32{1, 0}, K: 5}); err != nil || len(hits) != 0 {
+		t.Fatalf("b after a deleted the file: %v, %v", hits, err)
+	}
+}
+
+func waitChange(t *testing.T, changed chan string, want string) {
+	t.Helper()
+	select {
+	case id := <-changed:
+		if id != want {
+			t.Fatalf("OnChange(%s), want %s", id, want)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatalf("no OnChange(%s) within 2 s", want)
+	}
+}
