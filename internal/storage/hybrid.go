@@ -34,7 +34,7 @@ func Candidates(k int) int {
 
 // Stopwords are English function words left out of the lexical query: they
 // match most chunks, so they add little to BM25 (their IDF is small) and
-// cost the most to evaluate.
+// cost the most to evaluate. Read only.
 var Stopwords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been

@@ -9,21 +9,15 @@ import (
 	"github.com/junction-router/junction/internal/storage/vecindex"
 )
 
-// The query words, candidate counts and fusion of hybrid search are shared
-// with the other backends (package storage, hybrid.go).
-var (
-	queryTerms = storage.QueryTerms
-	candidates = storage.Candidates
-	fuse       = storage.FuseRRF
-	stopwords  = storage.Stopwords
-)
-
-const maxQueryTerms = storage.MaxQueryTerms
+// Hybrid search's query words, candidate counts and reciprocal rank fusion
+// are shared with the other backends (package storage, hybrid.go); what
+// is here is FTS5's part: the MATCH expression, the common-word bound and
+// the full-text candidate list.
 
 // matchExpr builds an FTS5 MATCH expression from a query's text: its
-// queryTerms, each quoted as a string so that nothing in the text is read
+// storage.QueryTerms, each quoted as a string so that nothing in the text is read
 // as FTS5 syntax, joined with OR. It returns "" when no word is left.
-func matchExpr(text string) string { return orExpr(queryTerms(text)) }
+func matchExpr(text string) string { return orExpr(storage.QueryTerms(text)) }
 
 func orExpr(terms []string) string {
 	quoted := make([]string, len(terms))

@@ -31,8 +31,8 @@ func TestMatchExpr(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("w%d", i)
 	}
-	if n := strings.Count(matchExpr(strings.Join(many, " ")), " OR "); n != maxQueryTerms-1 {
-		t.Fatalf("%d terms, want %d", n+1, maxQueryTerms)
+	if n := strings.Count(matchExpr(strings.Join(many, " ")), " OR "); n != storage.MaxQueryTerms-1 {
+		t.Fatalf("%d terms, want %d", n+1, storage.MaxQueryTerms)
 	}
 }
 

@@ -48,8 +48,8 @@ func TestMeasure(t *testing.T) {
 	// are four words drawn the same way (most share a frequent word with
 	// thousands of chunks, the costly case for the full-text side).
 	vocab := make([]string, 20000)
-	sw := make([]string, 0, len(stopwords))
-	for w := range stopwords {
+	sw := make([]string, 0, len(storage.Stopwords))
+	for w := range storage.Stopwords {
 		sw = append(sw, w)
 	}
 	sort.Strings(sw)
@@ -175,14 +175,14 @@ func TestMeasure(t *testing.T) {
 			lexical := make([]time.Duration, len(queries))
 			for i := range lexical {
 				start := time.Now()
-				s.lexical(ctx, queryTerms(texts[i]), queries[i], []string{v.ID}, candidates(10), allow)
+				s.lexical(ctx, storage.QueryTerms(texts[i]), queries[i], []string{v.ID}, storage.Candidates(10), allow)
 				lexical[i] = time.Since(start)
 			}
 			sort.Slice(lexical, func(i, j int) bool { return lexical[i] < lexical[j] })
 			if round == 0 && bound(0) < math.MaxInt {
 				denseOnly := 0
 				for _, text := range texts {
-					if terms, _ := s.rareTerms(ctx, queryTerms(text)); len(terms) == 0 {
+					if terms, _ := s.rareTerms(ctx, storage.QueryTerms(text)); len(terms) == 0 {
 						denseOnly++
 					}
 				}
@@ -239,7 +239,7 @@ func TestMeasure(t *testing.T) {
 				for _, order := range []string{"rank", "bm25(chunks_fts)"} {
 					d := make([]time.Duration, len(texts))
 					for i, text := range texts {
-						terms, _ := s.rareTerms(ctx, queryTerms(text))
+						terms, _ := s.rareTerms(ctx, storage.QueryTerms(text))
 						if len(terms) == 0 {
 							continue
 						}

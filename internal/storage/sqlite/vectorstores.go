@@ -20,7 +20,7 @@ const (
 	maxDimensions = 16384
 	maxK          = 1000
 	maxNameBytes  = 256
-	// maxQueryText bounds a hybrid search's text (its first maxQueryTerms
+	// maxQueryText bounds a hybrid search's text (its first storage.MaxQueryTerms
 	// words are used).
 	maxQueryText = 64 << 10
 )
@@ -587,11 +587,11 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	}
 	var terms []string
 	if q.Text != "" {
-		terms = queryTerms(q.Text)
+		terms = storage.QueryTerms(q.Text)
 	}
 	n := q.K
 	if len(terms) > 0 {
-		n = candidates(q.K)
+		n = storage.Candidates(q.K)
 	}
 	// The full-text candidates are read beside the vector scan.
 	var lex []vecindex.Result
@@ -619,7 +619,7 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		if lexErr != nil {
 			return nil, lexErr
 		}
-		res = fuse(res, lex)
+		res = storage.FuseRRF(res, lex)
 	}
 	t := now()
 	s.amu.Lock()
