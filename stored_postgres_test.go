@@ -2,15 +2,13 @@ package junction
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/postgres"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -30,26 +28,8 @@ func TestStoredDataPostgresBackend(t *testing.T) {
 		t.Fatalf("with %s unset: %v, want an error naming it", env, err)
 	}
 
-	server := "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	admin, err := sql.Open("pgx", server)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err = admin.PingContext(pctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL at 127.0.0.1:5432 is unreachable (CI is set): %v", err)
-		}
-		t.Skipf("PostgreSQL at 127.0.0.1:5432 is unreachable; start one to run this test: %v", err)
-	}
-	schema := "jt_stored_" + strings.ReplaceAll(strings.ToLower(t.Name()), "/", "_")
-	admin.Exec(`DROP SCHEMA IF EXISTS ` + schema + ` CASCADE`)
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); admin.Close() })
-	t.Setenv(env, server+"&search_path="+schema)
+	dsn := pgtest.Schema(t)
+	t.Setenv(env, dsn)
 	sd, err := openStoredData(ctx, t.TempDir(), doc, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +43,7 @@ func TestStoredDataPostgresBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another replica (a second store on the schema) sees the file.
-	other, err := postgres.Open(ctx, server+"&search_path="+schema, postgres.Options{})
+	other, err := postgres.Open(ctx, dsn, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

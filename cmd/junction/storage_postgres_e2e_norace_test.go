@@ -3,16 +3,13 @@
 package main
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 )
 
 // Two serve processes (two replicas, each with its own data directory) on
@@ -21,25 +18,7 @@ import (
 // file's bytes are read through either.
 func TestServeTwoReplicasOnPostgres(t *testing.T) {
 	const env = "JUNCTION_E2E_POSTGRES_DSN"
-	server := "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	admin, err := sql.Open("pgx", server)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		err = admin.PingContext(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL at 127.0.0.1:5432 is unreachable (CI is set): %v", err)
-		}
-		t.Skipf("PostgreSQL at 127.0.0.1:5432 is unreachable; start one to run this test: %v", err)
-	}
-	schema := fmt.Sprintf("jt_e2e_%d", time.Now().UnixNano())
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); admin.Close() })
-	t.Setenv(env, server+"&search_path="+schema) // the serve processes inherit it
+	t.Setenv(env, pgtest.Schema(t)) // the serve processes inherit it
 
 	up := newUpstream(t)
 	replica := func() *storedServer {

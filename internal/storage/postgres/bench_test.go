@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func BenchmarkBackends(b *testing.B) {
 			}
 			return s
 		}},
-		{"postgres", func(b *testing.B) storage.Store { return openTest(b, testSchema(b)) }},
+		{"postgres", func(b *testing.B) storage.Store { return openTest(b, pgtest.Schema(b)) }},
 	}
 	const dim, perFile, files = 100, 50, 100
 	words := strings.Fields("library opening hours sunday loan renewal card fines study rooms printing wifi archive catalogue")

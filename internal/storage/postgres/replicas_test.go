@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 	"io"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 // one ingests, the other finds by search within the stated bound, and
 // what one detaches, the other stops finding.
 func TestReplicasSeeEachOther(t *testing.T) {
-	dsn := testSchema(t)
+	dsn := pgtest.Schema(t)
 	a, b := openTest(t, dsn), openTest(t, dsn)
 	defer a.Close()
 	defer b.Close()
@@ -62,7 +63,7 @@ func TestReplicasSeeEachOther(t *testing.T) {
 // TestReplicaPollFallback: a replica whose notifications never come (no
 // LISTEN connection) still follows by polling.
 func TestReplicaPollFallback(t *testing.T) {
-	dsn := testSchema(t)
+	dsn := pgtest.Schema(t)
 	a := openTest(t, dsn)
 	defer a.Close()
 	b := openTest(t, dsn)
@@ -133,7 +134,7 @@ func waitHits(t *testing.T, s *Store, q storage.Query, want int, within time.Dur
 // TestReplicaOnChange: a replica is told which store another changed
 // (what caches its results drops them), a deleted file included.
 func TestReplicaOnChange(t *testing.T) {
-	dsn := testSchema(t)
+	dsn := pgtest.Schema(t)
 	a := openTest(t, dsn)
 	defer a.Close()
 	changed := make(chan string, 16)

@@ -2,58 +2,14 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 	"github.com/junction-router/junction/internal/storage/storagetest"
 )
-
-// testServer is the PostgreSQL the tests use (JUNCTION_TEST_POSTGRES
-// overrides it).
-func testServer() string {
-	if dsn := os.Getenv("JUNCTION_TEST_POSTGRES"); dsn != "" {
-		return dsn
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// testSchema creates a schema of its own for t, dropped when t ends, and
-// returns a DSN whose search_path is it. Without a server the test skips,
-// unless CI is set (CI never skips silently).
-func testSchema(t testing.TB) string {
-	t.Helper()
-	admin, err := sql.Open("pgx", testServer())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		err = admin.PingContext(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL at %s is unreachable (CI is set, so this fails rather than skips): %v", testServer(), err)
-		}
-		t.Skipf("PostgreSQL at %s is unreachable; start one (trust auth, database test) to run this test: %v", testServer(), err)
-	}
-	schema := "jt_" + strings.ToLower(newID(""))
-	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
-	sep := "?"
-	if strings.Contains(testServer(), "?") {
-		sep = "&"
-	}
-	return testServer() + sep + "search_path=" + schema
-}
 
 func openTest(t testing.TB, dsn string) *Store {
 	t.Helper()
@@ -66,7 +22,7 @@ func openTest(t testing.TB, dsn string) *Store {
 
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
-		return openTest(t, testSchema(t))
+		return openTest(t, pgtest.Schema(t))
 	})
 }
 
@@ -77,7 +33,7 @@ func TestOpenWithoutDSN(t *testing.T) {
 }
 
 func TestMigrationsRecorded(t *testing.T) {
-	dsn := testSchema(t)
+	dsn := pgtest.Schema(t)
 	s := openTest(t, dsn)
 	var v int
 	if err := s.r.QueryRowContext(context.Background(), `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil || v != len(schema) {
