@@ -189,6 +189,9 @@ func parseWorkerArgs(args []string, stderr io.Writer) (workerConfig, error) {
 		if sp.Engine != "" && sp.Engine != "auto" && sp.Engine != "onnxruntime" {
 			return fail("model %s: engine %q: this build has only onnxruntime", sp.Model, sp.Engine)
 		}
+		if sp.Family != "" {
+			return fail("model %s: family %q: no family plugins are built in; remove the family entry to detect the task from config.json", sp.Model, sp.Family)
+		}
 	}
 	return cfg, nil
 }

@@ -60,6 +60,12 @@ func TestWorkerModelsFile(t *testing.T) {
 	if _, err := parseWorkerArgs([]string{"--models", p}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "nmae") {
 		t.Fatalf("unknown field: %v", err)
 	}
+	// The spec's models file lists family; this build has no family plugins,
+	// so a family entry is refused like --family, never silently dropped.
+	os.WriteFile(p, []byte("models:\n  - model: ./guard\n    family: bert\n"), 0o600)
+	if _, err := parseWorkerArgs([]string{"--models", p}, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), `family "bert"`) {
+		t.Fatalf("family entry: %v", err)
+	}
 }
 
 func TestWorkerWithoutDefaultModelsFailsClearly(t *testing.T) {
