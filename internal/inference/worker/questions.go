@@ -264,13 +264,15 @@ func (s *Server) answerQuestions(ctx context.Context, body []byte, t *timing) (a
 	if req.Options.MaxTokens < 0 {
 		return nil, badRequest("field /options/max_tokens: must be at least 1")
 	}
+	// No served model lists the image modality, so images are refused
+	// wherever they come, with or without a top-level state.
+	if len(req.Images) > 0 {
+		return nil, badRequest("field /images: model %q does not list the image modality", e.name)
+	}
 	var asks []*stateAsk
 	if req.State != nil || len(req.Questions) > 0 {
 		if req.State == nil {
 			return nil, badRequest("field /state is required with /questions")
-		}
-		if len(req.Images) > 0 {
-			return nil, badRequest("field /images: model %q does not list the image modality", e.name)
 		}
 		asks = append(asks, &stateAsk{text: *req.State, order: keys(req.Questions)})
 		asks[0].qs, asks[0].invalid = parseQuestions(req.Questions)
@@ -317,6 +319,7 @@ func (s *Server) answerQuestions(ctx context.Context, body []byte, t *timing) (a
 	}
 	p := &plan{m: b.model, info: info, index: map[Pair]int{}, limit: limit}
 	answerers := make([][]func(res []Result) answerSet, len(asks))
+	planned := 0
 	for ai, a := range asks {
 		stateLimit := limit
 		if info.Task == TaskRerank {
@@ -330,7 +333,22 @@ func (s *Server) answerQuestions(ctx context.Context, body []byte, t *timing) (a
 				continue
 			}
 			answerers[ai] = append(answerers[ai], f)
+			planned++
 		}
+	}
+	// Well-formed questions the model cannot answer (options outside a
+	// classifier's labels, a state over its budget) are invalid too: with
+	// none left the request fails as a whole, as when none is well formed.
+	if planned == 0 {
+		var why []string
+		for _, a := range asks {
+			for _, id := range a.order {
+				if msg, ok := a.invalid[id]; ok {
+					why = append(why, id+": "+msg)
+				}
+			}
+		}
+		return nil, badRequest("no question fits model %q: %s", e.name, strings.Join(why, "; "))
 	}
 	since(&t.tokenize, &mark)
 

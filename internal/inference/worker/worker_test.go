@@ -299,6 +299,24 @@ func TestDecisionsWithClassifier(t *testing.T) {
 	if path(b, "answers", "off", "error") != "invalid_question" {
 		t.Fatalf("options outside the labels: %s", r.body)
 	}
+	// Every question well formed, none fitting the labels: 400 (spec 001,
+	// "When no question is valid the request fails with 400").
+	r = h.post("/v1/decisions", map[string]any{"state": "x", "questions": map[string]any{
+		"off": map[string]any{"type": "choice", "instructions": "kind", "criteria": map[string]any{"cats": "c", "dogs": "d"}},
+	}})
+	if r.status != 400 || !strings.Contains(string(r.body), "invalid_request") || !strings.Contains(string(r.body), "off") {
+		t.Fatalf("no question fits: %d %s", r.status, r.body)
+	}
+}
+
+func TestDecisionsImagesWithOnlyStates(t *testing.T) {
+	h := start(t, map[string]worker.Model{"emb": newWordModel(worker.TaskEmbedding)}, worker.Options{})
+	r := h.post("/v1/decisions", map[string]any{"images": []string{"data:image/png;base64,AAAA"}, "states": map[string]any{
+		"a": map[string]any{"state": "bake bread", "questions": map[string]any{"q": map[string]any{"type": "noul", "instructions": "bake bread"}}},
+	}})
+	if r.status != 400 || !strings.Contains(string(r.body), "/images") {
+		t.Fatalf("top-level images with only states: %d %s", r.status, r.body)
+	}
 }
 
 func TestBundle(t *testing.T) {
