@@ -34,12 +34,17 @@ func printJSON(w io.Writer, v any) error {
 // builtinModel is one line of list-models.
 type builtinModel struct {
 	Name string `json:"name"`
-	// Revision pins the model: the digest of the committed bundle it is
-	// written from (internal/inference/defaultmodels/data/manifest.json).
-	Revision string   `json:"revision"`
-	Task     string   `json:"task"`
-	Labels   []string `json:"labels,omitempty"`
-	Source   string   `json:"source"`
+	// Revision pins the model: the 40-character commit-style revision
+	// `junction worker NAME@REVISION` accepts, checked file by file against
+	// the manifest when the model loads.
+	Revision string `json:"revision"`
+	// Digest is the whole digest of the committed bundle the model is written
+	// from (internal/inference/defaultmodels/data/manifest.json); Revision is
+	// its first 40 hex digits.
+	Digest string   `json:"digest"`
+	Task   string   `json:"task"`
+	Labels []string `json:"labels,omitempty"`
+	Source string   `json:"source"`
 	// Dir is where the model directory is written on first use.
 	Dir string `json:"dir"`
 }
@@ -52,7 +57,11 @@ func workerListModels(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rev, err := defaultmodels.ManifestDigest()
+	digest, err := defaultmodels.ManifestDigest()
+	if err != nil {
+		return err
+	}
+	rev, err := defaultmodels.Revision()
 	if err != nil {
 		return err
 	}
@@ -75,7 +84,7 @@ func workerListModels(args []string, stdout io.Writer) error {
 		if err := json.Unmarshal(b, &cfg); err != nil {
 			return fmt.Errorf("built-in model %s: config.json: %w", name, err)
 		}
-		m := builtinModel{Name: name, Revision: rev, Task: "embedding", Source: source, Dir: p}
+		m := builtinModel{Name: name, Revision: rev, Digest: digest, Task: "embedding", Source: source, Dir: p}
 		if len(cfg.ID2Label) > 0 {
 			m.Task = "sequence_classification"
 			for i := range len(cfg.ID2Label) {

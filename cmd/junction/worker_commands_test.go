@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
 	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 )
 
@@ -23,8 +25,16 @@ func TestWorkerListModels(t *testing.T) {
 	tasks := map[string]string{}
 	for _, m := range got.Models {
 		tasks[m.Name] = m.Task
-		if !strings.HasPrefix(m.Revision, "sha256:") || len(m.Revision) != 71 || m.Dir == "" {
+		if !isCommit(m.Revision) || !strings.HasPrefix(m.Digest, "sha256:"+m.Revision) || m.Dir == "" {
 			t.Errorf("model %+v", m)
+		}
+		// The revision listed is one model@revision accepts, and the files
+		// it names are checked against it.
+		if _, err := parseWorkerArgs([]string{m.Name + "@" + m.Revision}, &bytes.Buffer{}); err != nil {
+			t.Errorf("%s@%s refused: %v", m.Name, m.Revision, err)
+		}
+		if builtin, err := defaultmodels.CheckLoad(m.Dir, m.Revision); !builtin || err != nil {
+			t.Errorf("CheckLoad(%s, %s) = %v, %v", m.Dir, m.Revision, builtin, err)
 		}
 		if m.Name == "domain-glove" && len(m.Labels) != 14 {
 			t.Errorf("domain labels: %v", m.Labels)

@@ -41,6 +41,18 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 				return nil, err
 			}
 		}
+		// An unpinned model still reports the commit its files show
+		// (meta.revision, /v1/models): the built-ins' revision, or the one a
+		// snapshot directory or download metadata names; none when nothing does.
+		if spec.Revision == "" {
+			if builtin {
+				if spec.Revision, err = defaultmodels.Revision(); err != nil {
+					return nil, err
+				}
+			} else {
+				spec.Revision = worker.DetectRevision(path)
+			}
+		}
 		return ortmodel.Load(ctx, rt, path, spec, inference.ModelOptions{})
 	}
 	return load, func() { _ = rt.Close() }, nil

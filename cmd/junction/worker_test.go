@@ -234,6 +234,21 @@ func TestWorkerServesABuiltinModelByName(t *testing.T) {
 			if resp.StatusCode != 200 || !strings.Contains(string(b), `"model":"`+c.model+`"`) {
 				t.Fatalf("%s: %d %s\nworker log: %s", path, resp.StatusCode, b, stderr.String())
 			}
+			// Pinned or not, meta.revision is the built-ins' revision (the one list-models shows).
+			resp, err = http.Post(base+path, "application/json", strings.NewReader(strings.TrimSuffix(body, "}")+`,"options":{"return_meta":true}}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var dec struct {
+				Meta struct {
+					Revision string `json:"revision"`
+				} `json:"meta"`
+			}
+			json.NewDecoder(resp.Body).Decode(&dec)
+			resp.Body.Close()
+			if dec.Meta.Revision != rev {
+				t.Fatalf("%s meta.revision %q, want %s", path, dec.Meta.Revision, rev)
+			}
 			stop()
 		})
 	}

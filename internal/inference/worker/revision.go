@@ -62,6 +62,41 @@ func CheckRevision(dir, revision string) error {
 	return nil
 }
 
+// DetectRevision reports the commit an unpinned model directory shows by
+// the layouts CheckRevision reads: a snapshot directory, or download
+// metadata naming one commit for every file. It answers "" when the
+// directory shows none, or shows several.
+func DetectRevision(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	if filepath.Base(filepath.Dir(abs)) == "snapshots" && isCommit(filepath.Base(abs)) {
+		return filepath.Base(abs)
+	}
+	found := ""
+	err = filepath.WalkDir(filepath.Join(abs, ".cache", "huggingface", "download"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".metadata") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		first = strings.TrimSpace(first)
+		if !isCommit(first) || (found != "" && found != first) {
+			return fs.SkipAll
+		}
+		found = first
+		return nil
+	})
+	if err != nil {
+		return ""
+	}
+	return found
+}
+
 func isCommit(s string) bool {
 	if len(s) != 40 {
 		return false

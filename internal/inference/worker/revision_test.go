@@ -41,3 +41,30 @@ func TestCheckRevision(t *testing.T) {
 		}
 	}
 }
+
+func TestDetectRevision(t *testing.T) {
+	rev := strings.Repeat("c3", 20)
+	root := t.TempDir()
+	snap := filepath.Join(root, "models--org--m", "snapshots", rev)
+	local := filepath.Join(root, "local")
+	meta := filepath.Join(local, ".cache", "huggingface", "download")
+	for _, d := range []string{snap, meta} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(meta, "model.onnx.metadata"), []byte(rev+"\n\"etag\"\n"), 0o644)
+	if got := DetectRevision(snap); got != rev {
+		t.Errorf("snapshot: %q", got)
+	}
+	if got := DetectRevision(local); got != rev {
+		t.Errorf("metadata: %q", got)
+	}
+	if got := DetectRevision(root); got != "" {
+		t.Errorf("plain directory: %q", got)
+	}
+	// The detected revision is one CheckRevision accepts for the same files.
+	if err := CheckRevision(local, DetectRevision(local)); err != nil {
+		t.Error(err)
+	}
+}
