@@ -64,6 +64,10 @@ var (
 	ErrUnsupportedTask = errors.New("the model does not serve this task")
 	// ErrInvalidOptions: an option is out of range or not declared by the model (the worker answers 400).
 	ErrInvalidOptions = errors.New("invalid inference options")
+	// ErrDamagedPackage: a file of the model directory cannot be read as what
+	// it claims to be (model.onnx not an ONNX graph, config.json not JSON) or
+	// the loaded model fails its self-check; loading it again cannot help.
+	ErrDamagedPackage = errors.New("the model package is damaged")
 	// ErrClosed: the model or runtime was closed.
 	ErrClosed = errors.New("inference: closed")
 )

@@ -147,7 +147,7 @@ func (r *Runtime) Load(ctx context.Context, dir string, o ModelOptions) (*Model,
 	}
 	if err := m.selfCheck(ctx); err != nil {
 		m.Close()
-		return nil, fmt.Errorf("loading model %s: self-check failed: %w", dir, err)
+		return nil, fmt.Errorf("loading model %s: %w: self-check failed: %w", dir, ErrDamagedPackage, err)
 	}
 	return m, nil
 }
@@ -171,7 +171,7 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	var cfg hfConfig
 	if data, err := os.ReadFile(filepath.Join(dir, "config.json")); err == nil {
 		if err := json.Unmarshal(data, &cfg); err != nil {
-			return nil, fmt.Errorf("config.json: %v", err)
+			return nil, fmt.Errorf("%w: config.json: %v", ErrDamagedPackage, err)
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
@@ -221,7 +221,7 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 
 	ins, outs, err := ort.GetInputOutputInfo(onnxPath)
 	if err != nil {
-		return nil, fmt.Errorf("reading the graph's inputs and outputs: %w", err)
+		return nil, fmt.Errorf("%w: reading the graph's inputs and outputs of %s: %w", ErrDamagedPackage, onnxPath, err)
 	}
 	m := &Model{tok: tok, toks: shared, rt: r, sem: make(chan struct{}, o.Concurrency), layerOut: map[int]int{}, labelIdx: map[string]int{}}
 	info := &m.info

@@ -68,8 +68,9 @@ func contains(l []int, v int) bool {
 }
 
 // Load opens the model directory for spec on rt. Errors that retrying cannot
-// fix (no such directory, a model larger than its memory budget, a model the
-// runtime cannot read) are marked worker.Permanent.
+// fix (no such directory, a model larger than its memory budget, a damaged
+// package the runtime cannot read, a failed self-check) are marked
+// worker.Permanent: the spec retries neither.
 func Load(ctx context.Context, rt *inference.Runtime, dir string, spec worker.Spec, o inference.ModelOptions) (*Model, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, worker.Permanent(fmt.Errorf("model directory %s does not exist", dir))
@@ -94,7 +95,8 @@ func Load(ctx context.Context, rt *inference.Runtime, dir string, spec worker.Sp
 	}
 	m, err := rt.Load(ctx, dir, o)
 	if err != nil {
-		if errors.Is(err, inference.ErrInvalidOptions) || errors.Is(err, inference.ErrUnsupportedTask) || os.IsNotExist(err) {
+		if errors.Is(err, inference.ErrInvalidOptions) || errors.Is(err, inference.ErrUnsupportedTask) ||
+			errors.Is(err, inference.ErrDamagedPackage) || os.IsNotExist(err) {
 			return nil, worker.Permanent(err)
 		}
 		return nil, err
