@@ -331,12 +331,13 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 	}
 	dims := 0
 	if req.Dimensions != 0 {
-		ok := false
+		// The model's own width is always declared: it is the vector as is.
+		ok := req.Dimensions == info.Dimensions && info.Dimensions > 0
 		for _, d := range info.Matryoshka {
 			ok = ok || d == req.Dimensions
 		}
 		if !ok {
-			return nil, badRequest("field /dimensions: model %q does not declare %d dimensions (it declares %v)", e.name, req.Dimensions, info.Matryoshka)
+			return nil, badRequest("field /dimensions: model %q does not declare %d dimensions (it declares its width %d and the truncations %v)", e.name, req.Dimensions, info.Dimensions, info.Matryoshka)
 		}
 		dims = req.Dimensions
 	}

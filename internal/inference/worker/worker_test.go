@@ -177,6 +177,16 @@ func TestEmbeddingsAndRerank(t *testing.T) {
 	if r := h.post("/v1/embeddings", map[string]any{"input": "x", "layer": 3}); r.status != 400 {
 		t.Errorf("layer: %d", r.status)
 	}
+	// dimensions equal to the model's own width is the vector as is, even
+	// when the model lists only smaller truncations.
+	full := newWordModel(worker.TaskEmbedding)
+	full.info.Matryoshka = []int{16}
+	hf := start(t, map[string]worker.Model{"emb": full}, worker.Options{})
+	plain := hf.post("/v1/embeddings", map[string]any{"input": "a cat"})
+	same := hf.post("/v1/embeddings", map[string]any{"input": "a cat", "dimensions": full.info.Dimensions})
+	if same.status != 200 || fmt.Sprint(path(same.json(t), "data", 0, "embedding")) != fmt.Sprint(path(plain.json(t), "data", 0, "embedding")) {
+		t.Errorf("dimensions equal to the width: %d %s", same.status, same.body)
+	}
 	r = h.post("/v1/rerank", map[string]any{"query": "cats purr", "documents": []string{"dogs bark", "cats purr loudly", "fish swim"}, "top_n": 2})
 	b = r.json(t)
 	res := path(b, "results").([]any)
