@@ -291,7 +291,7 @@ func Start(doc *recipes.Document, o Options) (s *Set, err error) {
 // metrics. Server-Timing phases are recorded only for successful calls, and
 // phase names only as the worker's contract lists them (labels stay bounded).
 func (s *Set) observe(c client.Call) {
-	s.met.Request(c.Deployment, c.Replica, c.Outcome, c.Duration)
+	s.met.RequestCanceled(c.Deployment, c.Replica, c.Outcome, c.Canceled, c.Duration)
 	if c.Unknown != "" {
 		s.met.UnknownAnswer(c.Deployment, c.Unknown)
 	}

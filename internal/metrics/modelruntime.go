@@ -35,6 +35,9 @@ const (
 	RuntimeOverloaded  = "overloaded"
 	RuntimeRejected    = "rejected"
 	RuntimeFailed      = "failed"
+	// RuntimeCanceled is a replica-level outcome only: the caller canceled
+	// the call before its deadline (a timeout at the deployment level).
+	RuntimeCanceled = "canceled"
 )
 
 // ModelRuntime holds the metrics of the router's model deployments (workers
@@ -126,8 +129,18 @@ func (m *ModelRuntime) SetReady(deployment, replica string, replicaReady, deploy
 
 // Request records one call; replica is "" when no replica was tried.
 func (m *ModelRuntime) Request(deployment, replica, outcome string, d time.Duration) {
+	m.RequestCanceled(deployment, replica, outcome, false, d)
+}
+
+// RequestCanceled is Request for a call the caller may have canceled: a
+// canceled call counts as a timeout for the deployment and as "canceled"
+// for its replica.
+func (m *ModelRuntime) RequestCanceled(deployment, replica, outcome string, canceled bool, d time.Duration) {
 	if m == nil {
 		return
+	}
+	if canceled {
+		outcome = RuntimeTimeout
 	}
 	m.requests.WithLabelValues(deployment, outcome).Inc()
 	m.duration.WithLabelValues(deployment).Observe(d.Seconds())
@@ -140,6 +153,9 @@ func (m *ModelRuntime) Request(deployment, replica, outcome string, d time.Durat
 		ro = RuntimeFailed
 	case RuntimeOverloaded:
 		ro = RuntimeRejected
+	}
+	if canceled {
+		ro = RuntimeCanceled
 	}
 	m.replicaRequests.WithLabelValues(deployment, replica, ro).Inc()
 }

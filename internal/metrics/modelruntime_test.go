@@ -69,3 +69,17 @@ router_model_runtime_restarts_total{deployment="guard",replica="1"} 2
 	var nilM *ModelRuntime
 	nilM.Request("x", "0", RuntimeOK, 0) // a nil receiver records nothing
 }
+
+// A canceled call is a timeout for the deployment and "canceled" for the
+// replica that had it.
+func TestModelRuntimeCanceled(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewModelRuntime(reg)
+	m.RequestCanceled("guard", "0", RuntimeTimeout, true, time.Millisecond)
+	if got := testutil.ToFloat64(m.replicaRequests.WithLabelValues("guard", "0", RuntimeCanceled)); got != 1 {
+		t.Errorf("replica canceled: %v", got)
+	}
+	if got := testutil.ToFloat64(m.requests.WithLabelValues("guard", RuntimeTimeout)); got != 1 {
+		t.Errorf("deployment timeout: %v", got)
+	}
+}

@@ -84,6 +84,9 @@ type Call struct {
 	// Unknown says why the answer could not be interpreted (one of the
 	// Unknown constants), "" when it could or none came.
 	Unknown string
+	// Canceled says the caller canceled the call before its deadline
+	// (Outcome is then timeout); the replica outcome is "canceled".
+	Canceled bool
 	// Duration is the whole call, failover included.
 	Duration time.Duration
 	// Attempt is the last replica's request, from sending it to reading
@@ -277,6 +280,9 @@ func (p *Pool) callRound(ctx context.Context, round, path string, body func(r *r
 		tried[r] = true
 	}
 	c.Replica, c.Outcome, c.Unknown = last.Replica, last.Outcome, last.Unknown
+	// A caller that gave up before its deadline (its request ended) canceled
+	// the call: a timeout for the deployment, "canceled" for the replica.
+	c.Canceled = last.Outcome == OutcomeTimeout && errors.Is(ctx.Err(), context.Canceled)
 	p.record(&c, start)
 	return last
 }

@@ -469,3 +469,37 @@ func TestDeciderThroughOneStageCall(t *testing.T) {
 		t.Error("a one-option question was accepted")
 	}
 }
+
+// A caller that cancels its call is told apart from one whose deadline
+// passed: both are a timeout for the deployment, only the first is
+// Canceled (the replica outcome "canceled" of the spec's metrics).
+func TestCanceledCallIsNotADeadline(t *testing.T) {
+	f := newFixture(t)
+	for _, c := range []struct {
+		name     string
+		ctx      func() (context.Context, context.CancelFunc)
+		canceled bool
+	}{
+		{"canceled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, cancel
+		}, true},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var obs observed
+			p := ready(t, client.Options{Deployment: "guard-dep", Replicas: []client.Replica{f.tcp(t, nil)}, Observe: obs.observe})
+			ctx, cancel := c.ctx()
+			defer cancel()
+			if _, err := client.NewClassifier(p, "worker:guard-dep", client.ClassifyOptions{}).Classify(ctx, []string{"hello"}); err == nil {
+				t.Fatal("a call past its context answered")
+			}
+			if len(obs.calls) != 1 || obs.calls[0].Outcome != client.OutcomeTimeout || obs.calls[0].Canceled != c.canceled {
+				t.Fatalf("observed %+v", obs.calls)
+			}
+		})
+	}
+}
