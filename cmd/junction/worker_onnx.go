@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/junction-router/junction/internal/inference"
 	"github.com/junction-router/junction/internal/inference/defaultmodels"
@@ -25,7 +26,12 @@ func onnxLoader(cfg workerConfig, dir string, log *slog.Logger) (worker.Loader, 
 		return nil, nil, err
 	}
 	log.Info("onnx runtime", "version", rt.Version(), "library", rt.LibraryPath(), "device", cfg.device)
+	// One load at a time: each model's memory is measured as what its load
+	// adds to the process (ortmodel.Load), which overlapping loads would blur.
+	var loading sync.Mutex
 	load := func(ctx context.Context, spec worker.Spec) (worker.Model, error) {
+		loading.Lock()
+		defer loading.Unlock()
 		path, err := resolveModel(spec, dir)
 		if err != nil {
 			return nil, err

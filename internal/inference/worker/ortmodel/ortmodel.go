@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/junction-router/junction/internal/inference"
 	"github.com/junction-router/junction/internal/inference/worker"
@@ -93,7 +95,9 @@ func Load(ctx context.Context, rt *inference.Runtime, dir string, spec worker.Sp
 	if spec.Device != "" {
 		o.Device = spec.Device
 	}
+	before := residentBytes()
 	m, err := rt.Load(ctx, dir, o)
+	after := residentBytes()
 	if err != nil {
 		if errors.Is(err, inference.ErrInvalidOptions) || errors.Is(err, inference.ErrUnsupportedTask) ||
 			errors.Is(err, inference.ErrDamagedPackage) || os.IsNotExist(err) {
@@ -101,7 +105,33 @@ func Load(ctx context.Context, rt *inference.Runtime, dir string, spec worker.Sp
 		}
 		return nil, err
 	}
-	return Wrap(m, spec.Revision, rt.Version()), nil
+	w := Wrap(m, spec.Revision, rt.Version())
+	// The memory the loaded model uses is what loading it added to the
+	// process (session, weights, tokenizer); the file size stands in only
+	// where the process's resident memory cannot be read. Loads measured
+	// this way must not overlap (the worker's loader runs one at a time).
+	if before > 0 && after > before {
+		w.info.MemoryBytes = after - before
+	}
+	return w, nil
+}
+
+// residentBytes is the process's resident memory from /proc/self/statm
+// (Linux); 0 where it cannot be read.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
 }
 
 // Info describes the model.

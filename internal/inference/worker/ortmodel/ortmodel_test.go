@@ -2,7 +2,9 @@ package ortmodel_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/junction-router/junction/internal/inference"
@@ -34,6 +36,11 @@ func TestLoadAndAdapt(t *testing.T) {
 	if info.Task != worker.TaskEmbedding || info.MaxInputTokens != 30 || info.Dimensions != 8 ||
 		len(info.Matryoshka) != 2 || info.Matryoshka[1] != 8 || info.MemoryBytes <= 0 || info.Engine == "" {
 		t.Fatalf("info %+v", info)
+	}
+	// model_memory_bytes is the memory the load added to the process, not
+	// the size of model.onnx (a stand-in only where /proc cannot be read).
+	if st, err := os.Stat(filepath.Join(dir, "model.onnx")); err == nil && runtime.GOOS == "linux" && info.MemoryBytes == st.Size() {
+		t.Errorf("memory bytes %d is model.onnx's size, not the loaded model's memory", info.MemoryBytes)
 	}
 	text := "hello world café"
 	ends, complete, err := m.Tokenize(text, 2)
