@@ -54,12 +54,13 @@ type Stage struct {
 }
 
 type stageBatch struct {
-	key   string
-	round string
-	ctx   context.Context
-	send  StageSend
-	asks  []*stageAsk
-	timer *time.Timer
+	key    string
+	round  string
+	opened time.Time // when its first question was asked
+	ctx    context.Context
+	send   StageSend
+	asks   []*stageAsk
+	timer  *time.Timer
 }
 
 type stageAsk struct {
@@ -128,7 +129,7 @@ func Ask(ctx context.Context, key string, item any, send StageSend) (any, error)
 	s.mu.Lock()
 	b := s.open[key]
 	if b == nil {
-		b = &stageBatch{key: key, round: RoundFirst, ctx: ctx, send: send}
+		b = &stageBatch{key: key, round: RoundFirst, ctx: ctx, send: send, opened: time.Now()}
 		if at, sent := s.first[key]; sent {
 			b.round = RoundLater
 			b.timer = time.AfterFunc(max(time.Until(at.Add(LaterRoundWait)), 0), func() { s.flushKey(key, b) })
@@ -196,7 +197,7 @@ func (b *stageBatch) run() {
 	for i, a := range b.asks {
 		items[i] = a.item
 	}
-	ans, err := b.send(b.ctx, b.round, items)
+	ans, err := b.send(context.WithValue(b.ctx, bundleWaitKey{}, time.Since(b.opened)), b.round, items)
 	for i, a := range b.asks {
 		switch {
 		case err != nil:
@@ -208,6 +209,15 @@ func (b *stageBatch) run() {
 		}
 		close(a.done)
 	}
+}
+
+type bundleWaitKey struct{}
+
+// BundleWait reports, inside a StageSend, how long the bundled call's first
+// question waited before the call went; ok is false outside a stage.
+func BundleWait(ctx context.Context) (wait time.Duration, ok bool) {
+	wait, ok = ctx.Value(bundleWaitKey{}).(time.Duration)
+	return wait, ok
 }
 
 // isStaged reports whether c, or a model it wraps (Unwrap), is staged.

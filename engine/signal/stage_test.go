@@ -146,3 +146,32 @@ func (stagedFake) Method() string { return "staged" }
 func (stagedFake) Classify(context.Context, []string) ([][]LabelScore, error) {
 	return nil, nil
 }
+
+// A bundled call carries how long its first question waited (the frontend's
+// bundle wait histogram); a call outside a stage carries none.
+func TestStageBundleWait(t *testing.T) {
+	var got []time.Duration
+	var staged []bool
+	send := func(ctx context.Context, round string, items []any) ([]any, error) {
+		w, ok := BundleWait(ctx)
+		got, staged = append(got, w), append(staged, ok)
+		return items, nil
+	}
+	if _, err := Ask(t.Context(), "dep", 1, send); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStage()
+	actx, a := st.Join(t.Context())
+	_, b := st.Join(t.Context())
+	done := make(chan error, 1)
+	go func() { _, err := Ask(actx, "dep", 2, send); done <- err }()
+	time.Sleep(10 * time.Millisecond) // b still running: the question waits
+	b.Finish()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	a.Finish()
+	if len(got) != 2 || staged[0] || !staged[1] || got[1] < 10*time.Millisecond {
+		t.Fatalf("waits %v staged %v", got, staged)
+	}
+}

@@ -298,6 +298,9 @@ func (s *Set) observe(c client.Call) {
 	if c.Round != "" {
 		s.met.StageDecisionCall(c.Deployment, c.Round)
 	}
+	if c.Bundled {
+		s.met.BundleWait(c.Deployment, c.Round, c.BundleWait)
+	}
 	if c.Outcome != client.OutcomeOK {
 		return
 	}

@@ -21,6 +21,7 @@ var ModelRuntimeNames = []string{
 	"router_model_runtime_replica_admitted_bytes",
 	"router_model_runtime_unknown_answers_total",
 	"router_model_runtime_stage_decision_calls_total",
+	"router_model_runtime_bundle_wait_seconds",
 }
 
 // Outcomes of router_model_runtime_requests_total (deployment level) and
@@ -55,6 +56,7 @@ type ModelRuntime struct {
 	admittedBytes   *prometheus.GaugeVec
 	unknown         *prometheus.CounterVec
 	stageCalls      *prometheus.CounterVec
+	bundleWait      *prometheus.HistogramVec
 }
 
 // NewModelRuntime creates the model runtime metrics on reg (panicking, as
@@ -112,9 +114,14 @@ func NewModelRuntime(reg prometheus.Registerer) *ModelRuntime {
 			Name: "router_model_runtime_stage_decision_calls_total",
 			Help: "Decisions calls of request stages to a deployment: round first (every signal of the stage asking it had asked) or later.",
 		}, []string{"deployment", "round"}),
+		bundleWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "router_model_runtime_bundle_wait_seconds",
+			Help:    "How long a request stage held its first question to a deployment before the decisions call bundling it went (round first or later).",
+			Buckets: classificationBuckets,
+		}, []string{"deployment", "round"}),
 	}
 	reg.MustRegister(m.ready, m.replicaReady, m.requests, m.replicaRequests, m.duration, m.transport, m.server, m.restarts,
-		m.inflight, m.admittedBytes, m.unknown, m.stageCalls)
+		m.inflight, m.admittedBytes, m.unknown, m.stageCalls, m.bundleWait)
 	return m
 }
 
@@ -202,6 +209,15 @@ func (m *ModelRuntime) StageDecisionCall(deployment, round string) {
 		return
 	}
 	m.stageCalls.WithLabelValues(deployment, round).Inc()
+}
+
+// BundleWait records how long a request stage's bundled decisions call
+// (round first or later) waited for questions before it was sent.
+func (m *ModelRuntime) BundleWait(deployment, round string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.bundleWait.WithLabelValues(deployment, round).Observe(d.Seconds())
 }
 
 // Restarted counts n restarts of a managed replica's worker.

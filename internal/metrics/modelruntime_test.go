@@ -83,3 +83,13 @@ func TestModelRuntimeCanceled(t *testing.T) {
 		t.Errorf("deployment timeout: %v", got)
 	}
 }
+
+func TestModelRuntimeBundleWait(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := NewModelRuntime(reg)
+	m.BundleWait("guard", "first", 3*time.Millisecond)
+	m.BundleWait("guard", "later", 2*time.Millisecond)
+	if n := testutil.CollectAndCount(reg, "router_model_runtime_bundle_wait_seconds"); n != 2 {
+		t.Errorf("bundle wait series: %d", n)
+	}
+}

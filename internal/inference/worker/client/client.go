@@ -84,6 +84,10 @@ type Call struct {
 	// Unknown says why the answer could not be interpreted (one of the
 	// Unknown constants), "" when it could or none came.
 	Unknown string
+	// Bundled says the call was a request stage's bundled call; BundleWait
+	// is how long its first question waited before it went.
+	Bundled    bool
+	BundleWait time.Duration
 	// Canceled says the caller canceled the call before its deadline
 	// (Outcome is then timeout); the replica outcome is "canceled".
 	Canceled bool
@@ -244,6 +248,7 @@ func (p *Pool) call(ctx context.Context, path string, body func(r *replica) any,
 func (p *Pool) callRound(ctx context.Context, round, path string, body func(r *replica) any, out any, check func() error) error {
 	start := time.Now()
 	c := Call{Deployment: p.deployment, Surface: strings.TrimPrefix(path, "/v1/"), Round: round}
+	c.BundleWait, c.Bundled = signal.BundleWait(ctx)
 	var tried map[*replica]bool
 	var last *Error
 	for {
