@@ -97,6 +97,10 @@ type questionBody struct {
 	Levels       json.RawMessage `json:"levels"`
 	Labels       json.RawMessage `json:"labels"`
 	Threshold    *float64        `json:"threshold"`
+	// Overflow and TruncateTokens: a question with overflow truncate reads
+	// only the first truncate_tokens of its state (spec long-input rule 4).
+	Overflow       string `json:"overflow"`
+	TruncateTokens *int   `json:"truncate_tokens"`
 }
 
 type option struct {
@@ -111,6 +115,7 @@ type question struct {
 	instructions string
 	opts         []option
 	threshold    float64
+	truncate     int // tokens of the state this question reads; 0: the request's budget
 }
 
 // parseQuestion validates one question; the error message names the field.
@@ -183,6 +188,15 @@ func parseQuestion(id string, raw json.RawMessage) (question, string) {
 			return q, field("threshold") + " must be between 0 and 1"
 		}
 		q.threshold = *qb.Threshold
+	}
+	if qb.Overflow != "" && qb.Overflow != overflowTruncate {
+		return q, field("overflow") + fmt.Sprintf(" %q: a question's state is read under truncate only", qb.Overflow)
+	}
+	if qb.TruncateTokens != nil {
+		if *qb.TruncateTokens < 1 {
+			return q, field("truncate_tokens") + " must be at least 1"
+		}
+		q.truncate = *qb.TruncateTokens
 	}
 	return q, ""
 }
@@ -327,7 +341,14 @@ func (s *Server) answerQuestions(ctx context.Context, body []byte, t *timing) (a
 		}
 		a.read = prepare(b.model, info, a.text, budget{overflow: overflowTruncate, maxTokens: stateLimit})
 		for _, q := range a.qs {
-			f, msg := s.planQuestion(p, a, q)
+			qa := a
+			if q.truncate > 0 && q.truncate < stateLimit {
+				// This question reads only the first truncate_tokens of the state.
+				cut := *a
+				cut.read = prepare(b.model, info, a.text, budget{overflow: overflowTruncate, maxTokens: q.truncate})
+				qa = &cut
+			}
+			f, msg := s.planQuestion(p, qa, q)
 			if msg != "" {
 				a.invalid[q.id] = msg
 				continue

@@ -637,3 +637,31 @@ func TestTruncatingModelAnswersLikeTheTokenizingPath(t *testing.T) {
 		t.Fatalf("usage: %s", ja)
 	}
 }
+
+// A question with overflow truncate and truncate_tokens reads only the
+// first truncate_tokens of its state (spec 001 long-input rule 4); the other
+// questions of the request read the whole state.
+func TestDecisionsTruncateTokensPerQuestion(t *testing.T) {
+	h := start(t, map[string]worker.Model{"emb": newWordModel(worker.TaskEmbedding)}, worker.Options{})
+	q := func(extra map[string]any) map[string]any {
+		m := map[string]any{"type": "noul", "instructions": "x", "criteria": map[string]any{"true": "stock market shares", "false": "bake bread"}}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	r := h.post("/v1/decisions", map[string]any{"state": "bake bread bake bread bake bread then stock market shares stock market shares",
+		"questions": map[string]any{"whole": q(nil), "cut": q(map[string]any{"overflow": "truncate", "truncate_tokens": 3})}})
+	b := r.json(t)
+	whole, _ := path(b, "answers", "whole", "noul").(float64)
+	cut, _ := path(b, "answers", "cut", "noul").(float64)
+	if r.status != 200 || !(cut < whole) {
+		t.Fatalf("truncated question %v, whole %v: %s", cut, whole, r.body)
+	}
+	r = h.post("/v1/decisions", map[string]any{"state": "x", "questions": map[string]any{"ok": q(nil),
+		"bad": q(map[string]any{"truncate_tokens": 0}), "win": q(map[string]any{"overflow": "window"})}})
+	b = r.json(t)
+	if path(b, "answers", "bad", "error") != "invalid_question" || path(b, "answers", "win", "error") != "invalid_question" {
+		t.Fatalf("bad truncate options: %s", r.body)
+	}
+}
