@@ -1,0 +1,133 @@
+// Package redisstore is the ratelimit.Store of several replicas: the token
+// buckets live in Redis, and one Lua script takes from every bucket of a
+// request atomically (all of them or none), so replicas sharing a Redis
+// admit exactly what one process would. Keys expire once a bucket would be
+// full again. When Redis does not answer, a take fails open (admitted) or
+// closed (refused) as configured, counted in junction_state_errors_total
+// and logged, never an error the request sees.
+package redisstore
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/state/redisstate"
+)
+
+// take is the script: KEYS the buckets, ARGV now (ns) and then capacity,
+// window (ns) and n per bucket, then 1 to take or 0 to adjust (no refusal).
+// It returns each bucket's level (before the take when refused, after it
+// when admitted) and 1 or 0.
+var take = redis.NewScript(`
+local now = tonumber(ARGV[1])
+local adjust = ARGV[#ARGV] == "0"
+local levels, ok = {}, true
+for i, key in ipairs(KEYS) do
+  local cap = tonumber(ARGV[3*i-1]); local win = tonumber(ARGV[3*i]); local n = tonumber(ARGV[3*i+1])
+  local h = redis.call("HMGET", key, "l", "t")
+  local level, at = tonumber(h[1]), tonumber(h[2])
+  if level == nil then level, at = cap, now end
+  if now > at then level = level + (now - at) * cap / win; at = now end
+  if level > cap then level = cap end
+  levels[i] = level
+  if not adjust and (n > cap or level < n) then ok = false end
+end
+for i, key in ipairs(KEYS) do
+  local cap = tonumber(ARGV[3*i-1]); local win = tonumber(ARGV[3*i]); local n = tonumber(ARGV[3*i+1])
+  if ok then levels[i] = levels[i] - n end
+  redis.call("HSET", key, "l", tostring(levels[i]), "t", tostring(now))
+  local full = math.ceil((cap - levels[i]) * win / cap / 1e6) + 1000
+  redis.call("PEXPIRE", key, full)
+  levels[i] = tostring(levels[i])
+end
+levels[#levels+1] = ok and 1 or 0
+return levels
+`)
+
+// Store is the Redis ratelimit.Store.
+type Store struct {
+	c *redisstate.Client
+	// FailOpen admits requests while Redis does not answer; false refuses them.
+	FailOpen bool
+}
+
+// New is a store on c.
+func New(c *redisstate.Client, failOpen bool) *Store { return &Store{c: c, FailOpen: failOpen} }
+
+var _ ratelimit.Store = (*Store)(nil)
+
+func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, adjust bool) ([]float64, bool, error) {
+	keys := make([]string, len(takes))
+	args := make([]any, 0, 2+3*len(takes))
+	args = append(args, now.UnixNano())
+	for i, t := range takes {
+		keys[i] = s.c.Prefix + "rl:" + t.Bucket.ID
+		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
+	}
+	mode := "1"
+	if adjust {
+		mode = "0"
+	}
+	args = append(args, mode)
+	res, err := take.Run(ctx, s.c, keys, args...).Slice()
+	if err != nil {
+		return nil, false, err
+	}
+	levels := make([]float64, len(takes))
+	for i := range takes {
+		str, _ := res[i].(string)
+		levels[i], _ = strconv.ParseFloat(str, 64)
+	}
+	ok, _ := res[len(res)-1].(int64)
+	return levels, ok == 1, nil
+}
+
+// Take implements ratelimit.Store.
+func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (bool, error) {
+	got, ok, err := s.run(ctx, now, takes, false)
+	if err != nil {
+		s.c.Failed("rate_limit", "take", err)
+		for i, t := range takes {
+			levels[i] = ratelimit.Level{Remaining: t.Bucket.Capacity, Full: now}
+			if !s.FailOpen {
+				levels[i] = ratelimit.Level{Full: now.Add(t.Bucket.Window), Wait: time.Second}
+			}
+		}
+		return s.FailOpen, nil
+	}
+	for i, t := range takes {
+		n := t.N
+		if ok {
+			n = 0
+		}
+		levels[i] = level(now, t.Bucket, got[i], n)
+	}
+	return ok, nil
+}
+
+// Adjust implements ratelimit.Store.
+func (s *Store) Adjust(ctx context.Context, now time.Time, b ratelimit.Bucket, n int64) error {
+	if _, _, err := s.run(ctx, now, []ratelimit.Take{{Bucket: b, N: n}}, true); err != nil {
+		s.c.Failed("rate_limit", "adjust", err)
+	}
+	return nil
+}
+
+// level is ratelimit.Local's reading of a bucket at lv units.
+func level(now time.Time, k ratelimit.Bucket, lv float64, n int64) ratelimit.Level {
+	capacity, rate := float64(k.Capacity), float64(k.Capacity)/float64(k.Window)
+	l := ratelimit.Level{Remaining: int64(math.Floor(math.Max(lv, 0)))}
+	l.Full = now.Add(time.Duration(math.Ceil((capacity - lv) / rate)))
+	switch missing := float64(n) - lv; {
+	case n > k.Capacity:
+		l.Wait = k.Window
+	case missing > 0:
+		l.Wait = time.Duration(math.Ceil(missing / rate))
+	}
+	return l
+}
