@@ -94,3 +94,20 @@ func TestRedisDownFailsOpenOrClosed(t *testing.T) {
 		t.Fatalf("errors counted: %v", n)
 	}
 }
+
+// BenchmarkTake is the added latency of one rate-limit take (two buckets)
+// against Redis over loopback.
+func BenchmarkTake(b *testing.B) {
+	s := redisstore.New(redistest.New(b), true)
+	takes := []ratelimit.Take{
+		{Bucket: ratelimit.Bucket{ID: "key=k", Capacity: 1 << 40, Window: time.Minute}, N: 1},
+		{Bucket: ratelimit.Bucket{ID: "model=m", Capacity: 1 << 40, Window: time.Minute}, N: 1},
+	}
+	lv := make([]ratelimit.Level, 2)
+	ctx := context.Background()
+	for b.Loop() {
+		if ok, err := s.Take(ctx, time.Now(), takes, lv); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
