@@ -208,7 +208,13 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	// One limiter for every front end: a limit counts across them, and its
 	// buckets outlive configuration changes (rate limits apply live).
-	limiter := ratelimit.New(nil, nil)
+	// global.state redis puts the buckets in Redis, so a limit counts across replicas too.
+	limitStore, closeLimits, err := openRateLimitStore(ctx, doc, reg, log)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeLimits()
+	limiter := ratelimit.New(limitStore, nil)
 	for _, l := range doc.Listeners {
 		if o.DisableGateway {
 			break

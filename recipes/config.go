@@ -336,6 +336,8 @@ type Global struct {
 	ModelCatalog *ModelCatalog `json:"model_catalog,omitempty"`
 	Router       *Router       `json:"router,omitempty"`
 	Storage      *Storage      `json:"storage,omitempty"`
+	// State is where state shared by replicas lives (rate-limit counters).
+	State *State `json:"state,omitempty"`
 	// RateLimits bound requests and tokens per key and window; they apply
 	// live (a change takes effect with the next request).
 	RateLimits []RateLimit `json:"rate_limits,omitempty"`

@@ -208,6 +208,7 @@ func (c *checker) global() {
 	}
 	c.managementAuth(&s.ManagementAPI.Auth)
 	c.storage()
+	c.state()
 	c.responseAPI()
 	if n := s.API.BatchClassification.MaxBatchSize; n < 1 {
 		c.add("/global/services/api/batch_classification/max_batch_size", CodeInvalidValue, "must be at least 1 (got %d)", n)

@@ -126,6 +126,9 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 	if canonicalOf(pgOf(cur)) != canonicalOf(pgOf(next)) {
 		add("/global/storage/postgres", "the PostgreSQL connection of stored data is opened at start; restart junction serve to change it")
 	}
+	if canonicalOf(cur.Global.State) != canonicalOf(next.Global.State) {
+		add("/global/state", "the shared-state connection (Redis) is opened at start; restart junction serve to change it")
+	}
 	if cur.Global.ModelRuntimeEnabled() != next.Global.ModelRuntimeEnabled() {
 		add("/global/router/enabled", "the router-side model runtime is switched on or off at start; restart junction serve to change it")
 	}

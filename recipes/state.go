@@ -1,0 +1,86 @@
+package recipes
+
+// State says where the state that several replicas must share lives (global.state): today the rate-limit
+// counters. With backend redis every replica counts against the same buckets, so a limit of N admits N across
+// all of them. Read at start-up only.
+type State struct {
+	// Backend is memory (default: each replica counts alone) or redis.
+	Backend string `json:"backend,omitempty"`
+	// Redis reaches the Redis of backend redis (required with it).
+	Redis *StateRedis `json:"redis,omitempty"`
+}
+
+// State backends (State.Backend). "embedded" is accepted as the spelling of a single-replica store and behaves as
+// memory for the rate-limit counters (they are not worth a disk write per request).
+const (
+	StateBackendMemory   = "memory"
+	StateBackendEmbedded = "embedded"
+	StateBackendRedis    = "redis"
+)
+
+// StateRedis is global.state.redis. The password is a secret, so the configuration names the environment variable
+// that holds it, never the password itself.
+type StateRedis struct {
+	Address     string    `json:"address"`
+	DB          int       `json:"db,omitempty"`
+	PasswordEnv string    `json:"password_env,omitempty"`
+	TLS         *StateTLS `json:"tls,omitempty"`
+	// KeyPrefix starts every key Junction writes (default "junction:"), so several deployments can share a Redis.
+	KeyPrefix string `json:"key_prefix,omitempty"`
+	// FailClosed refuses requests under a rate limit while Redis does not answer (429); the default, false,
+	// admits them (fail open). Either way each failure is counted in junction_state_errors_total and logged.
+	FailClosed bool `json:"fail_closed,omitempty"`
+}
+
+// StateTLS is global.state.redis.tls.
+type StateTLS struct {
+	Enabled  bool   `json:"enabled,omitempty"`
+	CAFile   string `json:"ca_file,omitempty"`
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
+}
+
+// StateBackend is the backend s names: memory when s is nil or names none.
+func StateBackend(s *State) string {
+	if s == nil || s.Backend == "" {
+		return StateBackendMemory
+	}
+	return s.Backend
+}
+
+func (c *checker) state() {
+	st := c.doc.Global.State
+	if st == nil {
+		return
+	}
+	switch st.Backend {
+	case "", StateBackendMemory, StateBackendEmbedded:
+		if st.Redis != nil {
+			c.add("/global/state/redis", CodeInvalidValue, "redis is set but backend is %q; set backend: redis or remove redis", StateBackend(st))
+		}
+	case StateBackendRedis:
+		p := "/global/state/redis"
+		r := st.Redis
+		if r == nil {
+			c.add(p, CodeMissingField, "backend redis needs redis: {address: <host:port>}")
+			return
+		}
+		if r.Address == "" {
+			c.add(p+"/address", CodeMissingField, "name the Redis server as host:port (e.g. 127.0.0.1:6379)")
+		}
+		if r.DB < 0 || r.DB > 15 {
+			c.add(p+"/db", CodeInvalidValue, "must be a Redis database number from 0 to 15 (got %d)", r.DB)
+		}
+		if r.PasswordEnv != "" && !isEnvName(r.PasswordEnv) {
+			c.add(p+"/password_env", CodeInvalidValue, "must be an environment variable name (letters, digits, _), not the password itself")
+		}
+		if t := r.TLS; t != nil && !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "") {
+			c.add(p+"/tls/enabled", CodeInvalidValue, "TLS files are set but enabled is false; set enabled: true or remove the files")
+		}
+		if t := r.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
+			c.add(p+"/tls", CodeInvalidValue, "a client certificate needs both cert_file and key_file")
+		}
+	default:
+		c.add("/global/state/backend", CodeInvalidValue, "must be memory, embedded or redis (got %q)", st.Backend)
+	}
+}
