@@ -341,6 +341,9 @@ type Global struct {
 	// RateLimits bound requests and tokens per key and window; they apply
 	// live (a change takes effect with the next request).
 	RateLimits []RateLimit `json:"rate_limits,omitempty"`
+	// ExternalModels are remote OpenAI-compatible models that classifier
+	// backends ask (spec 001 external_models).
+	ExternalModels []ExternalModel `json:"external_models,omitempty"`
 }
 
 // Router holds router-wide switches (global.router).

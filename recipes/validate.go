@@ -66,6 +66,7 @@ func (d *Document) semanticProblems() []Problem {
 	c.recipes()
 	c.global()
 	c.rateLimits()
+	c.externalModels()
 	c.ports()
 	return c.ps
 }

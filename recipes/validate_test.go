@@ -109,6 +109,15 @@ func TestSemanticProblems(t *testing.T) {
 		{"rate limit window", func(t *testing.T, v map[string]any) {
 			set(t, v, "/global/rate_limits", y(t, "[{name: a, key: model, requests: 1, window: 10ms}]"))
 		}, "/global/rate_limits/0/window", CodeInvalidValue, "at least 1s"},
+		{"external model names", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/external_models", y(t, "[{name: j, model_role: classification, llm_model_name: m, llm_endpoint: {address: 127.0.0.1, port: 8000}}, {name: j, model_role: guardrail, llm_model_name: m, llm_endpoint: {address: 127.0.0.1, port: 8001}}]"))
+		}, "/global/external_models/1/name", CodeDuplicate, "already used"},
+		{"external model address is a URL", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/external_models", y(t, "[{name: j, model_role: classification, llm_model_name: m, llm_endpoint: {address: 'judge.local/v1', port: 8000}}]"))
+		}, "/global/external_models/0/llm_endpoint/address", CodeInvalidValue, "not a URL"},
+		{"external model api_key_env holds a key", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/external_models", y(t, "[{name: j, model_role: classification, llm_model_name: m, llm_endpoint: {address: judge.local, port: 8000}, api_key_env: sk-abc123}]"))
+		}, "/global/external_models/0/api_key_env", CodeInvalidValue, "environment variable"},
 		{"api_key_env and forward_client_auth", func(t *testing.T, v map[string]any) {
 			set(t, v, "/providers/models/0/backend_refs/0/api_key_env", "BIG_KEY")
 			set(t, v, "/providers/models/0/backend_refs/0/forward_client_auth", true)
@@ -338,6 +347,14 @@ func TestAccepted(t *testing.T) {
 		{"decision without modelRefs uses the default model", func(t *testing.T, v map[string]any) {
 			del(t, v, rec0+"/decisions/4/modelRefs")
 		}, nil},
+		{"external classification model", func(t *testing.T, v map[string]any) {
+			set(t, v, "/global/external_models", y(t, "[{name: judge, model_role: classification, llm_model_name: qwen3-8b, llm_endpoint: {address: '::1', port: 8000, protocol: https}, llm_timeout_seconds: 3, api_key_env: JUDGE_KEY}]"))
+		}, func(t *testing.T, d *Document) {
+			m, ok := d.Global.ExternalModel(ExternalRoleClassification)
+			if !ok || m.LLMEndpoint.BaseURL() != "https://[::1]:8000" || m.LLMTimeoutSeconds != 3 || m.APIKeyEnv != "JUDGE_KEY" {
+				t.Fatalf("external model = %+v, %v; base URL %q", m, ok, m.LLMEndpoint.BaseURL())
+			}
+		}},
 		{"empty AND is the catch-all", func(t *testing.T, v map[string]any) {
 			set(t, v, rec0+"/decisions/4/rules", y(t, "{operator: AND, conditions: []}"))
 		}, nil},
