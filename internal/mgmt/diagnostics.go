@@ -419,23 +419,6 @@ func (s *Server) notImplemented(why string) http.HandlerFunc {
 	}
 }
 
-func (s *Server) modelMissing(task string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req TextRequest
-		if err := decodeJSON(r, &req); err != nil {
-			writeError(w, err)
-			return
-		}
-		if err := checkText(r, "text", req.Text); err != nil {
-			writeError(w, err)
-			return
-		}
-		s.stats.observe(task, 0, errors.New("model not loaded"))
-		writeError(w, newErr(http.StatusServiceUnavailable, CodeModelNotLoaded,
-			"no %s classifier is bound: Junction has no %s model yet (the ONNX inference runtime binds task models); nothing was classified", task, task))
-	}
-}
-
 func (s *Server) unavailable(service, why string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "the %s is unavailable: %s", service, why))

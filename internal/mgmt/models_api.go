@@ -324,19 +324,6 @@ type NLIRequest struct {
 	Recipe     string `json:"recipe,omitempty"`
 }
 
-func (s *Server) nli(w http.ResponseWriter, r *http.Request) {
-	var req NLIRequest
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := checkText(r, "premise and hypothesis", req.Premise, req.Hypothesis); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeError(w, newErr(http.StatusServiceUnavailable, CodeModelNotLoaded, "no NLI model is bound: Junction has no natural-language-inference model yet (the ONNX inference runtime binds task models); nothing was computed"))
-}
-
 // EmbeddingsRequest asks for text embeddings.
 type EmbeddingsRequest struct {
 	Text   string   `json:"text,omitempty" oas:"anyof=input,minLength=1"`
