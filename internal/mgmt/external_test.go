@@ -98,3 +98,30 @@ func TestExternalClassifierMissing(t *testing.T) {
 		t.Fatalf("nli: %s", r.body)
 	}
 }
+
+// An external_models change applies live: a PATCH that adds the entry makes
+// the next fact-check answer, and api_key_env's value reaches the model.
+func TestExternalClassifierLiveChange(t *testing.T) {
+	j := extmodeltest.New(t, extmodeltest.Answer{Content: "needs_fact_check"})
+	e := newEnv(t, copyBase(t))
+	fact := map[string]any{"text": "Water boils at 100 C at sea level."}
+	must(t, e.call("POST", "/api/v1/diagnostics/classify/fact-check", fact), 503)
+
+	m := j.ExternalModel("judge", recipes.ExternalRoleClassification, 2)
+	patch := map[string]any{"global": map[string]any{"external_models": []any{map[string]any{
+		"name": m.Name, "model_role": m.ModelRole, "llm_model_name": m.LLMModelName,
+		"llm_endpoint": map[string]any{"address": m.LLMEndpoint.Address, "port": m.LLMEndpoint.Port},
+		"api_key_env":  "JUNCTION_TEST_MGMT_JUDGE_KEY",
+	}}}}
+	must(t, e.call("PATCH", "/api/v1/config", patch, "If-Match", e.etag()), 200)
+	if r := must(t, e.call("POST", "/api/v1/diagnostics/classify/fact-check", fact), 503); !strings.Contains(string(r.body), "JUNCTION_TEST_MGMT_JUDGE_KEY") {
+		t.Fatalf("unset api_key_env: %s", r.body)
+	}
+	t.Setenv("JUNCTION_TEST_MGMT_JUDGE_KEY", "k-live")
+	if fc := must(t, e.call("POST", "/api/v1/diagnostics/classify/fact-check", fact), 200).json(t); fc["needs_fact_check"] != true {
+		t.Fatalf("fact-check: %v", fc)
+	}
+	if reqs := j.Requests(); len(reqs) != 1 || reqs[0].Authorization != "Bearer k-live" {
+		t.Fatalf("judge requests: %+v", reqs)
+	}
+}
