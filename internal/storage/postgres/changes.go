@@ -214,7 +214,7 @@ func (s *Store) loadFile(ctx context.Context, storeID, fileID string) error {
 	if err != nil {
 		return fmt.Errorf("postgres: follow file %s: %w", fileID, err)
 	}
-	attrs, err := decodeAttrs(raw)
+	attrs, err := storage.DecodeAttributes(raw)
 	if err != nil {
 		return fmt.Errorf("postgres: follow file %s: %w", fileID, err)
 	}

@@ -40,7 +40,7 @@ func scanMemory(row interface{ Scan(...any) error }) (storage.Memory, error) {
 	if err := row.Scan(&seq, &m.ID, &m.Scope, &m.Text, &m.EmbeddingModel, &blob, &created); err != nil {
 		return m, err
 	}
-	m.Vector = decodeVector(blob)
+	m.Vector = storage.DecodeVector(blob)
 	m.CreatedAt = fromNanos(created)
 	return m, nil
 }
@@ -52,9 +52,9 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a scope of 1 to %d bytes", storage.ErrInvalid, maxScopeBytes)
 	case strings.TrimSpace(m.Text) == "" || len(m.Text) > maxMemoryBytes:
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a text of 1 to %d bytes", storage.ErrInvalid, maxMemoryBytes)
-	case len(m.Vector) == 0 || len(m.Vector) > maxDimensions:
-		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a vector of 1 to %d dimensions", storage.ErrInvalid, maxDimensions)
-	case !finite(m.Vector):
+	case len(m.Vector) == 0 || len(m.Vector) > storage.MaxDimensions:
+		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a vector of 1 to %d dimensions", storage.ErrInvalid, storage.MaxDimensions)
+	case !storage.Finite(m.Vector):
 		return storage.Memory{}, false, fmt.Errorf("%w: the memory's vector has a NaN or infinite component", storage.ErrInvalid)
 	case m.EmbeddingModel == "":
 		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs its embedding model", storage.ErrInvalid)
@@ -71,7 +71,7 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 	err := s.tx(ctx, func(tx *pgTx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO memories (id, scope, text, text_hash, embedding_model, dimensions, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (scope, text_hash) DO NOTHING`,
-			kept.ID, kept.Scope, kept.Text, memoryHash(kept.Text), kept.EmbeddingModel, len(kept.Vector), encodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano())
+			kept.ID, kept.Scope, kept.Text, memoryHash(kept.Text), kept.EmbeddingModel, len(kept.Vector), storage.EncodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano())
 		if err != nil {
 			return fmt.Errorf("postgres: remember: %w", err)
 		}
@@ -97,10 +97,10 @@ func (s *Store) Recall(ctx context.Context, scope, model string, vector []float3
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if k < 1 || k > maxK {
-		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, maxK, k)
+	if k < 1 || k > storage.MaxK {
+		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, storage.MaxK, k)
 	}
-	if len(vector) == 0 || !finite(vector) {
+	if len(vector) == 0 || !storage.Finite(vector) {
 		return nil, fmt.Errorf("%w: the query vector is empty or has a NaN or infinite component", storage.ErrInvalid)
 	}
 	q := append([]float32(nil), vector...)

@@ -3,26 +3,14 @@ package postgres
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/vecindex"
-)
-
-// Bounds on what a vector store takes.
-const (
-	maxDimensions = 16384
-	maxK          = 1000
-	maxNameBytes  = 256
-	// maxQueryText bounds a hybrid search's text (its first maxQueryTerms
-	// words are used).
-	maxQueryText = 64 << 10
 )
 
 const storeCols = `seq, id, coalesce(name, ''), embedding_model, dimensions, metadata, created_at, last_active_at`
@@ -97,8 +85,8 @@ func (s *Store) getStore(ctx context.Context, where string, arg any) (storage.Ve
 }
 
 func checkName(name string) error {
-	if len(name) > maxNameBytes {
-		return fmt.Errorf("%w: a vector store name is at most %d bytes", storage.ErrInvalid, maxNameBytes)
+	if len(name) > storage.MaxNameBytes {
+		return fmt.Errorf("%w: a vector store name is at most %d bytes", storage.ErrInvalid, storage.MaxNameBytes)
 	}
 	return nil
 }
@@ -126,8 +114,8 @@ func (s *Store) CreateVectorStore(ctx context.Context, nv storage.NewVectorStore
 	if nv.EmbeddingModel == "" {
 		return storage.VectorStore{}, fmt.Errorf("%w: a vector store needs an embedding model", storage.ErrInvalid)
 	}
-	if nv.Dimensions < 1 || nv.Dimensions > maxDimensions {
-		return storage.VectorStore{}, fmt.Errorf("%w: dimensions must be between 1 and %d (got %d)", storage.ErrInvalid, maxDimensions, nv.Dimensions)
+	if nv.Dimensions < 1 || nv.Dimensions > storage.MaxDimensions {
+		return storage.VectorStore{}, fmt.Errorf("%w: dimensions must be between 1 and %d (got %d)", storage.ErrInvalid, storage.MaxDimensions, nv.Dimensions)
 	}
 	t := now()
 	v := storage.VectorStore{
@@ -264,7 +252,7 @@ func scanVSF(row interface{ Scan(...any) error }) (storage.VectorStoreFile, erro
 		&f.Chunking.MaxTokens, &f.Chunking.OverlapTokens, &f.UsageBytes, &f.Chunks, &created); err != nil {
 		return f, err
 	}
-	a, err := decodeAttrs(attrs)
+	a, err := storage.DecodeAttributes(attrs)
 	if err != nil {
 		return f, err
 	}
@@ -273,40 +261,13 @@ func scanVSF(row interface{ Scan(...any) error }) (storage.VectorStoreFile, erro
 	return f, nil
 }
 
-func decodeAttrs(s string) (map[string]any, error) {
-	a := map[string]any{}
-	if err := json.Unmarshal([]byte(s), &a); err != nil {
-		return nil, fmt.Errorf("attributes: %w", err)
-	}
-	return a, nil
-}
-
-// checkAttrs accepts string, number and bool values only.
-func checkAttrs(attrs map[string]any) (string, error) {
-	for k, v := range attrs {
-		switch v.(type) {
-		case string, bool, float64, float32, int, int64, int32, json.Number:
-		default:
-			return "", fmt.Errorf("%w: attribute %q must be a string, number or boolean", storage.ErrInvalid, k)
-		}
-	}
-	if attrs == nil {
-		attrs = map[string]any{}
-	}
-	b, err := json.Marshal(attrs)
-	if err != nil {
-		return "", fmt.Errorf("%w: attributes: %v", storage.ErrInvalid, err)
-	}
-	return string(b), nil
-}
-
 // AttachFile implements storage.VectorStores.
 func (s *Store) AttachFile(ctx context.Context, storeID, fileID string, attrs map[string]any, c storage.Chunking) (storage.VectorStoreFile, error) {
-	raw, err := checkAttrs(attrs)
+	raw, err := storage.CheckAttributes(attrs)
 	if err != nil {
 		return storage.VectorStoreFile{}, err
 	}
-	decoded, _ := decodeAttrs(raw)
+	decoded, _ := storage.DecodeAttributes(raw)
 	t := now()
 	f := storage.VectorStoreFile{
 		FileID:        fileID,
@@ -449,7 +410,7 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 		if err != nil {
 			return err
 		}
-		if attrs, err = decodeAttrs(raw); err != nil {
+		if attrs, err = storage.DecodeAttributes(raw); err != nil {
 			return fmt.Errorf("postgres: complete file: %w", err)
 		}
 		seen := make(map[int]bool, len(chunks))
@@ -458,7 +419,7 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 			if len(c.Vector) != dim {
 				return fmt.Errorf("chunk %d has %d dimensions, vector store %q has %d: %w", c.Index, len(c.Vector), storeID, dim, storage.ErrDimension)
 			}
-			if !finite(c.Vector) {
+			if !storage.Finite(c.Vector) {
 				return fmt.Errorf("%w: chunk %d has a NaN or infinite component", storage.ErrInvalid, c.Index)
 			}
 			if c.Index < 0 || seen[c.Index] {
@@ -476,7 +437,7 @@ func (s *Store) CompleteFile(ctx context.Context, storeID, fileID string, chunks
 		for i := range chunks {
 			c := &chunks[i]
 			idxs[i], texts[i], tokens[i] = int32(c.Index), c.Text, int32(c.Tokens)
-			vectors[i] = encodeVector(nil, c.Vector)
+			vectors[i] = storage.EncodeVector(nil, c.Vector)
 			usage += int64(len(c.Text))
 		}
 		rows, err := tx.QueryContext(ctx, `INSERT INTO chunks (store_id, file_id, idx, text, tokens)
@@ -581,13 +542,13 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	if len(q.StoreIDs) == 0 {
 		return nil, fmt.Errorf("%w: a search needs at least one vector store", storage.ErrInvalid)
 	}
-	if q.K < 1 || q.K > maxK {
-		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, maxK, q.K)
+	if q.K < 1 || q.K > storage.MaxK {
+		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, storage.MaxK, q.K)
 	}
 	if len(q.Vector) == 0 {
 		return nil, fmt.Errorf("%w: the query vector is empty", storage.ErrInvalid)
 	}
-	if !finite(q.Vector) {
+	if !storage.Finite(q.Vector) {
 		return nil, fmt.Errorf("%w: the query vector has a NaN or infinite component", storage.ErrInvalid)
 	}
 	for _, id := range q.StoreIDs {
@@ -613,8 +574,8 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		}
 		allow = func(_, _ string, attrs map[string]any) bool { return q.Filter.Match(attrs) }
 	}
-	if len(q.Text) > maxQueryText {
-		return nil, fmt.Errorf("%w: the query text is over %d bytes", storage.ErrInvalid, maxQueryText)
+	if len(q.Text) > storage.MaxQueryText {
+		return nil, fmt.Errorf("%w: the query text is over %d bytes", storage.ErrInvalid, storage.MaxQueryText)
 	}
 	var terms []string
 	if q.Text != "" {
@@ -658,19 +619,7 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 		s.active[id] = t
 	}
 	s.amu.Unlock()
-	if q.HasMinScore {
-		n := 0
-		for _, r := range res {
-			if r.Score >= q.MinScore {
-				res[n] = r
-				n++
-			}
-		}
-		res = res[:n]
-	}
-	if len(res) > q.K {
-		res = res[:q.K]
-	}
+	res = storage.TrimResults(res, q.K, q.HasMinScore, q.MinScore)
 	if len(res) == 0 {
 		return []storage.Hit{}, nil
 	}
@@ -710,19 +659,7 @@ func (s *Store) hits(ctx context.Context, res []vecindex.Result) ([]storage.Hit,
 		if !ok {
 			continue
 		}
-		attrs := make(map[string]any, len(r.Attributes))
-		for k, v := range r.Attributes {
-			attrs[k] = v
-		}
-		hits = append(hits, storage.Hit{
-			VectorStoreID: r.StoreID,
-			FileID:        r.FileID,
-			Filename:      t.filename,
-			ChunkIndex:    r.ChunkIndex,
-			Score:         r.Score,
-			Text:          t.text,
-			Attributes:    attrs,
-		})
+		hits = append(hits, storage.NewHit(r, t.text, t.filename))
 	}
 	return hits, nil
 }
@@ -781,7 +718,7 @@ func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.H
 				rows.Close()
 				return fmt.Errorf("postgres: scan chunks: %w", err)
 			}
-			r.vec = decodeVector(blob)
+			r.vec = storage.DecodeVector(blob)
 			batch = append(batch, r)
 		}
 		rows.Close()
@@ -790,7 +727,7 @@ func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.H
 		}
 		for _, r := range batch {
 			if r.hit.FileID != lastFile || r.raw != lastRaw {
-				if lastAttrs, err = decodeAttrs(r.raw); err != nil {
+				if lastAttrs, err = storage.DecodeAttributes(r.raw); err != nil {
 					return fmt.Errorf("postgres: scan chunks: %w", err)
 				}
 				lastFile, lastRaw = r.hit.FileID, r.raw
@@ -809,40 +746,6 @@ func (s *Store) scanStore(ctx context.Context, storeID string, fn func(storage.H
 		last := batch[len(batch)-1].hit
 		afterFile, afterIdx = last.FileID, last.ChunkIndex
 	}
-}
-
-// ---- vectors
-
-// finite reports whether every component of v is a finite number.
-func finite(v []float32) bool {
-	for _, f := range v {
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return false
-		}
-	}
-	return true
-}
-
-// encodeVector writes v as little-endian float32s into buf (resized).
-func encodeVector(buf []byte, v []float32) []byte {
-	if cap(buf) < 4*len(v) {
-		buf = make([]byte, 4*len(v))
-	}
-	buf = buf[:4*len(v)]
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(f))
-	}
-	return buf
-}
-
-func decodeVector(b []byte) []float32 { return appendVector(nil, b) }
-
-// appendVector appends the little-endian float32s of b to v.
-func appendVector(v []float32, b []byte) []float32 {
-	for i := 0; i+4 <= len(b); i += 4 {
-		v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-	}
-	return v
 }
 
 // loadIndex reads every completed file's vectors into the index, in id
@@ -896,7 +799,7 @@ func (s *Store) loadIndex(ctx context.Context) error {
 			rows.Close()
 			return fmt.Errorf("postgres: load the index: %w", err)
 		}
-		a, err := decodeAttrs(raw)
+		a, err := storage.DecodeAttributes(raw)
 		if err != nil {
 			rows.Close()
 			return fmt.Errorf("postgres: load the index: %w", err)
@@ -947,7 +850,7 @@ func (s *Store) loadIndex(ctx context.Context) error {
 			cur, batch, arena = k, batch[:0], arena[:0]
 		}
 		off := len(arena)
-		arena = appendVector(arena, blob)
+		arena = storage.AppendVector(arena, blob)
 		c.Vector = arena[off:len(arena):len(arena)]
 		batch = append(batch, c)
 	}
@@ -980,7 +883,7 @@ func (s *Store) reloadFile(ctx context.Context, storeID, fileID string, attrs ma
 		if err := rows.Scan(&c.Row, &c.Index, &blob); err != nil {
 			return fmt.Errorf("postgres: load the index: %w", err)
 		}
-		c.Vector = decodeVector(blob)
+		c.Vector = storage.DecodeVector(blob)
 		batch = append(batch, c)
 	}
 	if err := rows.Err(); err != nil {

@@ -141,7 +141,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 			t.Fatal(err)
 		}
 		id, _ := res.LastInsertId()
-		if _, err := db.Exec(`INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) VALUES (?, 'vs_a', 'file-a', ?, ?)`, id, i, encodeVector(nil, c.v)); err != nil {
+		if _, err := db.Exec(`INSERT INTO chunk_vectors (chunk_id, store_id, file_id, idx, vector) VALUES (?, 'vs_a', 'file-a', ?, ?)`, id, i, storage.EncodeVector(nil, c.v)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -486,7 +486,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 		}
 	}
 	for i, v := range [][]float32{{1, 0}, {0, 1}} {
-		if _, err := db.Exec(`INSERT INTO chunks (store_id, file_id, idx, text, tokens, vector) VALUES ('vs_a', 'file-a', ?, ?, 1, ?)`, i, fmt.Sprintf("text%d", i), encodeVector(nil, v)); err != nil {
+		if _, err := db.Exec(`INSERT INTO chunks (store_id, file_id, idx, text, tokens, vector) VALUES ('vs_a', 'file-a', ?, ?, 1, ?)`, i, fmt.Sprintf("text%d", i), storage.EncodeVector(nil, v)); err != nil {
 			t.Fatal(err)
 		}
 	}
