@@ -515,17 +515,8 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if len(q.StoreIDs) == 0 {
-		return nil, fmt.Errorf("%w: a search needs at least one vector store", storage.ErrInvalid)
-	}
-	if q.K < 1 || q.K > storage.MaxK {
-		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, storage.MaxK, q.K)
-	}
-	if len(q.Vector) == 0 {
-		return nil, fmt.Errorf("%w: the query vector is empty", storage.ErrInvalid)
-	}
-	if !storage.Finite(q.Vector) {
-		return nil, fmt.Errorf("%w: the query vector has a NaN or infinite component", storage.ErrInvalid)
+	if err := storage.CheckQuery(q); err != nil {
+		return nil, err
 	}
 	for _, id := range q.StoreIDs {
 		dim, ok := s.index.Dimension(id)
@@ -536,24 +527,11 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 			return nil, fmt.Errorf("the query has %d dimensions, vector store %q has %d: %w", len(q.Vector), id, dim, storage.ErrDimension)
 		}
 	}
-	var allow func(string, string, map[string]any) bool
-	if q.Filter != nil {
-		if err := q.Filter.Validate(); err != nil {
-			return nil, err
-		}
-		allow = func(_, _ string, attrs map[string]any) bool { return q.Filter.Match(attrs) }
+	plan, err := storage.PlanQuery(q)
+	if err != nil {
+		return nil, err
 	}
-	if len(q.Text) > storage.MaxQueryText {
-		return nil, fmt.Errorf("%w: the query text is over %d bytes", storage.ErrInvalid, storage.MaxQueryText)
-	}
-	var terms []string
-	if q.Text != "" {
-		terms = storage.QueryTerms(q.Text)
-	}
-	n := q.K
-	if len(terms) > 0 {
-		n = storage.Candidates(q.K)
-	}
+	allow, terms, n := plan.Allow, plan.Terms, plan.N
 	// The full-text candidates are read beside the vector scan.
 	var lex []vecindex.Result
 	var lexErr error
@@ -568,13 +546,8 @@ func (s *Store) Search(ctx context.Context, q storage.Query) ([]storage.Hit, err
 	}
 	res, err := s.index.Search(q.Vector, n, q.StoreIDs, allow)
 	<-lexDone
-	switch {
-	case errors.Is(err, vecindex.ErrNoStore):
-		return nil, fmt.Errorf("%v: %w", err, storage.ErrNotFound)
-	case errors.Is(err, vecindex.ErrDimension):
-		return nil, fmt.Errorf("%v: %w", err, storage.ErrDimension)
-	case err != nil:
-		return nil, err
+	if err != nil {
+		return nil, storage.IndexSearchError(err)
 	}
 	if len(terms) > 0 {
 		if lexErr != nil {
