@@ -2,34 +2,14 @@ package postgres
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/vecindex"
 )
-
-// Bounds on memories.
-const (
-	maxMemoryBytes = 16 << 10
-	maxScopeBytes  = 512
-)
-
-// normalizeMemory is the form two texts share when they are the same
-// memory: trimmed, case-folded, inner whitespace collapsed.
-func normalizeMemory(text string) string {
-	return strings.Join(strings.Fields(strings.ToLower(text)), " ")
-}
-
-func memoryHash(text string) string {
-	h := sha256.Sum256([]byte(normalizeMemory(text)))
-	return hex.EncodeToString(h[:])
-}
 
 const memCols = `seq, id, scope, text, embedding_model, vector, created_at`
 
@@ -47,17 +27,8 @@ func scanMemory(row interface{ Scan(...any) error }) (storage.Memory, error) {
 
 // Remember implements storage.Memories.
 func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory, bool, error) {
-	switch {
-	case m.Scope == "" || len(m.Scope) > maxScopeBytes:
-		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a scope of 1 to %d bytes", storage.ErrInvalid, maxScopeBytes)
-	case strings.TrimSpace(m.Text) == "" || len(m.Text) > maxMemoryBytes:
-		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a text of 1 to %d bytes", storage.ErrInvalid, maxMemoryBytes)
-	case len(m.Vector) == 0 || len(m.Vector) > storage.MaxDimensions:
-		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs a vector of 1 to %d dimensions", storage.ErrInvalid, storage.MaxDimensions)
-	case !storage.Finite(m.Vector):
-		return storage.Memory{}, false, fmt.Errorf("%w: the memory's vector has a NaN or infinite component", storage.ErrInvalid)
-	case m.EmbeddingModel == "":
-		return storage.Memory{}, false, fmt.Errorf("%w: a memory needs its embedding model", storage.ErrInvalid)
+	if err := storage.CheckMemory(m); err != nil {
+		return storage.Memory{}, false, err
 	}
 	kept := storage.Memory{
 		ID:             newID("mem_"),
@@ -71,7 +42,7 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 	err := s.tx(ctx, func(tx *pgTx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO memories (id, scope, text, text_hash, embedding_model, dimensions, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (scope, text_hash) DO NOTHING`,
-			kept.ID, kept.Scope, kept.Text, memoryHash(kept.Text), kept.EmbeddingModel, len(kept.Vector), storage.EncodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano())
+			kept.ID, kept.Scope, kept.Text, storage.MemoryHash(kept.Text), kept.EmbeddingModel, len(kept.Vector), storage.EncodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano())
 		if err != nil {
 			return fmt.Errorf("postgres: remember: %w", err)
 		}
@@ -79,7 +50,7 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 			created = true
 			return nil
 		}
-		kept, err = scanMemory(tx.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories WHERE scope = ? AND text_hash = ?`, kept.Scope, memoryHash(kept.Text)))
+		kept, err = scanMemory(tx.QueryRowContext(ctx, `SELECT `+memCols+` FROM memories WHERE scope = ? AND text_hash = ?`, kept.Scope, storage.MemoryHash(kept.Text)))
 		if err != nil {
 			return fmt.Errorf("postgres: remember: %w", err)
 		}
@@ -97,11 +68,8 @@ func (s *Store) Recall(ctx context.Context, scope, model string, vector []float3
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if k < 1 || k > storage.MaxK {
-		return nil, fmt.Errorf("%w: k must be between 1 and %d (got %d)", storage.ErrInvalid, storage.MaxK, k)
-	}
-	if len(vector) == 0 || !storage.Finite(vector) {
-		return nil, fmt.Errorf("%w: the query vector is empty or has a NaN or infinite component", storage.ErrInvalid)
+	if err := storage.CheckRecall(vector, k); err != nil {
+		return nil, err
 	}
 	q := append([]float32(nil), vector...)
 	vecindex.Normalize(q)
@@ -127,19 +95,7 @@ func (s *Store) Recall(ctx context.Context, scope, model string, vector []float3
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: recall: %w", err)
 	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
-		}
-		return hits[i].ID < hits[j].ID
-	})
-	if len(hits) > k {
-		hits = hits[:k]
-	}
-	if hits == nil {
-		hits = []storage.MemoryHit{}
-	}
-	return hits, nil
+	return storage.RankMemoryHits(hits, k), nil
 }
 
 // ListMemories implements storage.Memories.
