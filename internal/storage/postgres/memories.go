@@ -104,12 +104,12 @@ func (s *Store) ListMemories(ctx context.Context, scope string, o storage.ListOp
 		return storage.Page[storage.Memory]{}, err
 	}
 	p := pageQuery[storage.Memory]{
-		sel:    `SELECT ` + memCols + ` FROM memories`,
-		cursor: `SELECT seq FROM memories WHERE id = ?`,
-		scan:   func(r *sql.Rows) (storage.Memory, error) { return scanMemory(r) },
+		Select: `SELECT ` + memCols + ` FROM memories`,
+		Cursor: `SELECT seq FROM memories WHERE id = ?`,
+		Scan:   func(r *sql.Rows) (storage.Memory, error) { return scanMemory(r) },
 	}
 	if scope != "" {
-		p.where, p.args = `scope = ?`, []any{scope}
+		p.Where, p.Args = `scope = ?`, []any{scope}
 	}
 	return list(ctx, s.r, p, o)
 }

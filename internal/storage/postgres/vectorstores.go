@@ -170,9 +170,9 @@ func (s *Store) ListVectorStores(ctx context.Context, o storage.ListOptions) (st
 		return storage.Page[storage.VectorStore]{}, err
 	}
 	page, err := list(ctx, s.r, pageQuery[storage.VectorStore]{
-		sel:    `SELECT ` + storeCols + ` FROM vector_stores`,
-		cursor: `SELECT seq FROM vector_stores WHERE id = ?`,
-		scan:   func(r *sql.Rows) (storage.VectorStore, error) { return scanStore(r) },
+		Select: `SELECT ` + storeCols + ` FROM vector_stores`,
+		Cursor: `SELECT seq FROM vector_stores WHERE id = ?`,
+		Scan:   func(r *sql.Rows) (storage.VectorStore, error) { return scanStore(r) },
 	}, o)
 	if err != nil {
 		return page, err
@@ -348,16 +348,16 @@ func (s *Store) ListVectorStoreFiles(ctx context.Context, storeID, status string
 		return page, fmt.Errorf("postgres: list vector store files: %w", err)
 	}
 	p := pageQuery[storage.VectorStoreFile]{
-		sel:        `SELECT ` + vsfCols + ` FROM vector_store_files`,
-		where:      `store_id = ?`,
-		args:       []any{storeID},
-		cursor:     `SELECT seq FROM vector_store_files WHERE file_id = ? AND store_id = ?`,
-		cursorArgs: []any{storeID},
-		scan:       func(r *sql.Rows) (storage.VectorStoreFile, error) { return scanVSF(r) },
+		Select:     `SELECT ` + vsfCols + ` FROM vector_store_files`,
+		Where:      `store_id = ?`,
+		Args:       []any{storeID},
+		Cursor:     `SELECT seq FROM vector_store_files WHERE file_id = ? AND store_id = ?`,
+		CursorArgs: []any{storeID},
+		Scan:       func(r *sql.Rows) (storage.VectorStoreFile, error) { return scanVSF(r) },
 	}
 	if status != "" {
-		p.where += ` AND status = ?`
-		p.args = append(p.args, status)
+		p.Where += ` AND status = ?`
+		p.Args = append(p.Args, status)
 	}
 	return list(ctx, s.r, p, o)
 }

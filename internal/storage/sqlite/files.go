@@ -162,12 +162,12 @@ func (s *Store) ListFiles(ctx context.Context, purpose string, o storage.ListOpt
 		return storage.Page[storage.File]{}, err
 	}
 	p := pageQuery[storage.File]{
-		sel:    `SELECT ` + fileCols + ` FROM files`,
-		cursor: `SELECT seq FROM files WHERE id = ?`,
-		scan:   func(r *sql.Rows) (storage.File, error) { return scanFile(r) },
+		Select: `SELECT ` + fileCols + ` FROM files`,
+		Cursor: `SELECT seq FROM files WHERE id = ?`,
+		Scan:   func(r *sql.Rows) (storage.File, error) { return scanFile(r) },
 	}
 	if purpose != "" {
-		p.where, p.args = `purpose = ?`, []any{purpose}
+		p.Where, p.Args = `purpose = ?`, []any{purpose}
 	}
 	return list(ctx, s.r, p, o)
 }
