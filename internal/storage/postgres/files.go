@@ -8,28 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/junction-router/junction/internal/storage"
 )
-
-// maxFilename bounds a stored filename.
-const maxFilename = 255
 
 // CreateFile implements storage.Files.
 func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader, limit int64) (storage.File, error) {
 	if err := s.check(ctx); err != nil {
 		return storage.File{}, err
 	}
-	name := baseName(nf.Filename)
-	if name == "" {
-		return storage.File{}, fmt.Errorf("%w: the file needs a name", storage.ErrInvalid)
-	}
-	if len(name) > maxFilename {
-		return storage.File{}, fmt.Errorf("%w: the filename is longer than %d bytes", storage.ErrInvalid, maxFilename)
-	}
-	if nf.Purpose == "" {
-		return storage.File{}, fmt.Errorf("%w: the file needs a purpose", storage.ErrInvalid)
+	name, err := storage.CheckNewFile(nf)
+	if err != nil {
+		return storage.File{}, err
 	}
 	f := storage.File{
 		ID:        newID("file-"),
@@ -39,13 +29,13 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 		CreatedAt: now(),
 	}
 	h := sha256.New()
-	src := io.Reader(&ctxReader{ctx: ctx, r: r})
+	src := storage.ContextReader(ctx, r)
 	if limit > 0 {
 		src = io.LimitReader(src, limit+1)
 	}
 	// One transaction holds the row and every part: a reader never sees a
 	// file without all its bytes, and a failed upload leaves nothing.
-	err := s.tx(ctx, func(tx *pgTx) error {
+	err = s.tx(ctx, func(tx *pgTx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO files (id, filename, purpose, bytes, sha256, media_type, created_at) VALUES (?, ?, ?, 0, '', ?, ?)`,
 			f.ID, f.Filename, f.Purpose, f.MediaType, f.CreatedAt.UnixNano()); err != nil {
 			return fmt.Errorf("postgres: record the file: %w", err)
@@ -85,30 +75,6 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 // partSize is the size of the bytea parts a file's bytes are kept in: an
 // upload or a download holds one part in memory, not the file.
 const partSize = 1 << 20
-
-// baseName keeps the last element of a path of either slash.
-func baseName(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.TrimSpace(name)
-	if name == "." || name == ".." {
-		return ""
-	}
-	return name
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
-}
 
 const fileCols = `seq, id, filename, purpose, bytes, sha256, media_type, created_at`
 

@@ -18,23 +18,14 @@ import (
 // tmpPrefix names upload files not yet complete; Open removes them.
 const tmpPrefix = ".upload-"
 
-// maxFilename bounds a stored filename.
-const maxFilename = 255
-
 // CreateFile implements storage.Files.
 func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader, limit int64) (storage.File, error) {
 	if err := s.check(ctx); err != nil {
 		return storage.File{}, err
 	}
-	name := baseName(nf.Filename)
-	if name == "" {
-		return storage.File{}, fmt.Errorf("%w: the file needs a name", storage.ErrInvalid)
-	}
-	if len(name) > maxFilename {
-		return storage.File{}, fmt.Errorf("%w: the filename is longer than %d bytes", storage.ErrInvalid, maxFilename)
-	}
-	if nf.Purpose == "" {
-		return storage.File{}, fmt.Errorf("%w: the file needs a purpose", storage.ErrInvalid)
+	name, err := storage.CheckNewFile(nf)
+	if err != nil {
+		return storage.File{}, err
 	}
 	tmp, err := os.CreateTemp(s.files, tmpPrefix+"*")
 	if err != nil {
@@ -48,7 +39,7 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 		}
 	}()
 	h := sha256.New()
-	src := io.Reader(&ctxReader{ctx: ctx, r: r})
+	src := storage.ContextReader(ctx, r)
 	if limit > 0 {
 		src = io.LimitReader(src, limit+1)
 	}
@@ -93,30 +84,6 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 		return storage.File{}, fmt.Errorf("sqlite: record the file: %w", err)
 	}
 	return f, nil
-}
-
-// baseName keeps the last element of a path of either slash.
-func baseName(name string) string {
-	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.TrimSpace(name)
-	if name == "." || name == ".." {
-		return ""
-	}
-	return name
-}
-
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }
 
 func syncDir(dir string) error {
