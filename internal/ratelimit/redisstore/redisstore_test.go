@@ -53,8 +53,9 @@ func TestAllOrNoneAndRefill(t *testing.T) {
 		}
 		return ok
 	}
-	if !take(now) || !take(now) || take(now) {
-		t.Fatal("want two admitted, the third refused")
+	first, second, third := take(now), take(now), take(now)
+	if !first || !second || third {
+		t.Fatalf("takes admitted %v, %v, %v; want two admitted, the third refused", first, second, third)
 	}
 	if lv[0].Remaining != 98 || lv[1].Remaining != 0 || lv[1].Wait <= 0 {
 		t.Fatalf("a refused take took from the other bucket, or levels are off: %+v", lv)
