@@ -97,7 +97,7 @@ func admit(st *callState, n int) abi.Status {
 // the answer's size. in must not be kept by fn.
 func run(ctx context.Context, st *callState, fn hostFunc, in []byte) ([]byte, abi.Status) {
 	fctx := ctx
-	if !st.deadline.IsZero() {
+	if !st.deadline.IsZero() && !deadlineBy(ctx, st.deadline) {
 		var cancel context.CancelFunc
 		fctx, cancel = context.WithDeadline(ctx, st.deadline)
 		defer cancel()
@@ -110,6 +110,14 @@ func run(ctx context.Context, st *callState, fn hostFunc, in []byte) ([]byte, ab
 		return nil, abi.StatusLimit
 	}
 	return out, abi.StatusOK
+}
+
+// deadlineBy: ctx ends by t already (a native call's context carries the
+// call's deadline), so a host function needs no context of its own, and no
+// timer, for it.
+func deadlineBy(ctx context.Context, t time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ok && !d.After(t)
 }
 
 // serve adapts a hostFunc to the ABI's calling convention.
@@ -215,6 +223,17 @@ func (h *Host) hostEmbed(ctx context.Context, st *callState, in []byte) ([]byte,
 	if err != nil {
 		return nil, abi.StatusInvalidArgument
 	}
+	v, status := h.embed(ctx, st, a.Text)
+	if status != abi.StatusOK {
+		return nil, status
+	}
+	return abi.Vector(v).Append(nil), abi.StatusOK
+}
+
+// embed is the embed host function on its argument and answer as Go
+// values (hostEmbed for a module, HostCalls.EmbedVector natively). The
+// vector may be the embedder's own: callers copy it before handing it on.
+func (h *Host) embed(ctx context.Context, st *callState, text string) ([]float32, abi.Status) {
 	if st.mode == abi.ModePreview {
 		return nil, abi.StatusDenied
 	}
@@ -223,11 +242,11 @@ func (h *Host) hostEmbed(ctx context.Context, st *callState, in []byte) ([]byte,
 		return nil, abi.StatusUnavailable
 	}
 	st.backendCalls++ // the mode allowed it (checked above)
-	vs, err := e.Embed(ctx, []string{a.Text})
+	vs, err := e.Embed(ctx, []string{text})
 	if err != nil || len(vs) != 1 {
 		return nil, abi.StatusBackendError
 	}
-	return appendVector(nil, vs[0]), abi.StatusOK
+	return vs[0], abi.StatusOK
 }
 
 func (h *Host) hostVectorSearch(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
@@ -327,26 +346,37 @@ func (h *Host) hostMemoryRemember(ctx context.Context, st *callState, in []byte)
 // The response cache is used in live mode only: a probe uses no result cache
 // and persists nothing, a preview touches no backend.
 func (h *Host) hostCacheLookup(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {
-	a, err := decodeCacheLookupArgs(in)
+	a, err := abi.DecodeCacheLookupArgs(in)
 	if err != nil {
 		return nil, abi.StatusInvalidArgument
 	}
+	e, status := h.cacheLookup(ctx, st, &a)
+	if status != abi.StatusOK {
+		return nil, status
+	}
+	return e.Append(nil), abi.StatusOK
+}
+
+// cacheLookup is the cache_lookup host function on its argument and answer
+// as Go values (hostCacheLookup for a module, HostCalls.CacheLookupVector
+// natively). The entry's value may be the cache's own: callers copy it.
+func (h *Host) cacheLookup(ctx context.Context, st *callState, a *abi.CacheLookupArgs) (abi.CacheEntry, abi.Status) {
 	if st.mode != abi.ModeLive {
-		return nil, abi.StatusDenied
+		return abi.CacheEntry{}, abi.StatusDenied
 	}
 	c := h.cfg.Backends.Cache
 	if c == nil {
-		return nil, abi.StatusUnavailable
+		return abi.CacheEntry{}, abi.StatusUnavailable
 	}
 	st.backendCalls++ // the mode allowed it (checked above)
 	e, ok, err := c.Lookup(ctx, a.Namespace, a.Key, a.Embedding, a.Threshold)
 	if err != nil {
-		return nil, abi.StatusBackendError
+		return abi.CacheEntry{}, abi.StatusBackendError
 	}
 	if !ok {
-		return nil, abi.StatusNotFound
+		return abi.CacheEntry{}, abi.StatusNotFound
 	}
-	return e.Append(nil), abi.StatusOK
+	return e, abi.StatusOK
 }
 
 func (h *Host) hostCacheStore(ctx context.Context, st *callState, in []byte) ([]byte, abi.Status) {

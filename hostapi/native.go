@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/junction-router/junction/hostapi/abi"
@@ -39,13 +40,14 @@ func (h *Host) BindNative(typ string, config []byte, lim Limits) *NativeBinding 
 // sdk.Host; it answers unavailable once the handler call has returned.
 type HostCalls struct {
 	parent context.Context
-	// ctx is parent with the call's state, as a module's host functions
-	// get it; made at the first host call, since most native plugins make
-	// none.
-	ctx   context.Context
-	st    *callState // &state during the handler call, nil after
-	h     *Host
-	state callState // in the same allocation: one per call
+	// ctx is parent with the call's state and deadline, as a module's host
+	// functions get it; made at the first host call (most native plugins
+	// make none) and canceled when the handler call returns.
+	ctx    context.Context
+	cancel context.CancelFunc
+	st     *callState // &state during the handler call, nil after
+	h      *Host
+	state  callState // in the same allocation: one per call
 }
 
 // Call runs the host function named name (an abi.Import* name) on its
@@ -61,10 +63,58 @@ func (c *HostCalls) Call(name string, in []byte) ([]byte, abi.Status) {
 	if st := admit(c.st, len(in)); st != abi.StatusOK {
 		return nil, st
 	}
+	return run(c.context(), c.st, fn, in)
+}
+
+// context is the context host functions run under (ctx, made on first use).
+func (c *HostCalls) context() context.Context {
 	if c.ctx == nil {
-		c.ctx = context.WithValue(c.parent, stateKey{}, c.st)
+		c.ctx, c.cancel = context.WithDeadline(context.WithValue(c.parent, stateKey{}, c.st), c.st.deadline)
 	}
-	return run(c.ctx, c.st, fn, in)
+	return c.ctx
+}
+
+// EmbedVector is Call(abi.ImportEmbed, …) with its argument and answer as
+// Go values (sdk.VectorHost): the same budget, sizes, deadline, mode gate
+// and backend as the record call, without encoding the text or the
+// vector. An embedding is the largest thing most plugins move (4 KiB at
+// 1,024 dims), and natively a record of it would be written and read only
+// to be copied.
+func (c *HostCalls) EmbedVector(text string) ([]float32, abi.Status) {
+	if c.st == nil {
+		return nil, abi.StatusUnavailable
+	}
+	if st := admit(c.st, 4+len(text)); st != abi.StatusOK {
+		return nil, st
+	}
+	v, st := c.h.embed(c.context(), c.st, text)
+	if st != abi.StatusOK {
+		return nil, st
+	}
+	if 4+4*len(v) > c.st.limits.MaxOutput {
+		return nil, abi.StatusLimit
+	}
+	return slices.Clone(v), abi.StatusOK
+}
+
+// CacheLookupVector is Call(abi.ImportCacheLookup, …) with its argument
+// and answer as Go values (sdk.VectorHost), as EmbedVector is embed's. The
+// entry's value may be the cache's own: the caller copies it.
+func (c *HostCalls) CacheLookupVector(a *abi.CacheLookupArgs) (abi.CacheEntry, abi.Status) {
+	if c.st == nil {
+		return abi.CacheEntry{}, abi.StatusUnavailable
+	}
+	if st := admit(c.st, 16+len(a.Namespace)+len(a.Key)+4*len(a.Embedding)); st != abi.StatusOK {
+		return abi.CacheEntry{}, st
+	}
+	e, st := c.h.cacheLookup(c.context(), c.st, a)
+	if st != abi.StatusOK {
+		return abi.CacheEntry{}, st
+	}
+	if 8+len(e.Value) > c.st.limits.MaxOutput {
+		return abi.CacheEntry{}, abi.StatusLimit
+	}
+	return e, abi.StatusOK
 }
 
 // Call runs one handler call of req's phase: handle runs the plugin on req
@@ -87,6 +137,9 @@ func (b *NativeBinding) Call(ctx context.Context, req *abi.Request, handle func(
 	calls.st = st
 	r := handle(calls)
 	calls.st = nil
+	if calls.cancel != nil {
+		calls.cancel()
+	}
 	elapsed := time.Since(start)
 	res.BackendCalls, res.Persisted, res.Duration = st.backendCalls, st.persisted, elapsed
 	var err error

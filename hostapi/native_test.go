@@ -109,3 +109,81 @@ func TestResultSize(t *testing.T) {
 		}
 	}
 }
+
+// TestVectorCallsAnswerAsRecordCalls: EmbedVector and CacheLookupVector
+// (sdk.VectorHost) give what Call gives for the same arguments in every
+// mode, and count against the same budget and sizes.
+func TestVectorCallsAnswerAsRecordCalls(t *testing.T) {
+	ctx := context.Background()
+	cache := memstore.NewCache()
+	h := newHost(t, hostapi.Config{Registerer: prometheus.NewRegistry(),
+		Backends: hostapi.Backends{Embedder: unitEmbedder{}, Cache: cache}})
+	unit := make([]float32, 16)
+	unit[0] = 1
+	if err := cache.Store(ctx, "ns", "k", []byte("answer"), time.Minute, unit); err != nil {
+		t.Fatal(err)
+	}
+	lookups := []abi.CacheLookupArgs{
+		{Namespace: "ns", Key: "k"},                                      // exact hit
+		{Namespace: "ns", Key: "other"},                                  // miss
+		{Namespace: "ns", Embedding: unit, Threshold: 0.9},               // semantic hit
+		{Namespace: "elsewhere", Embedding: unit, Threshold: 0.9},        // miss
+		{Namespace: "ns", Embedding: make([]float32, 3), Threshold: 0.9}, // a vector of another size
+	}
+	for _, lim := range []hostapi.Limits{{}, {MaxOutput: 40}, {MaxHostCalls: 3}} {
+		b := h.BindNative("t", nil, lim)
+		for _, mode := range []abi.Mode{abi.ModePreview, abi.ModeProbe, abi.ModeLive} {
+			type answer struct {
+				out string
+				st  abi.Status
+			}
+			var byRecord, byValue []answer
+			var calls [2]int
+			for side, by := range []*[]answer{&byRecord, &byValue} {
+				res, err := b.Call(ctx, &abi.Request{Phase: abi.PhaseRequest, Mode: mode}, func(c *hostapi.HostCalls) abi.Result {
+					for _, text := range []string{"hello", string(make([]byte, 50))} {
+						var out []byte
+						var st abi.Status
+						if side == 0 {
+							out, st = c.Call(abi.ImportEmbed, (&abi.TextArgs{Text: text}).Append(nil))
+						} else {
+							var v []float32
+							v, st = c.EmbedVector(text)
+							if st == abi.StatusOK {
+								out = abi.Vector(v).Append(nil)
+							}
+						}
+						*by = append(*by, answer{string(out), st})
+					}
+					for _, a := range lookups {
+						var out []byte
+						var st abi.Status
+						if side == 0 {
+							out, st = c.Call(abi.ImportCacheLookup, a.Append(nil))
+						} else {
+							var e abi.CacheEntry
+							e, st = c.CacheLookupVector(&a)
+							if st == abi.StatusOK {
+								out = e.Append(nil)
+							}
+						}
+						*by = append(*by, answer{string(out), st})
+					}
+					return abi.Result{}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls[side] = res.BackendCalls
+			}
+			for i := range byRecord {
+				if byRecord[i] != byValue[i] {
+					t.Errorf("limits %+v, %s, call %d: by record %q %s, by value %q %s", lim, mode, i, byRecord[i].out, byRecord[i].st, byValue[i].out, byValue[i].st)
+				}
+			}
+			if calls[0] != calls[1] {
+				t.Errorf("limits %+v, %s: backend calls by record %d, by value %d", lim, mode, calls[0], calls[1])
+			}
+		}
+	}
+}

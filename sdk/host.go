@@ -86,6 +86,31 @@ type Host interface {
 	Call(name string, in []byte) ([]byte, abi.Status)
 }
 
+// VectorHost is a Host that also takes and gives embeddings as Go values
+// for the two host functions that carry one on a semantic lookup (embed and
+// cache_lookup), under the same budget, limits and mode gate as Call: run
+// natively, a plugin then writes and reads no record of a 4 KiB vector only
+// for the router to copy it. The router's native host (hostapi.HostCalls)
+// is one; a module's calls always go through records.
+type VectorHost interface {
+	Host
+	// EmbedVector answers as Call(abi.ImportEmbed, …) does, with the vector
+	// itself (the plugin's to keep).
+	EmbedVector(text string) ([]float32, abi.Status)
+	// CacheLookupVector answers as Call(abi.ImportCacheLookup, …) does,
+	// with the entry itself (its Value may be the host's: copy it).
+	CacheLookupVector(a *abi.CacheLookupArgs) (abi.CacheEntry, abi.Status)
+}
+
+// vectorHost is r's host when it takes vectors as values.
+func (r *Request) vectorHost() (VectorHost, bool) {
+	if r == nil || r.host == nil {
+		return nil, false
+	}
+	vh, ok := r.host.(VectorHost)
+	return vh, ok
+}
+
 // call runs a host function for r's handler call: through the native host
 // when r has one, else through the module's import (a nil r: the package's
 // functions). The answer may alias a buffer of the SDK's: decode it before
@@ -143,6 +168,13 @@ func Embed(text string) ([]float32, error) {
 // Embed is the package's Embed for r's handler call: a plugin that may run
 // natively (sdk.HandleHost) calls the request's host functions.
 func (r *Request) Embed(text string) ([]float32, error) {
+	if vh, ok := r.vectorHost(); ok {
+		v, st := vh.EmbedVector(text)
+		if err := statusErr("embed", st); err != nil {
+			return nil, err
+		}
+		return v, nil
+	}
 	a := abi.TextArgs{Text: text}
 	b, err := r.call("embed", hostEmbed, a.Append(nil))
 	if err != nil {
@@ -185,6 +217,14 @@ func CacheLookup(namespace, key string, embedding []float32, threshold float32) 
 // natively (sdk.HandleHost) calls the request's host functions.
 func (r *Request) CacheLookup(namespace, key string, embedding []float32, threshold float32) (CacheEntry, error) {
 	a := abi.CacheLookupArgs{Namespace: namespace, Key: key, Embedding: embedding, Threshold: threshold}
+	if vh, ok := r.vectorHost(); ok {
+		e, st := vh.CacheLookupVector(&a)
+		if err := statusErr("cache_lookup", st); err != nil {
+			return CacheEntry{}, err
+		}
+		e.Value = append([]byte(nil), e.Value...)
+		return e, nil
+	}
 	b, err := r.call("cache_lookup", hostCacheLookup, a.Append(nil))
 	if err != nil {
 		return CacheEntry{}, err

@@ -70,6 +70,7 @@ type VectorSearchArgs struct {
 // Append encodes a onto b.
 func (a *VectorSearchArgs) Append(b []byte) []byte {
 	e := Encoder{B: b}
+	e.Grow(12 + len(a.Store) + 4*len(a.Query))
 	e.Str(a.Store)
 	e.U32(a.K)
 	e.F32s(a.Query)
@@ -132,6 +133,7 @@ type CacheLookupArgs struct {
 // Append encodes a onto b.
 func (a *CacheLookupArgs) Append(b []byte) []byte {
 	e := Encoder{B: b}
+	e.Grow(16 + len(a.Namespace) + len(a.Key) + 4*len(a.Embedding))
 	e.Str(a.Namespace)
 	e.Str(a.Key)
 	e.F32s(a.Embedding)
@@ -182,6 +184,7 @@ type CacheStoreArgs struct {
 // Append encodes a onto b.
 func (a *CacheStoreArgs) Append(b []byte) []byte {
 	e := Encoder{B: b}
+	e.Grow(20 + len(a.Namespace) + len(a.Key) + len(a.Value) + 4*len(a.Embedding))
 	e.Str(a.Namespace)
 	e.Str(a.Key)
 	e.Bytes(a.Value)

@@ -1,8 +1,10 @@
 package abi
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 )
 
 // The records are built from five primitives, all little-endian:
@@ -20,6 +22,16 @@ var ErrTruncated = errors.New("abi: record truncated")
 // Encoder appends primitives to a byte slice.
 type Encoder struct {
 	B []byte
+}
+
+// Grow makes room for n more bytes, so that a record whose size is known
+// is written into storage allocated once.
+func (e *Encoder) Grow(n int) {
+	if cap(e.B)-len(e.B) < n {
+		grown := make([]byte, len(e.B), len(e.B)+n)
+		copy(grown, e.B)
+		e.B = grown
+	}
 }
 
 // U8 appends v.
@@ -51,13 +63,47 @@ func (e *Encoder) Str(v string) {
 	e.B = append(e.B, v...)
 }
 
-// F32s appends a list of f32.
+// F32s appends a list of f32. An embedding is the largest record most
+// plugins move (4 KiB at 1,024 dims, up to four times per semantic cache
+// lookup), so the list is written in one pass into storage grown once.
 func (e *Encoder) F32s(v []float32) {
-	e.U32(uint32(len(v)))
-	for _, f := range v {
-		e.F32(f)
+	n := len(e.B)
+	size := 4 + 4*len(v)
+	e.Grow(size)
+	e.B = e.B[:n+size]
+	binary.LittleEndian.PutUint32(e.B[n:], uint32(len(v)))
+	putF32s(e.B[n+4:], v, littleEndian)
+}
+
+// putF32s writes v into out (4*len(v) bytes); copied as it is in memory when
+// asIs (this machine is little-endian).
+func putF32s(out []byte, v []float32, asIs bool) {
+	if asIs && len(v) > 0 {
+		copy(out, unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)))
+		return
+	}
+	for i, f := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(f))
 	}
 }
+
+// getF32s reads v (len(in)/4 values) from in, as putF32s wrote them.
+func getF32s(v []float32, in []byte, asIs bool) {
+	if asIs && len(v) > 0 {
+		copy(unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v)), in)
+		return
+	}
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(in[4*i:]))
+	}
+}
+
+// littleEndian: this machine stores a float32 as the wire does, so a list
+// is copied as it is (wasm, amd64 and arm64 are little-endian).
+var littleEndian = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
 
 // Decoder reads primitives from a byte slice. After the first error every
 // read returns a zero value and Err reports the error.
@@ -144,9 +190,10 @@ func (d *Decoder) F32s() []float32 {
 	if n == 0 {
 		return nil
 	}
+	// Count checked that 4*n bytes are left.
+	in := d.B[: 4*n : 4*n]
+	d.B = d.B[4*n:]
 	v := make([]float32, n)
-	for i := range v {
-		v[i] = d.F32()
-	}
+	getF32s(v, in, littleEndian)
 	return v
 }

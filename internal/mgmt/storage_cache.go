@@ -72,7 +72,7 @@ func (s *Server) cacheCapabilities(w http.ResponseWriter, _ *http.Request) {
 		MaxEntries: info.MaxEntries, MaxBytes: info.MaxBytes,
 		Modes:             []string{"exact", "semantic", "exact_then_semantic"},
 		Scopes:            []string{"model", "decision", "recipe", "user", "epoch"},
-		Namespace:         cacheNamespaceRoot + "[/model=<model>][/decision=<decision>][/user=<sha256 prefix>]/context=<hash>[/slots=<signature>][/recipe=<recipe>]/epoch=<configuration epoch>",
+		Namespace:         cacheNamespaceRoot + "[/model=<model>][/decision=<decision>][/user=<sha256 prefix>]/context=<hash>[/slots=<signature>/words=<signature>][/recipe=<recipe>]/epoch=<configuration epoch>",
 		InvalidationKinds: []string{"dry_run", "namespace_prefix", "recipe", "decision", "model", "key_prefix", "older_than"},
 		FlushScopes:       []string{"global", "namespace_prefix", "recipe", "decision", "model"},
 		MaxTopNamespaces:  maxCacheTop,

@@ -211,6 +211,12 @@ type Keys struct {
 	// code identifiers; see plugins/internal/slots): semantic matches happen
 	// only among requests with the same Slots.
 	Slots string
+	// Words is the signature of the last user message's content words
+	// (stemmed, without function and filler words): a semantic hit needs
+	// them equal (slots.Agree), so matches happen only among requests with
+	// the same Words too, and a lookup compares embeddings only of entries
+	// that could answer.
+	Words string
 	// Exact is the hash of the whole request (every message, every parameter
 	// that shapes the answer).
 	Exact string
@@ -239,9 +245,9 @@ func (c *Config) Keys(body []byte, decision, model string) (Keys, error) {
 	return c.keys(body, decision, model, true)
 }
 
-// keys is Keys; withSlots false leaves Slots empty (exact lookups do not
-// use them, and extracting them is a good part of a miss's cost in the
-// guest).
+// keys is Keys; withSlots false leaves Slots and Words empty (exact
+// lookups do not use them, and extracting them is a good part of a miss's
+// cost in the guest).
 func (c *Config) keys(body []byte, decision, model string, withSlots bool) (Keys, error) {
 	fields, err := members(body)
 	if err != nil {
@@ -326,7 +332,8 @@ func (c *Config) keys(body []byte, decision, model string, withSlots bool) (Keys
 		k.Query = msgs[last].Text
 	}
 	if withSlots {
-		k.Slots = slots.Extract(k.Query).Signature()
+		set := slots.Extract(k.Query)
+		k.Slots, k.Words = set.Signature(), set.WordsSignature()
 	}
 	return k, nil
 }

@@ -191,6 +191,42 @@ func TestSlotsInKeys(t *testing.T) {
 	}
 }
 
+// TestWordsInKeys: the content words' signature keeps questions apart that
+// the guard would refuse (so a lookup never scores them), and together
+// questions it would accept.
+func TestWordsInKeys(t *testing.T) {
+	c, _ := ParseConfig([]byte(`{"mode":"exact_then_semantic","semantic":{"similarity_threshold":0.92}}`))
+	body := func(q string) string { return `{"messages":[{"role":"user","content":` + strconvQuote(q) + `}]}` }
+	for _, p := range [][2]string{
+		{"translate dog", "translate cat"},
+		{"What is the capital of flurbia please?", "What is the capital of grobnia please?"},
+		{"How do I bake bread?", "How do I bake cake?"},
+	} {
+		a, b := keys(t, c, body(p[0]), "d", "m"), keys(t, c, body(p[1]), "d", "m")
+		if a.Slots != b.Slots || a.Words == b.Words {
+			t.Errorf("%q and %q: slots %s/%s (want equal), words %s/%s (want different)", p[0], p[1], a.Slots, b.Slots, a.Words, b.Words)
+		}
+		if ok, _ := Agree(p[0], p[1]); ok {
+			t.Errorf("%q and %q agree, yet their words differ", p[0], p[1])
+		}
+	}
+	for _, p := range [][2]string{
+		{"How do I reset my password?", "how can I reset my password"},
+		{"Why is my code not working?", "Why isn't my code working?"},
+	} {
+		a, b := keys(t, c, body(p[0]), "d", "m"), keys(t, c, body(p[1]), "d", "m")
+		if a.Slots != b.Slots || a.Words != b.Words || a.Exact == b.Exact {
+			t.Errorf("%q and %q: slots %s/%s, words %s/%s (want both equal, exact keys apart)", p[0], p[1], a.Slots, b.Slots, a.Words, b.Words)
+		}
+		if ok, why := Agree(p[0], p[1]); !ok {
+			t.Errorf("%q and %q do not agree: %s", p[0], p[1], why)
+		}
+	}
+	if k, _ := c.keys([]byte(body("translate dog")), "d", "m", false); k.Words != "" || k.Slots != "" {
+		t.Errorf("an exact-only lookup computed slots %q and words %q", k.Slots, k.Words)
+	}
+}
+
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)

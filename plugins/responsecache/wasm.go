@@ -28,9 +28,9 @@ func Register() { guest.Register(Descriptor, ParseConfig) }
 // lookup are the namespace, key, query and embedding a request is looked up
 // and stored under. Semantic matches are confined to requests with the same
 // context (every message but the last user message, every parameter) and,
-// when the mode matches by similarity, the same slots of the last user
-// message (the exact key then lives in that namespace too: the same text has
-// the same slots).
+// when the mode matches by similarity, the same slots and content words of
+// the last user message, which a hit needs equal anyway (the exact key then
+// lives in that namespace too: the same text has the same slots and words).
 type lookup struct {
 	ns, key, query string
 	emb            []float32
@@ -49,7 +49,7 @@ func (c *Config) lookupArgs(req *sdk.Request, body []byte, decision, model strin
 	}
 	l := lookup{ns: k.Namespace + "/context=" + k.Context[:32], key: k.Exact, query: k.Query}
 	if c.Similar() {
-		l.ns += "/slots=" + k.Slots
+		l.ns += "/slots=" + k.Slots + "/words=" + k.Words
 	}
 	if c.Similar() && k.Query != "" {
 		v, err := req.Embed(k.Query)
@@ -86,6 +86,7 @@ func (c *Config) OnRequest(req *sdk.Request, res *sdk.Result) error {
 		res.Value("namespace", k.Namespace)
 		res.Value("exact_key", k.Exact)
 		res.Value("slots", k.Slots)
+		res.Value("words", k.Words)
 		res.Skip(fmt.Sprintf("%s: the response cache is used in live mode only (mode %s, %s)", req.Mode(), c.Mode, k.Namespace))
 		return nil
 	}

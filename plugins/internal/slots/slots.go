@@ -14,9 +14,12 @@ package slots
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"iter"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // MaxText is how much of a text is read.
@@ -32,8 +35,16 @@ type Set struct {
 
 // Signature is a hash of the slots (not the content words): requests with
 // different signatures never share a semantic entry.
-func (s Set) Signature() string {
-	sum := sha256.Sum256([]byte(strings.Join(s.Slots, "\x00")))
+func (s Set) Signature() string { return signature(s.Slots) }
+
+// WordsSignature is a hash of the content words. Agree demands them equal
+// too, so a cache that keeps questions with different words apart (as the
+// response cache does, beside the slots) only ever compares the embeddings
+// of questions that may agree.
+func (s Set) WordsSignature() string { return signature(s.Content) }
+
+func signature(list []string) string {
+	sum := sha256.Sum256([]byte(strings.Join(list, "\x00")))
 	return hex.EncodeToString(sum[:12])
 }
 
@@ -77,20 +88,23 @@ type token struct {
 	prev  string
 }
 
-// Extract reads the slots and content words of text.
+// Extract reads the slots and content words of text. They are gathered in
+// slices, sorted and made unique at the end: a question has a handful, and
+// maps cost more than they save.
 func Extract(text string) Set {
 	if len(text) > MaxText {
 		text = text[:MaxText]
 	}
-	slots := map[string]bool{}
-	content := map[string]bool{}
+	var slots, content []string
 	// Quoted and backticked spans are slots as they are written.
-	text = quotes(text, slots)
+	text = quotes(text, &slots)
 	neg := 0
 	from := false // a "from" came before: "to" marks a direction from here on
-	toks := tokenize(text)
-	for i, t := range toks {
+	i := -1
+	for t := range tokens(text) {
+		i++
 		w := t.lower
+		lex := lexicon[w]
 		if w == "from" {
 			from = true
 		}
@@ -108,7 +122,7 @@ func Extract(text string) Set {
 			continue
 		}
 		if n, ok := number(t.raw); ok {
-			slots["num:"+n] = true
+			slots = append(slots, "num:"+n)
 			continue
 		}
 		// "in" before a unit or language is a target ("30 celsius in
@@ -117,67 +131,73 @@ func Extract(text string) Set {
 		if t.prev == "in" && role == "" {
 			target = "to:"
 		}
-		if u, ok := units[w]; ok {
-			slots["unit:"+target+u] = true
+		if lex.unit != "" {
+			slots = append(slots, "unit:"+target+lex.unit)
 			continue
 		}
-		if u, ok := units[strings.TrimSuffix(w, "s")]; ok && len(w) > 3 {
-			slots["unit:"+target+u] = true
+		if len(w) > 3 && strings.HasSuffix(w, "s") {
+			if u := lexicon[w[:len(w)-1]].unit; u != "" {
+				slots = append(slots, "unit:"+target+u)
+				continue
+			}
+		}
+		if lex.number != "" {
+			slots = append(slots, "num:"+lex.number)
 			continue
 		}
-		if n, ok := numberWords[w]; ok {
-			slots["num:"+n] = true
+		if lex.date {
+			slots = append(slots, "date:"+w)
 			continue
 		}
-		if dateWords[w] {
-			slots["date:"+w] = true
-			continue
-		}
-		if l, ok := languages[w]; ok {
-			slots["lang:"+target+l] = true
+		if lex.language != "" {
+			slots = append(slots, "lang:"+target+lex.language)
 			continue
 		}
 		if code(t.raw) {
-			slots["code:"+t.raw] = true
+			slots = append(slots, "code:"+t.raw)
 			continue
 		}
 		if ident(w) {
-			slots["id:"+role+w] = true
+			slots = append(slots, "id:"+role+w)
 			continue
 		}
-		if stop[w] || len(w) == 0 {
+		if lex.stop || len(w) == 0 {
 			continue
 		}
 		if !t.start && isCapital(t.raw) && !(i > 0 && t.raw == "I") {
-			slots["entity:"+role+w] = true
+			slots = append(slots, "entity:"+role+w)
 			continue
 		}
 		if role == "from:" || role == "than:" || role == "to:" && from {
 			// A word after from/than, or after to once from was said,
 			// keeps its direction ("from paris to london").
-			content[role+stem(w)] = true
+			content = append(content, role+stem(w))
 			continue
 		}
-		content[stem(w)] = true
+		content = append(content, stem(w))
 	}
 	if neg > 0 {
-		slots["neg:"+string(rune('0'+min(neg, 9)))] = true
+		slots = append(slots, "neg:"+string(rune('0'+min(neg, 9))))
 	}
-	return Set{Slots: sorted(slots), Content: sorted(content)}
+	return Set{Slots: sortedUnique(slots), Content: sortedUnique(content)}
 }
 
-func sorted(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// sortedUnique sorts s and drops repeats; never nil.
+func sortedUnique(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
-	sort.Strings(out)
-	return out
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // quotes moves "…", “…”, '…' (after a space) and `…` spans into slots and
-// returns the text without them.
-func quotes(text string, slots map[string]bool) string {
+// returns the text without them (and with each byte that is not UTF-8 read
+// as U+FFFD, as a conversion to runes reads it).
+func quotes(text string, slots *[]string) string {
+	if !strings.ContainsAny(text, "\"“`'") && utf8.ValidString(text) {
+		return text // nothing to move, nothing to replace: the text as it is
+	}
 	var b strings.Builder
 	rs := []rune(text)
 	for i := 0; i < len(rs); i++ {
@@ -200,7 +220,7 @@ func quotes(text string, slots map[string]bool) string {
 				j++
 			}
 			if j < len(rs) && j > i+1 {
-				slots[kind+strings.TrimSpace(string(rs[i+1:j]))] = true
+				*slots = append(*slots, kind+strings.TrimSpace(string(rs[i+1:j])))
 				b.WriteRune(' ')
 				i = j
 				continue
@@ -211,18 +231,29 @@ func quotes(text string, slots map[string]bool) string {
 	return b.String()
 }
 
-func tokenize(text string) []token {
-	var out []token
+// suffixes are the symbols that end a token as a unit of their own, in the
+// order they are tried.
+var suffixes = [...]struct{ sym, unit string }{{"%", "percent"}, {"€", "euro"}, {"$", "dollar"}, {"£", "pound"}}
+
+// tokens are text's words in order, each with the one before it: yielded
+// as they are read, so a question's words are never gathered in a list.
+func tokens(text string) iter.Seq[token] {
+	return func(yield func(token) bool) { tokenize(text, yield) }
+}
+
+func tokenize(text string, yield func(token) bool) {
 	start := true
 	prev := ""
-	for _, f := range strings.Fields(text) {
+	for f := range strings.FieldsSeq(text) {
 		// Currency symbols stand alone ("$100" is 100 dollars).
 		for len(f) > 0 {
-			r := []rune(f)[0]
+			r, size := utf8.DecodeRuneInString(f)
 			if u, ok := symbols[r]; ok {
-				out = append(out, token{raw: u, lower: u, prev: prev})
+				if !yield(token{raw: u, lower: u, prev: prev}) {
+					return
+				}
 				prev = u
-				f = f[len(string(r)):]
+				f = f[size:]
 				continue
 			}
 			break
@@ -233,34 +264,39 @@ func tokenize(text string) []token {
 		})
 		// A trailing percent or currency symbol is a unit of its own.
 		var after string
-		for _, suf := range []string{"%", "€", "$", "£"} {
-			if strings.HasSuffix(raw, suf) && len(raw) > len(suf) {
-				after = symbols[[]rune(suf)[0]]
-				raw = strings.TrimSuffix(raw, suf)
+		for _, suf := range suffixes {
+			if strings.HasSuffix(raw, suf.sym) && len(raw) > len(suf.sym) {
+				after = suf.unit
+				raw = strings.TrimSuffix(raw, suf.sym)
 			}
 		}
 		if raw != "" {
 			lower := strings.ToLower(raw)
 			// Contractions: "isn't" is "is" and a negation.
 			if strings.HasSuffix(lower, "n't") {
-				out = append(out, token{raw: raw[:len(raw)-3], lower: lower[:len(lower)-3], start: start, prev: prev})
+				if !yield(token{raw: raw[:len(raw)-3], lower: lower[:len(lower)-3], start: start, prev: prev}) {
+					return
+				}
 				raw, lower = "not", "not"
 				start = false
 			} else if i := strings.IndexAny(lower, "'’"); i > 0 && !code(raw) {
 				raw, lower = raw[:i], lower[:i]
 			}
-			out = append(out, token{raw: raw, lower: lower, start: start, prev: prev})
+			if !yield(token{raw: raw, lower: lower, start: start, prev: prev}) {
+				return
+			}
 			prev = lower
 			start = false
 		}
 		if after != "" {
-			out = append(out, token{raw: after, lower: after, prev: prev})
+			if !yield(token{raw: after, lower: after, prev: prev}) {
+				return
+			}
 		}
 		if end {
 			start = true
 		}
 	}
-	return out
 }
 
 func isNegation(w string) bool {
@@ -326,18 +362,19 @@ func code(raw string) bool {
 	if i := strings.IndexByte(raw, '.'); i > 0 && i < len(raw)-1 && unicode.IsLetter(rune(raw[i+1])) {
 		return true
 	}
-	rs := []rune(raw)
-	for i := 1; i < len(rs); i++ {
-		if unicode.IsUpper(rs[i]) && unicode.IsLower(rs[i-1]) {
+	prev := rune(-1)
+	for _, r := range raw {
+		if prev >= 0 && unicode.IsUpper(r) && unicode.IsLower(prev) {
 			return true
 		}
+		prev = r
 	}
 	return false
 }
 
 func isCapital(raw string) bool {
-	rs := []rune(raw)
-	return len(rs) > 0 && unicode.IsUpper(rs[0])
+	r, size := utf8.DecodeRuneInString(raw)
+	return size > 0 && unicode.IsUpper(r)
 }
 
 // stem is a light English stemmer: plural and verb endings.

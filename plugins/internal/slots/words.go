@@ -66,3 +66,41 @@ way ways thing things something anything tell me exactly actually basically simp
 roughly approximately precisely
 hi hello hey thanks thank ok okay
 get got make made use using used`)
+
+// word is what the lists above say of one word.
+type word struct {
+	unit, number, language string // the name it stands for, "" when none
+	date, stop             bool
+}
+
+// lexicon merges the lists, so that a token is looked up once (a
+// question's words are mostly in none of them).
+var lexicon = func() map[string]word {
+	m := map[string]word{}
+	for k, v := range units {
+		w := m[k]
+		w.unit = v
+		m[k] = w
+	}
+	for k, v := range numberWords {
+		w := m[k]
+		w.number = v
+		m[k] = w
+	}
+	for k, v := range languages {
+		w := m[k]
+		w.language = v
+		m[k] = w
+	}
+	for k := range dateWords {
+		w := m[k]
+		w.date = true
+		m[k] = w
+	}
+	for k := range stop {
+		w := m[k]
+		w.stop = true
+		m[k] = w
+	}
+	return m
+}()
