@@ -15,8 +15,10 @@ type chatAnswer struct {
 	Created int64  `json:"created"`
 	Choices []struct {
 		Message struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
+			// Content is a string, or a list of content parts: an omni
+			// backend (vllm_omni) answers with image_url parts.
+			Content   json.RawMessage `json:"content"`
+			Refusal   *string         `json:"refusal"`
 			ToolCalls []struct {
 				ID       string `json:"id"`
 				Function struct {
@@ -124,6 +126,86 @@ func messageItem(id, text, status string) map[string]any {
 		"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
 }
 
+// imageGenerationItem is the output item of one image of the answer: result
+// is the image in base64 (from a data URL), format its output_format. An
+// image the backend gave by URL has no base64 the gateway could give
+// without fetching it (it never does): result is empty and url says where
+// it is (not an OpenAI field).
+func imageGenerationItem(id string, img answerImage, status string) map[string]any {
+	it := map[string]any{"id": id, "type": "image_generation_call", "status": status, "result": img.b64}
+	if img.format != "" {
+		it["output_format"] = img.format
+	}
+	if img.url != "" {
+		it["url"] = img.url
+	}
+	return it
+}
+
+// answerImage is an image part of a chat answer.
+type answerImage struct {
+	b64, format string // a data URL's payload and image subtype
+	url         string // an image given by reference instead
+}
+
+// answerContent reads a chat answer's content: a string, or content parts
+// (text parts joined in order, image_url parts as images); null is empty.
+func answerContent(raw json.RawMessage) (string, []answerImage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil, nil
+	}
+	var parts []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", nil, fmt.Errorf("the answer's content is neither a string nor a list of content parts")
+	}
+	var text strings.Builder
+	var images []answerImage
+	for i, p := range parts {
+		switch p.Type {
+		case "text", "output_text":
+			text.WriteString(p.Text)
+		case "image_url":
+			img, err := readImage(p.ImageURL.URL)
+			if err != nil {
+				return "", nil, fmt.Errorf("content part %d: %w", i, err)
+			}
+			images = append(images, img)
+		default:
+			return "", nil, fmt.Errorf("content part %d has type %q, which has no Responses output item here (text and image_url do)", i, p.Type)
+		}
+	}
+	return text.String(), images, nil
+}
+
+// readImage splits a data URL (data:image/png;base64,…) into its base64
+// payload and format; any other URL is kept as a reference.
+func readImage(u string) (answerImage, error) {
+	if u == "" {
+		return answerImage{}, fmt.Errorf("an image_url part has no url")
+	}
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return answerImage{url: u}, nil
+	}
+	meta, payload, ok := strings.Cut(rest, ",")
+	mime, enc, _ := strings.Cut(meta, ";")
+	format, isImage := strings.CutPrefix(mime, "image/")
+	if !ok || !isImage || enc != "base64" {
+		return answerImage{}, fmt.Errorf("an image_url part's data URL is not a base64 image (data:image/<format>;base64,…)")
+	}
+	return answerImage{b64: payload, format: format}, nil
+}
+
 func functionCallItem(id, callID, name, args, status string) map[string]any {
 	return map[string]any{"id": id, "type": "function_call", "status": status, "call_id": callID, "name": name, "arguments": args}
 }
@@ -140,12 +222,15 @@ func ChatToResponse(body []byte, r *ResponsesRequest) ([]byte, error) {
 	}
 	c := a.Choices[0]
 	var output []any
-	text := ""
-	if c.Message.Content != nil {
-		text = *c.Message.Content
+	text, images, err := answerContent(c.Message.Content)
+	if err != nil {
+		return nil, err
 	}
-	if text != "" || len(c.Message.ToolCalls) == 0 {
+	if text != "" || len(c.Message.ToolCalls) == 0 && len(images) == 0 {
 		output = append(output, messageItem(newID("msg_"), text, "completed"))
+	}
+	for _, img := range images {
+		output = append(output, imageGenerationItem(newID("ig_"), img, "completed"))
 	}
 	for _, tc := range c.Message.ToolCalls {
 		output = append(output, functionCallItem(newID("fc_"), tc.ID, tc.Function.Name, tc.Function.Arguments, "completed"))
@@ -210,7 +295,9 @@ type streamChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content   *string `json:"content"`
+			// Content is a string, or content parts (an omni backend
+			// streams its images as image_url parts).
+			Content   json.RawMessage `json:"content"`
 			ToolCalls []struct {
 				Index    int    `json:"index"`
 				ID       string `json:"id"`
@@ -266,7 +353,11 @@ func (s *ResponsesStream) Chunk(data []byte) ([]ResponseEvent, error) {
 		s.usage = c.Usage.responses()
 	}
 	for _, ch := range c.Choices {
-		if d := ch.Delta.Content; d != nil && *d != "" {
+		d, images, err := answerContent(ch.Delta.Content)
+		if err != nil {
+			return nil, err
+		}
+		if d != "" {
 			if s.textID == "" {
 				s.textID = newID("msg_")
 				s.textIdx = len(s.output)
@@ -276,9 +367,23 @@ func (s *ResponsesStream) Chunk(data []byte) ([]ResponseEvent, error) {
 				out = s.emit(out, "response.content_part.added", map[string]any{"item_id": s.textID, "output_index": s.textIdx,
 					"content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
 			}
-			s.text.WriteString(*d)
+			s.text.WriteString(d)
 			out = s.emit(out, "response.output_text.delta", map[string]any{"item_id": s.textID, "output_index": s.textIdx,
-				"content_index": 0, "delta": *d})
+				"content_index": 0, "delta": d})
+		}
+		for _, img := range images {
+			// An image arrives whole: its item opens, generates and
+			// completes at once.
+			id, idx := newID("ig_"), len(s.output)
+			s.output = append(s.output, nil)
+			out = s.emit(out, "response.output_item.added", map[string]any{"output_index": idx,
+				"item": imageGenerationItem(id, answerImage{format: img.format}, "in_progress")})
+			for _, ev := range []string{"response.image_generation_call.in_progress", "response.image_generation_call.generating", "response.image_generation_call.completed"} {
+				out = s.emit(out, ev, map[string]any{"item_id": id, "output_index": idx})
+			}
+			item := imageGenerationItem(id, img, "completed")
+			s.output[idx] = item
+			out = s.emit(out, "response.output_item.done", map[string]any{"output_index": idx, "item": item})
 		}
 		for _, tc := range ch.Delta.ToolCalls {
 			call, ok := s.byIndex[tc.Index]

@@ -86,3 +86,65 @@ func TestResponsesStreamToolCallsAndError(t *testing.T) {
 		t.Fatalf("%v %v", evs, err)
 	}
 }
+
+// TestChatToResponseImages: an omni backend's content parts become a
+// message and image_generation_call items; an image by URL keeps its URL;
+// parts that cannot be output items are refused, saying which.
+func TestChatToResponseImages(t *testing.T) {
+	_, r, err := translate.ResponsesToChat([]byte(`{"model":"MoM","input":"draw"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(content string) []byte {
+		return []byte(`{"model":"img","created":1,"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":` + content + `}}]}`)
+	}
+	out, err := translate.ChatToResponse(answer(`[{"type":"image_url","image_url":{"url":"data:image/webp;base64,AAAA"}},{"type":"image_url","image_url":{"url":"https://img.example/cat.png"}}]`), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp responses.Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Output) != 2 || resp.OutputText() != "" {
+		t.Fatalf("images only make no message item: %s", out)
+	}
+	if a := resp.Output[0].AsImageGenerationCall(); a.Result != "AAAA" || a.OutputFormat != "webp" {
+		t.Fatalf("data URL image %+v", a)
+	}
+	if b := resp.Output[1].AsImageGenerationCall(); b.Result != "" || !strings.Contains(string(out), `"url":"https://img.example/cat.png"`) {
+		t.Fatalf("URL image %s", out)
+	}
+	for content, want := range map[string]string{
+		`[{"type":"image_url","image_url":{"url":"data:text/plain,hi"}}]`: "not a base64 image",
+		`[{"type":"image_url","image_url":{}}]`:                           "has no url",
+		`[{"type":"input_audio","input_audio":{}}]`:                       `type "input_audio"`,
+		`{"text":"x"}`: "neither a string nor a list",
+	} {
+		if _, err := translate.ChatToResponse(answer(content), r); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", content, err, want)
+		}
+	}
+}
+
+// TestImageItemsInHistory: an earlier turn's image_generation_call goes
+// back to the backend as a note in an assistant message (any model may
+// answer the next turn), and a client may send one as input.
+func TestImageItemsInHistory(t *testing.T) {
+	chat, _, err := translate.ResponsesToChat([]byte(`{"model":"MoM","input":[
+	  {"role":"user","content":"draw a cat"},
+	  {"type":"image_generation_call","id":"ig_1","status":"completed","result":"AAAA","output_format":"png"},
+	  {"role":"user","content":"now a dog"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(chat, &req); err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Messages) != 3 || req.Messages[1]["role"] != "assistant" || req.Messages[1]["content"] != "[image generated: ig_1, png]" {
+		t.Fatalf("messages %v", req.Messages)
+	}
+}

@@ -246,6 +246,8 @@ func inputItems(raw json.RawMessage) (stored, given []json.RawMessage, err error
 				prefix = "fc_"
 			case "function_call_output":
 				prefix = "fco_"
+			case "image_generation_call":
+				prefix = "ig_"
 			}
 			it["id"], _ = json.Marshal(newID(prefix))
 		}
@@ -283,6 +285,8 @@ func inputMessages(history, input []json.RawMessage) ([]map[string]any, error) {
 		Name      string          `json:"name"`
 		Arguments string          `json:"arguments"`
 		Output    json.RawMessage `json:"output"`
+		ID        string          `json:"id"`
+		Format    string          `json:"output_format"`
 	}
 	var msgs []map[string]any
 	for k, raw := range all {
@@ -326,8 +330,18 @@ func inputMessages(history, input []json.RawMessage) ([]map[string]any, error) {
 				out = string(it.Output)
 			}
 			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": it.CallID, "content": out})
+		case "image_generation_call":
+			// An image the assistant made in an earlier turn. A chat
+			// assistant message carries text, and the next turn may route
+			// to any model, so the image goes back as a note that it was
+			// made, not as its bytes.
+			note := "[image generated: " + it.ID
+			if it.Format != "" {
+				note += ", " + it.Format
+			}
+			msgs = append(msgs, map[string]any{"role": "assistant", "content": note + "]"})
 		default:
-			return nil, badf(p+".type", "input item type %q is not served here (message, function_call and function_call_output are)", it.Type)
+			return nil, badf(p+".type", "input item type %q is not served here (message, function_call, function_call_output and image_generation_call are)", it.Type)
 		}
 	}
 	if len(msgs) == 0 {
