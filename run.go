@@ -85,8 +85,15 @@ func (s *Server) run(ctx context.Context) error {
 	if peeked != nil {
 		responseCfg = peeked.Global.Services.ResponseAPI
 	}
+	// global.state redis: one Redis connection for the rate limits, the
+	// response cache and the response store of every replica; closed last.
+	shared, err := openSharedState(ctx, peeked, reg, log)
+	if err != nil {
+		return err
+	}
+	defer shared.close()
 	responses := responseStore(responseCfg, stored.embedded)
-	cache, err := responseCache(ctx, peeked, stored.dir, log)
+	cache, err := responseCache(ctx, peeked, stored.dir, shared.client(), log)
 	if err != nil {
 		return err
 	}
@@ -209,12 +216,7 @@ func (s *Server) run(ctx context.Context) error {
 	// One limiter for every front end: a limit counts across them, and its
 	// buckets outlive configuration changes (rate limits apply live).
 	// global.state redis puts the buckets in Redis, so a limit counts across replicas too.
-	limitStore, closeLimits, err := openRateLimitStore(ctx, doc, reg, log)
-	if err != nil {
-		return fail(err)
-	}
-	defer closeLimits()
-	limiter := ratelimit.New(limitStore, nil)
+	limiter := ratelimit.New(shared.rateLimits(), nil)
 	for _, l := range doc.Listeners {
 		if o.DisableGateway {
 			break

@@ -35,11 +35,12 @@ func TestRateLimitsSharedThroughRedis(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	var replicas []ratelimit.Store
 	for range 2 {
-		s, closeStore, err := openRateLimitStore(context.Background(), doc, prometheus.NewRegistry(), log)
+		shared, err := openSharedState(context.Background(), doc, prometheus.NewRegistry(), log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(closeStore)
+		t.Cleanup(shared.close)
+		s := shared.rateLimits()
 		if _, ok := s.(*redisstore.Store); !ok {
 			t.Fatalf("global.state redis gave a %T, want *redisstore.Store", s)
 		}
@@ -73,11 +74,10 @@ func TestRateLimitsSharedThroughRedis(t *testing.T) {
 func TestRateLimitStoreBackends(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	for _, state := range []string{`{}`, `{backend: memory}`, `{backend: embedded}`} {
-		s, closeStore, err := openRateLimitStore(context.Background(), stateDoc(t, state), prometheus.NewRegistry(), log)
-		if err != nil || s != nil {
-			t.Fatalf("global.state %s: store %T, err %v; want the limiter's own store", state, s, err)
+		shared, err := openSharedState(context.Background(), stateDoc(t, state), prometheus.NewRegistry(), log)
+		if err != nil || shared != nil || shared.rateLimits() != nil {
+			t.Fatalf("global.state %s: shared state %v, err %v; want the limiter's own store", state, shared, err)
 		}
-		closeStore()
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -91,12 +91,12 @@ func TestRateLimitStoreBackends(t *testing.T) {
 		admit      bool
 	}{{"false", true}, {"true", false}} {
 		reg := prometheus.NewRegistry()
-		s, closeStore, err := openRateLimitStore(context.Background(), stateDoc(t, `{backend: redis, redis: {address: "`+closed+`", fail_closed: `+tt.failClosed+`}}`), reg, log)
+		shared, err := openSharedState(context.Background(), stateDoc(t, `{backend: redis, redis: {address: "`+closed+`", fail_closed: `+tt.failClosed+`}}`), reg, log)
 		if err != nil {
 			t.Fatalf("a Redis that does not answer at start: %v, want a warning and a store that degrades", err)
 		}
-		ok, err := s.Take(context.Background(), time.Now(), []ratelimit.Take{{Bucket: b, N: 1}}, make([]ratelimit.Level, 1))
-		closeStore()
+		ok, err := shared.rateLimits().Take(context.Background(), time.Now(), []ratelimit.Take{{Bucket: b, N: 1}}, make([]ratelimit.Level, 1))
+		shared.close()
 		if err != nil || ok != tt.admit {
 			t.Fatalf("fail_closed %s with Redis down: admitted %v (err %v), want %v", tt.failClosed, ok, err, tt.admit)
 		}
@@ -105,7 +105,7 @@ func TestRateLimitStoreBackends(t *testing.T) {
 			t.Fatalf("junction_state_errors_total is not registered with serve's registry: %v", mfs)
 		}
 	}
-	if _, _, err := openRateLimitStore(context.Background(), stateDoc(t, `{backend: redis, redis: {address: "h:1", password_env: JUNCTION_TEST_UNSET_REDIS_PW}}`), prometheus.NewRegistry(), log); err == nil {
+	if _, err := openSharedState(context.Background(), stateDoc(t, `{backend: redis, redis: {address: "h:1", password_env: JUNCTION_TEST_UNSET_REDIS_PW}}`), prometheus.NewRegistry(), log); err == nil {
 		t.Fatal("password_env naming an unset variable: no error")
 	}
 }

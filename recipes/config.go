@@ -388,9 +388,11 @@ type Services struct {
 }
 
 // ResponseCacheService configures the response cache's store: Backend
-// "memory" (the default; forgotten at exit) or "embedded" (a SQLite file in
-// the data directory, kept across restarts), bounded in entries and bytes
-// for the whole cache. Read at start.
+// "memory" (the default; forgotten at exit), "embedded" (a SQLite file in
+// the data directory, kept across restarts) or "redis" (shared by the
+// replicas through global.state's Redis; the default when global.state.backend
+// is redis), bounded in entries and bytes for the whole cache (with redis,
+// each replica's index). Read at start.
 type ResponseCacheService struct {
 	Backend    string `json:"backend,omitempty"`
 	MaxEntries int    `json:"max_entries,omitempty"`
@@ -401,6 +403,7 @@ type ResponseCacheService struct {
 const (
 	ResponseCacheMemory     = "memory"
 	ResponseCacheEmbedded   = "embedded"
+	ResponseCacheRedis      = "redis" // global.state's Redis; the default with global.state.backend redis
 	DefaultCacheMaxEntries  = 100000
 	DefaultCacheMaxBytes    = 256 << 20
 	maxResponseCacheEntries = 10000000
@@ -533,7 +536,9 @@ type TracingSampling struct {
 // defaults and checks). Every field is read at start.
 type ResponseAPI struct {
 	Enabled bool `json:"enabled,omitempty"`
-	// Store is memory (the default) or embedded (alias sqlite).
+	// Store is memory (the default), embedded (alias sqlite) or redis
+	// (global.state's Redis, shared by the replicas; the default when
+	// global.state.backend is redis).
 	Store string `json:"store,omitempty"`
 	// TTL is how long a response is kept after it was last used (stored,
 	// or its conversation continued); zero is DefaultResponseTTL.

@@ -27,6 +27,10 @@ const (
 // (embedded, or its alias sqlite); "" and memory are the memory store.
 func ResponseStoreEmbedded(store string) bool { return store == "embedded" || store == "sqlite" }
 
+// ResponseStoreRedis is the store of global.state's Redis, shared by the
+// replicas (the default when global.state.backend is redis).
+const ResponseStoreRedis = "redis"
+
 // Limits are the response store's bounds with the defaults of its store
 // filled in.
 func (r ResponseAPI) Limits() (ttl time.Duration, maxEntries int, maxBytes int64) {
@@ -55,9 +59,9 @@ func (c *checker) responseAPI() {
 	r := c.doc.Global.Services.ResponseAPI
 	const p = "/global/services/response_api"
 	switch r.Store {
-	case "", "memory", "embedded", "sqlite":
+	case "", "memory", "embedded", "sqlite", ResponseStoreRedis:
 	default:
-		c.add(p+"/store", CodeInvalidValue, "must be memory (kept in memory, lost at restart) or embedded (the stored-data directory, survives restarts); got %q", r.Store)
+		c.add(p+"/store", CodeInvalidValue, "must be memory (kept in memory, lost at restart), embedded (the stored-data directory, survives restarts) or redis (global.state's Redis, shared by the replicas); got %q", r.Store)
 	}
 	if d := r.TTL.Duration; d != 0 && (d < MinResponseTTL || d > MaxResponseTTL) {
 		c.add(p+"/ttl", CodeInvalidValue, "must be from %s to %s (got %s); leave it out for %s", MinResponseTTL, MaxResponseTTL, d, DefaultResponseTTL)

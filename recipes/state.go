@@ -1,8 +1,10 @@
 package recipes
 
-// State says where the state that several replicas must share lives (global.state): today the rate-limit
-// counters. With backend redis every replica counts against the same buckets, so a limit of N admits N across
-// all of them. Read at start-up only.
+// State says where the state that several replicas must share lives (global.state): the rate-limit counters,
+// the response cache and the Responses API's store. With backend redis every replica counts against the same
+// buckets, so a limit of N admits N across all of them, an answer one replica cached is a hit on the others, and
+// a stored response can be continued on any of them (global.services.response_cache.backend and
+// response_api.store may still name memory or embedded to keep that feature per replica). Read at start-up only.
 type State struct {
 	// Backend is memory (default: each replica counts alone) or redis.
 	Backend string `json:"backend,omitempty"`
@@ -50,6 +52,15 @@ func StateBackend(s *State) string {
 
 func (c *checker) state() {
 	st := c.doc.Global.State
+	if StateBackend(st) != StateBackendRedis {
+		svc := c.doc.Global.Services
+		if rc := svc.ResponseCache; rc != nil && rc.Backend == ResponseCacheRedis {
+			c.add("/global/services/response_cache/backend", CodeInvalidValue, "redis keeps the cache in global.state's Redis: set global.state.backend: redis with redis.address, or use memory or embedded")
+		}
+		if svc.ResponseAPI.Store == ResponseStoreRedis {
+			c.add("/global/services/response_api/store", CodeInvalidValue, "redis keeps the responses in global.state's Redis: set global.state.backend: redis with redis.address, or use memory or embedded")
+		}
+	}
 	if st == nil {
 		return
 	}

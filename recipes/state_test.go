@@ -47,3 +47,25 @@ func TestStateProblems(t *testing.T) {
 		})
 	}
 }
+
+// The cache and the response store may name redis only with global.state's Redis.
+func TestStateFeaturesOnRedis(t *testing.T) {
+	for _, tt := range []struct{ path, value, state, want string }{
+		{"/global/services/response_cache", `{backend: redis}`, `{}`, "/global/services/response_cache/backend"},
+		{"/global/services/response_api/store", `redis`, `{backend: memory}`, "/global/services/response_api/store"},
+		{"/global/services/response_cache", `{backend: redis}`, `{backend: redis, redis: {address: "h:6379"}}`, ""},
+		{"/global/services/response_api/store", `redis`, `{backend: redis, redis: {address: "h:6379"}}`, ""},
+	} {
+		v := exampleValue(t)
+		set(t, v, "/global/state", y(t, tt.state))
+		set(t, v, tt.path, y(t, tt.value))
+		_, err := Parse(toJSON(t, v))
+		if tt.want == "" {
+			if err != nil {
+				t.Fatalf("%s %s with state %s: %v", tt.path, tt.value, tt.state, err)
+			}
+			continue
+		}
+		assertProblem(t, err, tt.want, CodeInvalidValue, "global.state.backend: redis")
+	}
+}

@@ -68,7 +68,7 @@ type CacheCapabilities struct {
 func (s *Server) cacheCapabilities(w http.ResponseWriter, _ *http.Request) {
 	info := s.opts.ResponseCache.Info()
 	writeJSON(w, http.StatusOK, CacheCapabilities{
-		Backend: info.Name, Backends: []string{respcache.BackendMemory, respcache.BackendEmbedded}, Persistent: info.Persistent,
+		Backend: info.Name, Backends: []string{respcache.BackendMemory, respcache.BackendEmbedded, respcache.BackendRedis}, Persistent: info.Persistent,
 		MaxEntries: info.MaxEntries, MaxBytes: info.MaxBytes,
 		Modes:             []string{"exact", "semantic", "exact_then_semantic"},
 		Scopes:            []string{"model", "decision", "recipe", "user", "epoch"},

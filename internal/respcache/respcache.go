@@ -61,7 +61,7 @@ type Backend interface {
 
 // Info describes a backend.
 type Info struct {
-	// Name is memory or embedded.
+	// Name is memory, embedded or redis.
 	Name string
 	// Persistent: entries survive a restart.
 	Persistent bool
@@ -76,6 +76,9 @@ type Info struct {
 const (
 	BackendMemory   = "memory"
 	BackendEmbedded = "embedded"
+	// BackendRedis is the shared backend of global.state.backend: redis
+	// (internal/respcache/rediscache).
+	BackendRedis = "redis"
 )
 
 // Options configure a backend; zero values take memstore's defaults.

@@ -1,0 +1,690 @@
+// Package rediscache is the response cache's shared backend
+// (global.state.backend: redis): every replica's entries live in one Redis,
+// so an answer cached by one replica is a hit on the next.
+//
+// Redis has no vector search without a module, so each replica keeps a
+// bounded in-process index of the entries (a memstore.Cache with the same
+// bounds as the memory backend: keys, values and embeddings), fed from
+// Redis: loaded at open, then kept current by a change stream every
+// replica appends to and reads (a blocking XREAD). What is in Redis:
+//
+//   - an entry per key, a hash (value, embedding, created, expires, last
+//     use) with a Redis TTL of the entry's time to live;
+//   - the flush epochs, one hash (scope → epoch) advanced with HINCRBY, so
+//     every replica's flush of a scope counts once;
+//   - the change stream (trimmed to about streamLen changes): a store
+//     names the entry, a flush or invalidation carries its filter, an
+//     eviction or removal names the entry.
+//
+// Consistency. A store is in Redis when Store returns (one pipelined round
+// trip), so an exact lookup on any replica finds it at once: a key missing
+// from the local index is read from Redis before the lookup counts a miss.
+// Semantic lookups search the local index only, so an entry another
+// replica stored answers them once the stream delivered it (the
+// replication lag: a millisecond or so on a LAN). Flushes and
+// invalidations remove the matching entries from Redis before they return
+// and reach the other replicas' indexes within the same lag; a flush is
+// refused (an error) while Redis does not answer, so none is half done
+// quietly. The bounds apply per replica: each index evicts its least
+// recently used entries and deletes them from Redis, so with several
+// replicas the cache may hold fewer entries than the bound, never more.
+//
+// Redis down: a lookup is answered from the local index (a miss for
+// entries it does not hold), a store is kept locally and not shared, both
+// counted in junction_state_errors_total{feature="response_cache"} and
+// logged at most every few seconds; for a second after a failure Redis is
+// not tried again, so a request does not wait on a dead server. No request
+// fails because of it.
+package rediscache
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/memstore"
+	"github.com/junction-router/junction/internal/respcache"
+	"github.com/junction-router/junction/internal/state/redisstate"
+)
+
+// Feature is the feature label of this backend's errors in
+// junction_state_errors_total.
+const Feature = "response_cache"
+
+// Tuning.
+const (
+	// streamLen is about how many changes the stream keeps: a replica
+	// whose reads stall longer than that many changes misses some (it
+	// keeps the entries until their TTL; see the package comment).
+	streamLen = 100000
+	// block is how long one stream read waits for changes: Close waits
+	// for it at most this long.
+	block = 100 * time.Millisecond
+	// opTimeout bounds a lookup's or store's Redis round trip.
+	opTimeout = 250 * time.Millisecond
+	// pause is how long Redis is not tried after a failure.
+	pause = time.Second
+	// loadBatch is how many entries one round trip of the load reads.
+	loadBatch = 500
+)
+
+// Backend is the Redis response cache. Safe for concurrent use.
+type Backend struct {
+	c    *redisstate.Client
+	mem  *memstore.Cache
+	now  func() time.Time
+	id   string // this replica's, to skip its own changes in the stream
+	keys keys
+
+	wmu        sync.Mutex  // local changes whose removals are shared (collect)
+	collecting atomic.Bool // OnRemove records removals (wmu held)
+	pmu        sync.Mutex
+	pending    []string // members removed while collecting
+
+	downUntil atomic.Int64 // unix ns: Redis is not tried before
+	lastErr   atomic.Pointer[error]
+
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+type keys struct{ entry, epochs, stream string }
+
+var _ respcache.Backend = (*Backend)(nil)
+
+// Open opens the backend on c (which it does not close): it loads the flush
+// epochs and the live entries from Redis into the local index (the least
+// recently used first, so o's bounds keep the most recent), and follows the
+// change stream until Close. A Redis that does not answer is logged and
+// counted, not an error: the index starts empty and the stream is read once
+// Redis answers.
+func Open(ctx context.Context, c *redisstate.Client, o respcache.Options) *Backend {
+	var rid [8]byte
+	_, _ = rand.Read(rid[:])
+	b := &Backend{c: c, mem: o.NewCache(), now: o.Now, id: hex.EncodeToString(rid[:]),
+		keys: keys{entry: c.Prefix + "cache:e:", epochs: c.Prefix + "cache:epochs", stream: c.Prefix + "cache:log"},
+		done: make(chan struct{})}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	b.mem.OnRemove = b.removed
+	from, err := b.load(ctx)
+	if err != nil {
+		b.failed("load", err)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	go b.follow(rctx, from)
+	return b
+}
+
+// member is an entry's name in the stream: namespace NUL key.
+func member(ns, key string) string { return ns + "\x00" + key }
+
+func splitMember(m string) (ns, key string, ok bool) { return strings.Cut(m, "\x00") }
+
+func (b *Backend) entryKey(m string) string { return b.keys.entry + m }
+
+// removed is memstore's OnRemove (its lock held): while a local change
+// collects, the entry's removal is shared.
+func (b *Backend) removed(ns, key string) {
+	if !b.collecting.Load() {
+		return
+	}
+	b.pmu.Lock()
+	b.pending = append(b.pending, member(ns, key))
+	b.pmu.Unlock()
+}
+
+// local runs f, a change of the index whose removals are shared, and
+// returns the members it removed.
+func (b *Backend) local(f func()) []string {
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.collecting.Store(true)
+	f()
+	b.collecting.Store(false)
+	b.pmu.Lock()
+	out := b.pending
+	b.pending = nil
+	b.pmu.Unlock()
+	return out
+}
+
+// up reports whether Redis may be tried now.
+func (b *Backend) up() bool { return time.Now().UnixNano() >= b.downUntil.Load() }
+
+// failed counts and logs a failure of op and pauses Redis use, unless the
+// caller gave up (its context ended), which says nothing of Redis.
+func (b *Backend) failed(op string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	b.c.Failed(Feature, op, err)
+	b.downUntil.Store(time.Now().Add(pause).UnixNano())
+	e := fmt.Errorf("redis at %s (global.state.redis) does not answer: %w; the response cache serves this replica's entries only until it does", b.c.Options().Addr, err)
+	b.lastErr.Store(&e)
+}
+
+func (b *Backend) ok() { b.lastErr.Store(nil) }
+
+// row is an entry as Redis keeps it.
+type row struct {
+	ns, key                string
+	value, emb             []byte
+	created, expires, used int64
+}
+
+func parseRow(m string, h map[string]string) (row, bool) {
+	ns, key, ok := splitMember(m)
+	if !ok || len(h) == 0 {
+		return row{}, false
+	}
+	r := row{ns: ns, key: key, value: []byte(h["v"]), emb: []byte(h["m"])}
+	var err1, err2, err3 error
+	r.created, err1 = strconv.ParseInt(h["c"], 10, 64)
+	r.expires, err2 = strconv.ParseInt(h["x"], 10, 64)
+	r.used, err3 = strconv.ParseInt(h["u"], 10, 64)
+	return r, err1 == nil && err2 == nil && err3 == nil
+}
+
+// restore puts r into the index unless it expired by the index's clock.
+func (b *Backend) restore(r row) {
+	b.mem.Restore(r.ns, r.key, r.value, decodeVector(r.emb), time.Unix(0, r.created), time.Unix(0, r.expires))
+}
+
+// load reads the epochs and the entries into the index and returns the
+// stream position to follow from (taken first: a change made while loading
+// is applied again, which is harmless).
+func (b *Backend) load(ctx context.Context) (string, error) {
+	from := "0-0"
+	last, err := b.c.XRevRangeN(ctx, b.keys.stream, "+", "-", 1).Result()
+	if err != nil {
+		return "$", err
+	}
+	if len(last) == 1 {
+		from = last[0].ID
+	}
+	epochs, err := b.c.HGetAll(ctx, b.keys.epochs).Result()
+	if err != nil {
+		return from, err
+	}
+	for scope, v := range epochs {
+		if e, err := strconv.ParseUint(v, 10, 64); err == nil {
+			b.mem.SetEpoch(scope, e)
+		}
+	}
+	var rows []row
+	var batch []string
+	read := func() error {
+		cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.HGetAll(ctx, k)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+		for i, cmd := range cmds {
+			if r, ok := parseRow(strings.TrimPrefix(batch[i], b.keys.entry), cmd.(*redis.MapStringStringCmd).Val()); ok {
+				rows = append(rows, r)
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	it := b.c.Scan(ctx, 0, escapeGlob(b.keys.entry)+"*", 1000).Iterator()
+	for it.Next(ctx) {
+		if batch = append(batch, it.Val()); len(batch) == loadBatch {
+			if err := read(); err != nil {
+				return from, err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return from, err
+	}
+	if err := read(); err != nil {
+		return from, err
+	}
+	slices.SortFunc(rows, func(x, y row) int {
+		return cmp.Or(cmp.Compare(x.used, y.used), strings.Compare(x.ns, y.ns), strings.Compare(x.key, y.key))
+	})
+	// Entries the bounds push out at load are deleted from Redis: a
+	// smaller bound holds for the shared cache too.
+	evicted := b.local(func() {
+		for _, r := range rows {
+			b.restore(r)
+		}
+	})
+	return from, b.share(ctx, evicted)
+}
+
+// share deletes removed members from Redis and tells the other replicas.
+func (b *Backend) share(ctx context.Context, removed []string) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, m := range removed {
+			p.Del(ctx, b.entryKey(m))
+			b.publish(ctx, p, "t", "d", "m", m)
+		}
+		return nil
+	})
+	return err
+}
+
+// publish appends a change to the stream.
+func (b *Backend) publish(ctx context.Context, p redis.Pipeliner, fields ...string) {
+	v := append([]string{"o", b.id}, fields...)
+	p.XAdd(ctx, &redis.XAddArgs{Stream: b.keys.stream, MaxLen: streamLen, Approx: true, Values: v})
+}
+
+// Lookup implements hostapi.Cache: from the local index, after reading a
+// key it does not hold from Redis (another replica's store, not yet
+// streamed here).
+func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
+	if key != "" && b.up() {
+		if _, _, held := b.mem.Times(ns, key); !held {
+			b.fetch(ctx, member(ns, key))
+		}
+	}
+	return b.mem.Lookup(ctx, ns, key, embedding, threshold)
+}
+
+// fetch reads one entry from Redis into the index.
+func (b *Backend) fetch(ctx context.Context, m string) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	h, err := b.c.HGetAll(ctx, b.entryKey(m)).Result()
+	if err != nil {
+		b.failed("lookup", err)
+		return
+	}
+	b.ok()
+	if r, ok := parseRow(m, h); ok {
+		b.restore(r)
+	}
+}
+
+// Store implements hostapi.Cache: the entry is in the local index, and in
+// Redis (with the change streamed) when it returns nil; while Redis does
+// not answer it is kept locally only (counted, logged, nil error: a cache
+// store is not worth failing a request for).
+func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl time.Duration, embedding []float32) error {
+	var err error
+	evicted := b.local(func() { err = b.mem.Store(ctx, ns, key, value, ttl, embedding) })
+	if err != nil {
+		return err
+	}
+	created, expires, ok := b.mem.Times(ns, key)
+	if !b.up() || (!ok && len(evicted) == 0) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	m := member(ns, key)
+	_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if ok { // else evicted at once (larger than the byte bound)
+			k := b.entryKey(m)
+			p.HSet(ctx, k, "v", value, "m", encodeVector(embedding), "c", created.UnixNano(), "x", expires.UnixNano(), "u", b.now().UnixNano())
+			p.PExpire(ctx, k, expires.Sub(created))
+			b.publish(ctx, p, "t", "s", "m", m)
+		}
+		for _, e := range evicted {
+			if e == m {
+				continue
+			}
+			p.Del(ctx, b.entryKey(e))
+			b.publish(ctx, p, "t", "d", "m", e)
+		}
+		return nil
+	})
+	if err != nil {
+		b.failed("store", err)
+		return nil
+	}
+	b.ok()
+	return nil
+}
+
+// Counts are this replica's lookups and removals and its index's entries.
+func (b *Backend) Counts() (respcache.Counts, int) { return b.mem.Counts() }
+
+// Flushes is the number of flushes this replica applied (its own and the
+// others', as streamed): respcache.Scoped drops the stores of requests
+// that looked up before one.
+func (b *Backend) Flushes() uint64 { return b.mem.Flushes() }
+
+// Stats are the local index's; the error says Redis does not answer (the
+// cache's health is degraded) until a round trip succeeds.
+func (b *Backend) Stats(topN int) (respcache.Stats, error) {
+	var err error
+	if e := b.lastErr.Load(); e != nil {
+		err = *e
+	}
+	return b.mem.Stats(topN), err
+}
+
+// redisOp runs f against Redis, failing at once while Redis is paused.
+func (b *Backend) redisOp(op string, f func(ctx context.Context) error) error {
+	if !b.up() {
+		if e := b.lastErr.Load(); e != nil {
+			return *e
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f(ctx); err != nil {
+		b.failed(op, err)
+		return fmt.Errorf("response cache %s on redis at %s: %w (retry once Redis answers)", op, b.c.Options().Addr, err)
+	}
+	b.ok()
+	return nil
+}
+
+// Invalidate removes the entries f selects from Redis and every replica's
+// index; the counts are this replica's index's (a dry run counts only).
+func (b *Backend) Invalidate(f respcache.Filter, dryRun bool) (int, int, error) {
+	if dryRun {
+		n, nss := b.mem.Invalidate(f, true)
+		return n, nss, nil
+	}
+	fj, _ := json.Marshal(f)
+	err := b.redisOp("invalidate", func(ctx context.Context) error {
+		if err := b.deleteSelected(ctx, f); err != nil {
+			return err
+		}
+		_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			b.publish(ctx, p, "t", "i", "f", string(fj))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	n, nss := b.mem.Invalidate(f, false)
+	return n, nss, nil
+}
+
+// Flush advances the scope's epoch in Redis (once, whichever replica
+// flushes), removes the entries f selects from Redis and this index, and
+// streams the flush to the other replicas.
+func (b *Backend) Flush(f respcache.Filter) (uint64, int, error) {
+	scope := f.Scope()
+	fj, _ := json.Marshal(f)
+	var epoch int64
+	err := b.redisOp("flush", func(ctx context.Context) error {
+		var err error
+		if epoch, err = b.c.HIncrBy(ctx, b.keys.epochs, scope, 1).Result(); err != nil {
+			return err
+		}
+		if err := b.deleteSelected(ctx, f); err != nil {
+			return err
+		}
+		_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			b.publish(ctx, p, "t", "f", "f", string(fj), "s", scope, "e", strconv.FormatInt(epoch, 10))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	_, n := b.mem.Flush(f)
+	b.mem.SetEpoch(scope, uint64(epoch))
+	return uint64(epoch), n, nil
+}
+
+// deleteSelected deletes the entries f selects from Redis, also those this
+// replica's index does not hold.
+func (b *Backend) deleteSelected(ctx context.Context, f respcache.Filter) error {
+	var batch []string
+	del := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		var created []string // with OlderThan: each entry's, "" when gone
+		if !f.OlderThan.IsZero() {
+			cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range batch {
+					p.HGet(ctx, k, "c")
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			for _, c := range cmds {
+				created = append(created, c.(*redis.StringCmd).Val())
+			}
+		}
+		var gone []string
+		for i, k := range batch {
+			ns, key, _ := splitMember(strings.TrimPrefix(k, b.keys.entry))
+			at := time.Time{}
+			if created != nil {
+				n, err := strconv.ParseInt(created[i], 10, 64)
+				if err != nil {
+					continue // gone meanwhile
+				}
+				at = time.Unix(0, n)
+			}
+			if f.Selects(ns, key, at) {
+				gone = append(gone, k)
+			}
+		}
+		batch = batch[:0]
+		if len(gone) == 0 {
+			return nil
+		}
+		return b.c.Del(ctx, gone...).Err()
+	}
+	it := b.c.Scan(ctx, 0, escapeGlob(b.keys.entry+f.NamespacePrefix)+"*", 1000).Iterator()
+	for it.Next(ctx) {
+		if batch = append(batch, it.Val()); len(batch) == loadBatch {
+			if err := del(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return del()
+}
+
+// Retain removes the namespaces keep refuses from this index and deletes
+// the entries removed from Redis (streamed to the other replicas, whose
+// own sweepers retain the same configuration's epochs anyway).
+func (b *Backend) Retain(keep func(string) bool) (int, error) {
+	var n int
+	removed := b.local(func() { n = b.mem.Retain(keep) })
+	if len(removed) == 0 {
+		return n, nil
+	}
+	err := b.redisOp("retain", func(ctx context.Context) error {
+		for chunk := range slices.Chunk(removed, loadBatch) {
+			if err := b.share(ctx, chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Info says what the backend is: redis, persistent (the entries outlive a
+// replica's restart), with the index's bounds.
+func (b *Backend) Info() respcache.Info {
+	info := respcache.Memory(b.mem).Info()
+	info.Name, info.Persistent = respcache.BackendRedis, true
+	return info
+}
+
+// Close stops following the stream (within one read's wait); the client
+// is the caller's.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		<-b.done
+	})
+	return nil
+}
+
+// follow applies the other replicas' changes from the stream, from the
+// position after from, until ctx ends.
+func (b *Backend) follow(ctx context.Context, from string) {
+	defer close(b.done)
+	for ctx.Err() == nil {
+		if from == "$" { // the load failed before it read the position
+			last, err := b.c.XRevRangeN(ctx, b.keys.stream, "+", "-", 1).Result()
+			if err != nil {
+				b.failed("follow", err)
+				sleep(ctx, pause)
+				continue
+			}
+			from = "0-0"
+			if len(last) == 1 {
+				from = last[0].ID
+			}
+		}
+		res, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.keys.stream, from}, Count: 256, Block: block}).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				b.failed("follow", err)
+				sleep(ctx, pause)
+			}
+			continue
+		}
+		for _, s := range res {
+			if len(s.Messages) > 0 {
+				b.apply(ctx, s.Messages)
+				from = s.Messages[len(s.Messages)-1].ID
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// apply applies a batch of changes in order; the stores' entries are read
+// in one round trip first.
+func (b *Backend) apply(ctx context.Context, msgs []redis.XMessage) {
+	var stores []string
+	for _, msg := range msgs {
+		if str(msg, "o") != b.id && str(msg, "t") == "s" {
+			stores = append(stores, str(msg, "m"))
+		}
+	}
+	rows := map[string]map[string]string{}
+	if len(stores) > 0 {
+		cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, m := range stores {
+				p.HGetAll(ctx, b.entryKey(m))
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			b.failed("follow", err)
+		}
+		for i, c := range cmds {
+			rows[stores[i]] = c.(*redis.MapStringStringCmd).Val()
+		}
+	}
+	for _, msg := range msgs {
+		if str(msg, "o") == b.id {
+			continue
+		}
+		switch str(msg, "t") {
+		case "s":
+			m := str(msg, "m")
+			if r, ok := parseRow(m, rows[m]); ok {
+				b.restore(r)
+			}
+		case "d":
+			if ns, key, ok := splitMember(str(msg, "m")); ok {
+				b.mem.Delete(ns, key)
+			}
+		case "i", "f":
+			var f respcache.Filter
+			if err := json.Unmarshal([]byte(str(msg, "f")), &f); err != nil {
+				continue
+			}
+			if str(msg, "t") == "i" {
+				b.mem.Invalidate(f, false)
+				continue
+			}
+			b.mem.Flush(f)
+			if e, err := strconv.ParseUint(str(msg, "e"), 10, 64); err == nil {
+				b.mem.SetEpoch(str(msg, "s"), e)
+			}
+		}
+	}
+}
+
+func str(msg redis.XMessage, field string) string {
+	s, _ := msg.Values[field].(string)
+	return s
+}
+
+// escapeGlob quotes the characters SCAN's MATCH pattern treats specially.
+func escapeGlob(s string) string {
+	var sb strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			sb.WriteByte('\\')
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+func encodeVector(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
+	}
+	return out
+}
+
+func decodeVector(b []byte) []float32 {
+	if len(b) < 4 {
+		return nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}

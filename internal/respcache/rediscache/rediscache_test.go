@@ -1,0 +1,151 @@
+package rediscache_test
+
+import (
+	"net"
+	"strings"
+	"time"
+
+	"context"
+	"github.com/junction-router/junction/internal/memstore"
+	"testing"
+
+	"github.com/junction-router/junction/internal/respcache"
+	"github.com/junction-router/junction/internal/respcache/cachetest"
+	"github.com/junction-router/junction/internal/respcache/rediscache"
+	"github.com/junction-router/junction/internal/state/redisstate"
+	"github.com/junction-router/junction/internal/state/redisstate/redistest"
+)
+
+// TestRedisConformance runs the backends' suite against the real Redis,
+// under a key prefix per subtest (reopening with the same t finds what the
+// backend kept).
+func TestRedisConformance(t *testing.T) {
+	clients := map[*testing.T]*redisstate.Client{}
+	cachetest.Run(t, func(t *testing.T, o respcache.Options) respcache.Backend {
+		c, ok := clients[t]
+		if !ok {
+			c = redistest.New(t)
+			clients[t] = c
+		}
+		return rediscache.Open(context.Background(), c, o)
+	})
+}
+
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReplicasShareEntries: two backends on one Redis, as two replicas
+// are. An exact store on one is a hit on the other at once; a semantic
+// lookup finds it once the change stream delivered it; an eviction, an
+// invalidation and a flush on one reach the other.
+func TestReplicasShareEntries(t *testing.T) {
+	c := redistest.New(t)
+	ctx := context.Background()
+	a := rediscache.Open(ctx, c, respcache.Options{MaxEntries: 3})
+	defer a.Close()
+	b := rediscache.Open(ctx, c, respcache.Options{MaxEntries: 3})
+	defer b.Close()
+	if err := a.Store(ctx, "ns/x", "k1", []byte("one"), time.Minute, []float32{1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok, err := b.Lookup(ctx, "ns/x", "k1", nil, 0.9); err != nil || !ok || string(e.Value) != "one" {
+		t.Fatalf("exact lookup on the other replica right after the store: %q %v %v", e.Value, ok, err)
+	}
+	if err := a.Store(ctx, "ns/x", "k2", []byte("two"), time.Minute, []float32{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a semantic lookup on the other replica finds the entry", func() bool {
+		e, ok, _ := b.Lookup(ctx, "ns/x", "", []float32{0.05, 1}, 0.95)
+		return ok && string(e.Value) == "two"
+	})
+	// A third and fourth entry on a: its least recently used (k1) goes,
+	// from Redis and from b.
+	for _, k := range []string{"k3", "k4"} {
+		if err := a.Store(ctx, "ns/x", k, []byte(k), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "an entry evicted on one replica leaves the other", func() bool {
+		_, ok, _ := b.Lookup(memstore.Peeking(ctx), "ns/x", "k1", nil, 0.9)
+		return !ok
+	})
+	if n, _, err := b.Invalidate(respcache.Filter{KeyPrefix: "k3"}, false); err != nil || n != 1 {
+		t.Fatalf("invalidate on b: %d, %v", n, err)
+	}
+	eventually(t, "an invalidation on one replica reaches the other", func() bool {
+		_, ok, _ := a.Lookup(memstore.Peeking(ctx), "ns/x", "k3", nil, 0.9)
+		return !ok
+	})
+	epoch, _, err := a.Flush(respcache.Filter{NamespacePrefix: "ns/"})
+	if err != nil || epoch != 1 {
+		t.Fatalf("flush on a: epoch %d, %v", epoch, err)
+	}
+	if epoch, _, _ := b.Flush(respcache.Filter{NamespacePrefix: "ns/"}); epoch != 2 {
+		t.Fatalf("the same scope flushed on b: epoch %d, want 2 (one count across replicas)", epoch)
+	}
+	eventually(t, "a flush on one replica empties the other and its epoch shows", func() bool {
+		st, _ := a.Stats(1)
+		_, n := b.Counts()
+		return n == 0 && st.Entries == 0 && st.Epochs["ns/"] == 2
+	})
+	if _, ok, _ := b.Lookup(ctx, "ns/x", "k4", nil, 0.9); ok {
+		t.Fatal("a flushed entry answered from Redis")
+	}
+	// A replica started later loads what is there.
+	if err := a.Store(ctx, "ns/y", "k", []byte("later"), time.Minute, []float32{1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	late := rediscache.Open(ctx, c, respcache.Options{})
+	defer late.Close()
+	if e, ok, _ := late.Lookup(ctx, "ns/y", "", []float32{1, 1}, 0.99); !ok || string(e.Value) != "later" {
+		t.Fatalf("a replica opened later: semantic lookup %q %v", e.Value, ok)
+	}
+}
+
+// TestRedisDownDegrades: with Redis gone, lookups miss (or answer from the
+// replica's own index), stores are kept locally with a nil error, flushes
+// fail saying why, the errors metric counts and health reports it; none of
+// it waits long.
+func TestRedisDownDegrades(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	c, err := redisstate.New(redisstate.Config{Address: addr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	start := time.Now()
+	b := rediscache.Open(ctx, c, respcache.Options{})
+	defer b.Close()
+	if _, ok, err := b.Lookup(ctx, "ns", "k", []float32{1, 0}, 0.9); ok || err != nil {
+		t.Fatalf("lookup with Redis down: %v %v, want a miss", ok, err)
+	}
+	if err := b.Store(ctx, "ns", "k", []byte("v"), time.Minute, nil); err != nil {
+		t.Fatalf("store with Redis down: %v, want nil (dropped)", err)
+	}
+	if _, _, err := b.Flush(respcache.Filter{}); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("flush with Redis down: %v, want an error naming %s", err, addr)
+	}
+	if _, err := b.Stats(0); err == nil {
+		t.Fatal("stats with Redis down report no error (health would say ok)")
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatalf("the calls took %v with Redis down", time.Since(start))
+	}
+	if n := c.Errors(rediscache.Feature, "load") + c.Errors(rediscache.Feature, "lookup") + c.Errors(rediscache.Feature, "store"); n < 1 {
+		t.Fatalf("junction_state_errors_total{feature=response_cache}: %v", n)
+	}
+}
