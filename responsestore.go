@@ -1,8 +1,10 @@
 package junction
 
 import (
+	"github.com/junction-router/junction/internal/state/redisstate"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/memresponses"
+	"github.com/junction-router/junction/internal/storage/redisresponses"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
@@ -10,17 +12,24 @@ import (
 // responseStore is the Responses API's response store that
 // global.services.response_api names: nil when it is not enabled (the
 // stored-response routes say so), in memory (store: memory, the default,
-// bounded by its ttl, max_entries and max_bytes), or the embedded store of
+// bounded by its ttl, max_entries and max_bytes), the embedded store of
 // stored data (store: embedded or sqlite, opened with
-// embeddedResponseOptions), which survives a restart. The configuration
-// was validated (recipes: store, ttl and bounds); it is read at start, and
-// a change needs a restart (the management API refuses it).
-func responseStore(cfg recipes.ResponseAPI, embedded storage.Responses) storage.Responses {
+// embeddedResponseOptions), which survives a restart, or with
+// global.state.backend redis (shared not nil) the Redis every replica
+// shares, unless store names memory or embedded. The configuration was
+// validated (recipes: store, ttl and bounds; store redis only with
+// global.state's Redis); it is read at start, and a change needs a restart
+// (the management API refuses it).
+func responseStore(cfg recipes.ResponseAPI, embedded storage.Responses, shared *redisstate.Client) storage.Responses {
 	switch {
 	case !cfg.Enabled:
 		return nil
 	case recipes.ResponseStoreEmbedded(cfg.Store):
 		return embedded
+	case shared != nil && (cfg.Store == "" || cfg.Store == recipes.ResponseStoreRedis):
+		cfg.Store = recipes.ResponseStoreRedis
+		ttl, entries, bytes := cfg.Limits()
+		return redisresponses.New(shared, redisresponses.Options{TTL: ttl, MaxEntries: entries, MaxBytes: bytes})
 	}
 	ttl, entries, bytes := cfg.Limits()
 	return memresponses.New(memresponses.Options{TTL: ttl, MaxEntries: entries, MaxBytes: bytes})

@@ -6,17 +6,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/state/redisstate/redistest"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/memresponses"
+	"github.com/junction-router/junction/internal/storage/redisresponses"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
 
 func TestResponseStoreChoice(t *testing.T) {
-	if s := responseStore(recipes.ResponseAPI{Store: "memory"}, nil); s != nil {
+	if s := responseStore(recipes.ResponseAPI{Store: "memory"}, nil, nil); s != nil {
 		t.Fatalf("not enabled: %v", s)
 	}
-	s := responseStore(recipes.ResponseAPI{Enabled: true, MaxEntries: 2}, nil)
+	s := responseStore(recipes.ResponseAPI{Enabled: true, MaxEntries: 2}, nil, nil)
 	if _, ok := s.(*memresponses.Store); !ok {
 		t.Fatalf("default store %T, want memory", s)
 	}
@@ -30,10 +32,10 @@ func TestResponseStoreChoice(t *testing.T) {
 		t.Fatalf("max_entries 2 kept a third response: %v", err)
 	}
 	embedded := memresponses.New(memresponses.Options{}) // stands in for the embedded store's identity only
-	if s := responseStore(recipes.ResponseAPI{Enabled: true, Store: "embedded"}, embedded); s != embedded {
+	if s := responseStore(recipes.ResponseAPI{Enabled: true, Store: "embedded"}, embedded, nil); s != embedded {
 		t.Fatalf("embedded: %v", s)
 	}
-	if s := responseStore(recipes.ResponseAPI{Enabled: true, Store: "sqlite"}, embedded); s != embedded {
+	if s := responseStore(recipes.ResponseAPI{Enabled: true, Store: "sqlite"}, embedded, nil); s != embedded {
 		t.Fatalf("sqlite (the alias): %v", s)
 	}
 }
@@ -56,5 +58,19 @@ func TestEmbeddedResponseOptions(t *testing.T) {
 	o = embeddedResponseOptions(doc(recipes.ResponseAPI{Enabled: true, MaxEntries: 5}), sqlite.Options{})
 	if o.MaxResponses != 100000 {
 		t.Fatalf("memory store's max_entries applied to the table: %+v", o)
+	}
+}
+
+// With global.state redis the store is Redis's unless response_api.store names memory or embedded.
+func TestResponseStoreOnRedis(t *testing.T) {
+	c := redistest.New(t)
+	if s, ok := responseStore(recipes.ResponseAPI{Enabled: true}, nil, c).(*redisresponses.Store); !ok {
+		t.Fatalf("global.state redis, no store named: %T, want *redisresponses.Store", s)
+	}
+	if s, ok := responseStore(recipes.ResponseAPI{Enabled: true, Store: "redis"}, nil, c).(*redisresponses.Store); !ok {
+		t.Fatalf("store redis: %T", s)
+	}
+	if s, ok := responseStore(recipes.ResponseAPI{Enabled: true, Store: "memory"}, nil, c).(*memresponses.Store); !ok {
+		t.Fatalf("store memory with global.state redis: %T, want the per-replica memory store", s)
 	}
 }

@@ -92,7 +92,7 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer shared.close()
-	responses := responseStore(responseCfg, stored.embedded)
+	responses := responseStore(responseCfg, stored.embedded, shared.client())
 	cache, err := responseCache(ctx, peeked, stored.dir, shared.client(), log)
 	if err != nil {
 		return err

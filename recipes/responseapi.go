@@ -32,13 +32,13 @@ func ResponseStoreEmbedded(store string) bool { return store == "embedded" || st
 const ResponseStoreRedis = "redis"
 
 // Limits are the response store's bounds with the defaults of its store
-// filled in.
+// filled in (redis, shared by the replicas, takes the embedded store's).
 func (r ResponseAPI) Limits() (ttl time.Duration, maxEntries int, maxBytes int64) {
 	ttl, maxEntries, maxBytes = r.TTL.Duration, r.MaxEntries, r.MaxBytes
 	if ttl == 0 {
 		ttl = DefaultResponseTTL
 	}
-	embedded := ResponseStoreEmbedded(r.Store)
+	embedded := ResponseStoreEmbedded(r.Store) || r.Store == ResponseStoreRedis
 	if maxEntries == 0 {
 		maxEntries = DefaultResponseMaxEntries
 		if embedded {
