@@ -13,8 +13,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/junction-router/junction/internal/state/redisstate/redistest"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/memresponses"
+	"github.com/junction-router/junction/internal/storage/redisresponses"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 )
 
@@ -22,6 +24,9 @@ import (
 func responseStores(t *testing.T) map[string]func(t *testing.T) storage.Responses {
 	return map[string]func(t *testing.T) storage.Responses{
 		"memory": func(*testing.T) storage.Responses { return memresponses.New(memresponses.Options{}) },
+		"redis": func(t *testing.T) storage.Responses {
+			return redisresponses.New(redistest.New(t), redisresponses.Options{})
+		},
 		"sqlite": func(t *testing.T) storage.Responses {
 			s, err := sqlite.Open(context.Background(), t.TempDir(), sqlite.Options{})
 			if err != nil {
