@@ -8,8 +8,9 @@
 // Redis: loaded at open, then kept current by a change stream every
 // replica appends to and reads (a blocking XREAD). What is in Redis:
 //
-//   - an entry per key, a hash (value, embedding, created, expires, last
-//     use) with a Redis TTL of the entry's time to live;
+//   - an entry per key, one string (created, expires, last use, embedding,
+//     value: see encodeRow) with a Redis TTL of the entry's time to live,
+//     so a store is one SET and a read one GET;
 //   - the flush epochs, one hash (scope → epoch) advanced with HINCRBY, so
 //     every replica's flush of a scope counts once;
 //   - the change stream (trimmed to about streamLen changes): a store
@@ -184,24 +185,51 @@ func (b *Backend) failed(op string, err error) {
 
 func (b *Backend) ok() { b.lastErr.Store(nil) }
 
-// row is an entry as Redis keeps it.
+// row is an entry as Redis keeps it: one string (encode), so a store is
+// one SET with its TTL and a read one GET.
 type row struct {
 	ns, key                string
 	value, emb             []byte
 	created, expires, used int64
 }
 
-func parseRow(m string, h map[string]string) (row, bool) {
+// The string's layout: rowVersion, created, expires and last use (unix
+// ns, little endian), the embedding's length in floats (uint32), the
+// embedding (float32s), the value. created comes first, so a filter of
+// age reads 9 bytes (GETRANGE).
+const (
+	rowVersion = 1
+	rowHeader  = 1 + 3*8 + 4
+)
+
+func encodeRow(value []byte, emb []float32, created, expires, used int64) []byte {
+	out := make([]byte, rowHeader+4*len(emb)+len(value))
+	out[0] = rowVersion
+	binary.LittleEndian.PutUint64(out[1:], uint64(created))
+	binary.LittleEndian.PutUint64(out[9:], uint64(expires))
+	binary.LittleEndian.PutUint64(out[17:], uint64(used))
+	binary.LittleEndian.PutUint32(out[25:], uint32(len(emb)))
+	for i, x := range emb {
+		binary.LittleEndian.PutUint32(out[rowHeader+4*i:], math.Float32bits(x))
+	}
+	copy(out[rowHeader+4*len(emb):], value)
+	return out
+}
+
+// parseRow decodes the string of member m; ok is false for none (or one of
+// another layout, which a later store replaces).
+func parseRow(m, s string) (row, bool) {
 	ns, key, ok := splitMember(m)
-	if !ok || len(h) == 0 {
+	if !ok || len(s) < rowHeader || s[0] != rowVersion {
 		return row{}, false
 	}
-	r := row{ns: ns, key: key, value: []byte(h["v"]), emb: []byte(h["m"])}
-	var err1, err2, err3 error
-	r.created, err1 = strconv.ParseInt(h["c"], 10, 64)
-	r.expires, err2 = strconv.ParseInt(h["x"], 10, 64)
-	r.used, err3 = strconv.ParseInt(h["u"], 10, 64)
-	return r, err1 == nil && err2 == nil && err3 == nil
+	b := []byte(s)
+	n := int(binary.LittleEndian.Uint32(b[25:]))
+	if len(b) < rowHeader+4*n {
+		return row{}, false
+	}
+	return row{ns: ns, key: key, created: int64(binary.LittleEndian.Uint64(b[1:])), expires: int64(binary.LittleEndian.Uint64(b[9:])),
+		used: int64(binary.LittleEndian.Uint64(b[17:])), emb: b[rowHeader : rowHeader+4*n], value: b[rowHeader+4*n:]}, true
 }
 
 // restore puts r into the index unless it expired by the index's clock.
@@ -233,17 +261,15 @@ func (b *Backend) load(ctx context.Context) (string, error) {
 	var rows []row
 	var batch []string
 	read := func() error {
-		cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range batch {
-				p.HGetAll(ctx, k)
-			}
+		if len(batch) == 0 {
 			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
+		}
+		vals, err := b.c.MGet(ctx, batch...).Result()
+		if err != nil {
 			return err
 		}
-		for i, cmd := range cmds {
-			if r, ok := parseRow(strings.TrimPrefix(batch[i], b.keys.entry), cmd.(*redis.MapStringStringCmd).Val()); ok {
+		for i, v := range vals {
+			if r, ok := parseRow(strings.TrimPrefix(batch[i], b.keys.entry), str(v)); ok {
 				rows = append(rows, r)
 			}
 		}
@@ -314,13 +340,13 @@ func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float3
 func (b *Backend) fetch(ctx context.Context, m string) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	h, err := b.c.HGetAll(ctx, b.entryKey(m)).Result()
-	if err != nil {
+	v, err := b.c.Get(ctx, b.entryKey(m)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		b.failed("lookup", err)
 		return
 	}
 	b.ok()
-	if r, ok := parseRow(m, h); ok {
+	if r, ok := parseRow(m, v); ok {
 		b.restore(r)
 	}
 }
@@ -344,9 +370,7 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	m := member(ns, key)
 	_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if ok { // else evicted at once (larger than the byte bound)
-			k := b.entryKey(m)
-			p.HSet(ctx, k, "v", value, "m", encodeVector(embedding), "c", created.UnixNano(), "x", expires.UnixNano(), "u", b.now().UnixNano())
-			p.PExpire(ctx, k, expires.Sub(created))
+			p.Set(ctx, b.entryKey(m), encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), expires.Sub(created))
 			b.publish(ctx, p, "t", "s", "m", m)
 		}
 		for _, e := range evicted {
@@ -463,11 +487,11 @@ func (b *Backend) deleteSelected(ctx context.Context, f respcache.Filter) error 
 		if len(batch) == 0 {
 			return nil
 		}
-		var created []string // with OlderThan: each entry's, "" when gone
+		var created []string // with OlderThan: each entry's header, "" when gone
 		if !f.OlderThan.IsZero() {
 			cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 				for _, k := range batch {
-					p.HGet(ctx, k, "c")
+					p.GetRange(ctx, k, 0, rowHeader-1)
 				}
 				return nil
 			})
@@ -483,11 +507,11 @@ func (b *Backend) deleteSelected(ctx context.Context, f respcache.Filter) error 
 			ns, key, _ := splitMember(strings.TrimPrefix(k, b.keys.entry))
 			at := time.Time{}
 			if created != nil {
-				n, err := strconv.ParseInt(created[i], 10, 64)
-				if err != nil {
+				h := created[i]
+				if len(h) < 9 || h[0] != rowVersion {
 					continue // gone meanwhile
 				}
-				at = time.Unix(0, n)
+				at = time.Unix(0, int64(binary.LittleEndian.Uint64([]byte(h[1:9]))))
 			}
 			if f.Selects(ns, key, at) {
 				gone = append(gone, k)
@@ -602,58 +626,59 @@ func sleep(ctx context.Context, d time.Duration) {
 func (b *Backend) apply(ctx context.Context, msgs []redis.XMessage) {
 	var stores []string
 	for _, msg := range msgs {
-		if str(msg, "o") != b.id && str(msg, "t") == "s" {
-			stores = append(stores, str(msg, "m"))
+		if field(msg, "o") != b.id && field(msg, "t") == "s" {
+			stores = append(stores, field(msg, "m"))
 		}
 	}
-	rows := map[string]map[string]string{}
+	rows := map[string]string{}
 	if len(stores) > 0 {
-		cmds, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, m := range stores {
-				p.HGetAll(ctx, b.entryKey(m))
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, redis.Nil) {
+		ks := make([]string, len(stores))
+		for i, m := range stores {
+			ks[i] = b.entryKey(m)
+		}
+		vals, err := b.c.MGet(ctx, ks...).Result()
+		if err != nil {
 			b.failed("follow", err)
 		}
-		for i, c := range cmds {
-			rows[stores[i]] = c.(*redis.MapStringStringCmd).Val()
+		for i, v := range vals {
+			rows[stores[i]] = str(v)
 		}
 	}
 	for _, msg := range msgs {
-		if str(msg, "o") == b.id {
+		if field(msg, "o") == b.id {
 			continue
 		}
-		switch str(msg, "t") {
+		switch field(msg, "t") {
 		case "s":
-			m := str(msg, "m")
+			m := field(msg, "m")
 			if r, ok := parseRow(m, rows[m]); ok {
 				b.restore(r)
 			}
 		case "d":
-			if ns, key, ok := splitMember(str(msg, "m")); ok {
+			if ns, key, ok := splitMember(field(msg, "m")); ok {
 				b.mem.Delete(ns, key)
 			}
 		case "i", "f":
 			var f respcache.Filter
-			if err := json.Unmarshal([]byte(str(msg, "f")), &f); err != nil {
+			if err := json.Unmarshal([]byte(field(msg, "f")), &f); err != nil {
 				continue
 			}
-			if str(msg, "t") == "i" {
+			if field(msg, "t") == "i" {
 				b.mem.Invalidate(f, false)
 				continue
 			}
 			b.mem.Flush(f)
-			if e, err := strconv.ParseUint(str(msg, "e"), 10, 64); err == nil {
-				b.mem.SetEpoch(str(msg, "s"), e)
+			if e, err := strconv.ParseUint(field(msg, "e"), 10, 64); err == nil {
+				b.mem.SetEpoch(field(msg, "s"), e)
 			}
 		}
 	}
 }
 
-func str(msg redis.XMessage, field string) string {
-	s, _ := msg.Values[field].(string)
+func field(msg redis.XMessage, name string) string { return str(msg.Values[name]) }
+
+func str(v any) string {
+	s, _ := v.(string)
 	return s
 }
 
@@ -668,14 +693,6 @@ func escapeGlob(s string) string {
 		sb.WriteRune(r)
 	}
 	return sb.String()
-}
-
-func encodeVector(v []float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(x))
-	}
-	return out
 }
 
 func decodeVector(b []byte) []float32 {
