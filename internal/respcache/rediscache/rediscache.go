@@ -15,7 +15,7 @@
 //     every replica's flush of a scope counts once;
 //   - the change stream (trimmed to about streamLen changes): a store
 //     names the entry, a flush or invalidation carries its filter, an
-//     eviction or removal names the entry.
+//     eviction names the entry.
 //
 // Consistency. A store is in Redis when Store returns (one pipelined round
 // trip), so an exact lookup on any replica finds it at once: a key missing
@@ -538,8 +538,10 @@ func (b *Backend) deleteSelected(ctx context.Context, f respcache.Filter) error 
 }
 
 // Retain removes the namespaces keep refuses from this index and deletes
-// the entries removed from Redis (streamed to the other replicas, whose
-// own sweepers retain the same configuration's epochs anyway).
+// the entries removed from Redis, without telling the other replicas: a
+// replica still serving the replaced configuration (a rolling update)
+// keeps answering from its own index, and each replica's sweeper retains
+// what its own configuration serves.
 func (b *Backend) Retain(keep func(string) bool) (int, error) {
 	var n int
 	removed := b.local(func() { n = b.mem.Retain(keep) })
@@ -548,7 +550,11 @@ func (b *Backend) Retain(keep func(string) bool) (int, error) {
 	}
 	err := b.redisOp("retain", func(ctx context.Context) error {
 		for chunk := range slices.Chunk(removed, loadBatch) {
-			if err := b.share(ctx, chunk); err != nil {
+			ks := make([]string, len(chunk))
+			for i, m := range chunk {
+				ks[i] = b.entryKey(m)
+			}
+			if err := b.c.Del(ctx, ks...).Err(); err != nil {
 				return err
 			}
 		}
@@ -593,7 +599,8 @@ func (b *Backend) follow(ctx context.Context, from string) {
 			}
 		}
 		res, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.keys.stream, from}, Count: 256, Block: block}).Result()
-		if errors.Is(err, redis.Nil) {
+		if errors.Is(err, redis.Nil) { // nothing new: Redis answers
+			b.ok()
 			continue
 		}
 		if err != nil {
