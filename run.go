@@ -215,7 +215,15 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	// One limiter for every front end: a limit counts across them, and its
 	// buckets outlive configuration changes (rate limits apply live).
-	// global.state redis puts the buckets in Redis, so a limit counts across replicas too.
+	// global.state redis puts the buckets in Redis, so a limit counts across replicas too. The
+	// shared state was opened from the configuration file read at start; when that did not parse and
+	// the document serving came from the history instead, it is opened from that document here.
+	if shared == nil {
+		if shared, err = openSharedState(ctx, doc, reg, log); err != nil {
+			return fail(err)
+		}
+		defer shared.close()
+	}
 	limiter := ratelimit.New(shared.rateLimits(), nil)
 	for _, l := range doc.Listeners {
 		if o.DisableGateway {

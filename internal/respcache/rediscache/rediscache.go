@@ -370,7 +370,8 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	m := member(ns, key)
 	_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if ok { // else evicted at once (larger than the byte bound)
-			p.Set(ctx, b.entryKey(m), encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), expires.Sub(created))
+			// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
+			p.Set(ctx, b.entryKey(m), encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
 			b.publish(ctx, p, "t", "s", "m", m)
 		}
 		for _, e := range evicted {
