@@ -113,8 +113,8 @@ var _ respcache.Backend = (*Backend)(nil)
 // epochs and the live entries from Redis into the local index (the least
 // recently used first, so o's bounds keep the most recent), and follows the
 // change stream until Close. A Redis that does not answer is logged and
-// counted, not an error: the index starts empty and the stream is read once
-// Redis answers.
+// counted, not an error: the index starts empty and is loaded once Redis
+// answers.
 func Open(ctx context.Context, c *redisstate.Client, o respcache.Options) *Backend {
 	var rid [8]byte
 	_, _ = rand.Read(rid[:])
@@ -128,6 +128,7 @@ func Open(ctx context.Context, c *redisstate.Client, o respcache.Options) *Backe
 	from, err := b.load(ctx)
 	if err != nil {
 		b.failed("load", err)
+		from = "$" // follow loads once Redis answers
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
@@ -583,20 +584,36 @@ func (b *Backend) Close() error {
 }
 
 // follow applies the other replicas' changes from the stream, from the
-// position after from, until ctx ends.
+// position after from ("$": the load at open failed, so it loads first),
+// until ctx ends. After a failure it checks the stream still holds the
+// position it reads from: when Redis restarted, or the stream was trimmed
+// past it, changes may be lost, so it loads again (what Redis holds now
+// joins the index; entries the index holds and Redis lost stay until their
+// TTL).
 func (b *Backend) follow(ctx context.Context, from string) {
 	defer close(b.done)
+	load, check := from == "$", false
 	for ctx.Err() == nil {
-		if from == "$" { // the load failed before it read the position
-			last, err := b.c.XRevRangeN(ctx, b.keys.stream, "+", "-", 1).Result()
+		switch {
+		case load:
+			f, err := b.load(ctx)
 			if err != nil {
 				b.failed("follow", err)
 				sleep(ctx, pause)
 				continue
 			}
-			from = "0-0"
-			if len(last) == 1 {
-				from = last[0].ID
+			from, load, check = f, false, false
+		case check:
+			first, err := b.c.XRangeN(ctx, b.keys.stream, "-", "+", 1).Result()
+			if err != nil {
+				b.failed("follow", err)
+				sleep(ctx, pause)
+				continue
+			}
+			check = false
+			if len(first) == 1 && idLess(from, first[0].ID) {
+				load = true
+				continue
 			}
 		}
 		res, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.keys.stream, from}, Count: 256, Block: block}).Result()
@@ -607,6 +624,7 @@ func (b *Backend) follow(ctx context.Context, from string) {
 		if err != nil {
 			if ctx.Err() == nil {
 				b.failed("follow", err)
+				check = true
 				sleep(ctx, pause)
 			}
 			continue
@@ -618,6 +636,20 @@ func (b *Backend) follow(ctx context.Context, from string) {
 			}
 		}
 	}
+}
+
+// idLess reports whether stream id a is before b (ids are ms-seq).
+func idLess(a, b string) bool {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	return am < bm || (am == bm && as < bs)
+}
+
+func splitID(id string) (ms, seq uint64) {
+	l, r, _ := strings.Cut(id, "-")
+	ms, _ = strconv.ParseUint(l, 10, 64)
+	seq, _ = strconv.ParseUint(r, 10, 64)
+	return ms, seq
 }
 
 func sleep(ctx context.Context, d time.Duration) {

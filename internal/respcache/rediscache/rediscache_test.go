@@ -1,8 +1,10 @@
 package rediscache_test
 
 import (
+	"io"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"context"
@@ -148,4 +150,97 @@ func TestRedisDownDegrades(t *testing.T) {
 	if n := c.Errors(rediscache.Feature, "load") + c.Errors(rediscache.Feature, "lookup") + c.Errors(rediscache.Feature, "store"); n < 1 {
 		t.Fatalf("junction_state_errors_total{feature=response_cache}: %v", n)
 	}
+}
+
+// proxy forwards TCP connections to the test Redis while up; down closes
+// them and refuses new ones (a Redis that went away, then came back).
+type proxy struct {
+	l     net.Listener
+	mu    sync.Mutex
+	up    bool
+	conns []net.Conn
+}
+
+func newProxy(t *testing.T, to string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{l: l, up: true}
+	t.Cleanup(func() { l.Close(); p.set(false) })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			if !p.up {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			r, err := net.Dial("tcp", to)
+			if err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, r)
+			p.mu.Unlock()
+			go func() { io.Copy(r, c); r.Close() }()
+			go func() { io.Copy(c, r); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *proxy) set(up bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.up = up
+	if !up {
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.conns = nil
+	}
+}
+
+// TestReplicaStartedWhileRedisIsDown: a replica that opened while Redis did
+// not answer loads what Redis holds once it does (a semantic lookup, which
+// reads only the index, finds another replica's entry), and follows the
+// stream after.
+func TestReplicaStartedWhileRedisIsDown(t *testing.T) {
+	direct := redistest.New(t)
+	ctx := context.Background()
+	a := rediscache.Open(ctx, direct, respcache.Options{})
+	defer a.Close()
+	if err := a.Store(ctx, "ns", "before", []byte("stored before"), time.Minute, []float32{1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	p := newProxy(t, redistest.TestAddress)
+	p.set(false)
+	c, err := redisstate.New(redisstate.Config{Address: p.l.Addr().String(), KeyPrefix: direct.Prefix}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b := rediscache.Open(ctx, c, respcache.Options{})
+	defer b.Close()
+	if _, n := b.Counts(); n != 0 {
+		t.Fatalf("opened with Redis down: %d entries", n)
+	}
+	p.set(true)
+	eventually(t, "the replica loads Redis's entries once it answers", func() bool {
+		e, ok, _ := b.Lookup(memstore.Peeking(ctx), "ns", "", []float32{1, 0.01}, 0.99)
+		return ok && string(e.Value) == "stored before"
+	})
+	if err := a.Store(ctx, "ns", "after", []byte("stored after"), time.Minute, []float32{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the replica follows the stream after loading", func() bool {
+		e, ok, _ := b.Lookup(memstore.Peeking(ctx), "ns", "", []float32{0.01, 1}, 0.99)
+		return ok && string(e.Value) == "stored after"
+	})
 }
