@@ -113,7 +113,8 @@ func (s *stateReplica) chat(text string, header ...string) (int, http.Header) {
 // by one is a hit on another; a limit of 12 requests admits exactly 12 of
 // 36 sent at once across the three; a Responses conversation whose three
 // turns land on three replicas continues on each and lists every turn's
-// items; with Redis killed no request gets a 500 (a new question misses,
+// items, and a replica killed loses none of the turns it acknowledged;
+// with Redis killed no request gets a 500 (a new question misses,
 // the limit fails open, the response store answers 503) and the errors
 // metric counts; once Redis is back the replicas share again.
 func TestServeThreeReplicasOnRedis(t *testing.T) {
@@ -237,6 +238,18 @@ global:
 		}
 	}
 
+	// Replica 2, which stored the third turn, killed (kill -9): the turn it
+	// acknowledged is continued on replica 1, and its cached answer is
+	// still a hit on the others.
+	r[2].kill()
+	if code, _, b := r[1].post("/v1/responses", `{"model":"MoM","input":"fourth turn","previous_response_id":"`+ids[2]+`"}`); code != 200 {
+		t.Fatalf("continuing the turn of a killed replica: %d %s", code, b)
+	}
+	if code, h := r[0].chat("cacheme: what is shared?"); code != 200 || h.Get("x-cache-status") != "hit" {
+		t.Fatalf("after a replica was killed: %d, x-cache-status %q", code, h.Get("x-cache-status"))
+	}
+	r = r[:2]
+
 	// Redis gone: no request fails with a 500.
 	rs.kill()
 	for i, s := range r {
@@ -273,7 +286,7 @@ global:
 	time.Sleep(1100 * time.Millisecond) // a replica leaves Redis alone for a second after a failure
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if code, _ := r[2].chat("cacheme: after the restart"); code != 200 {
+		if code, _ := r[0].chat("cacheme: after the restart"); code != 200 {
 			t.Fatalf("after Redis came back: %d", code)
 		}
 		code, h := r[1].chat("cacheme: after the restart")
