@@ -73,7 +73,15 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer stopTracing(tracer, log) // after the listeners: their last spans are flushed
-	stored, err := openStoredData(ctx, o.DataDir, peeked, models.Embedder, deps, log)
+	// global.state redis: one Redis connection for the rate limits, the
+	// response cache, the response store and the memories of every
+	// replica; closed last.
+	shared, err := openSharedState(ctx, peeked, reg, log)
+	if err != nil {
+		return err
+	}
+	defer shared.close()
+	stored, err := openStoredData(ctx, o.DataDir, peeked, models.Embedder, deps, shared.client(), log)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -85,13 +93,6 @@ func (s *Server) run(ctx context.Context) error {
 	if peeked != nil {
 		responseCfg = peeked.Global.Services.ResponseAPI
 	}
-	// global.state redis: one Redis connection for the rate limits, the
-	// response cache and the response store of every replica; closed last.
-	shared, err := openSharedState(ctx, peeked, reg, log)
-	if err != nil {
-		return err
-	}
-	defer shared.close()
 	responses := responseStore(responseCfg, stored.embedded, shared.client())
 	cache, err := responseCache(ctx, peeked, stored.dir, shared.client(), log)
 	if err != nil {

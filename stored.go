@@ -15,8 +15,10 @@ import (
 	"github.com/junction-router/junction/internal/ingest"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/retrieval"
+	"github.com/junction-router/junction/internal/state/redisstate"
 	"github.com/junction-router/junction/internal/storage"
 	"github.com/junction-router/junction/internal/storage/postgres"
+	"github.com/junction-router/junction/internal/storage/redismemories"
 	"github.com/junction-router/junction/internal/storage/sqlite"
 	"github.com/junction-router/junction/recipes"
 )
@@ -57,7 +59,7 @@ func dataDir(option string, cfg *recipes.Storage) string {
 // (router: the signal models' embedder; deployments from deps), and starts
 // ingestion, which resumes the files a previous run left in progress. The
 // knowledge bases are the serving configuration's (see serve).
-func openStoredData(ctx context.Context, option string, doc *recipes.Document, router signal.Embedder, deps *deploy.Set, log *slog.Logger) (*storedData, error) {
+func openStoredData(ctx context.Context, option string, doc *recipes.Document, router signal.Embedder, deps *deploy.Set, shared *redisstate.Client, log *slog.Logger) (*storedData, error) {
 	var cfg recipes.Storage
 	if doc != nil && doc.Global.Storage != nil {
 		cfg = *doc.Global.Storage
@@ -92,6 +94,10 @@ func openStoredData(ctx context.Context, option string, doc *recipes.Document, r
 			return nil, err
 		}
 		sd.store = pg
+	} else if shared != nil {
+		// global.state redis: the memories every replica recalls are
+		// Redis's (with postgres they are the database's already).
+		sd.store = memoriesOn{Store: sd.embedded, mem: redismemories.New(shared)}
 	}
 	sd.library = retrieval.New(retrieval.Options{Store: sd.store, Model: model, KnowledgeBase: sd.knowledgeBase})
 	sd.changed.Store(sd.library)
@@ -169,3 +175,37 @@ func openPostgres(ctx context.Context, cfg *recipes.StoragePostgres, getenv func
 	}
 	return s, nil
 }
+
+// memoriesOn is the embedded store with its memories kept in mem instead
+// (global.state's Redis, shared by the replicas). Close leaves the embedded
+// store to closeStores.
+type memoriesOn struct {
+	storage.Store
+	mem storage.Memories
+}
+
+func (s memoriesOn) Remember(ctx context.Context, m storage.Memory) (storage.Memory, bool, error) {
+	return s.mem.Remember(ctx, m)
+}
+
+func (s memoriesOn) Recall(ctx context.Context, scope, model string, vector []float32, k int, minScore float32) ([]storage.MemoryHit, error) {
+	return s.mem.Recall(ctx, scope, model, vector, k, minScore)
+}
+
+func (s memoriesOn) ListMemories(ctx context.Context, scope string, o storage.ListOptions) (storage.Page[storage.Memory], error) {
+	return s.mem.ListMemories(ctx, scope, o)
+}
+
+func (s memoriesOn) GetMemory(ctx context.Context, id string) (storage.Memory, error) {
+	return s.mem.GetMemory(ctx, id)
+}
+
+func (s memoriesOn) DeleteMemory(ctx context.Context, id string) error {
+	return s.mem.DeleteMemory(ctx, id)
+}
+
+func (s memoriesOn) DeleteScope(ctx context.Context, scope string) (int, error) {
+	return s.mem.DeleteScope(ctx, scope)
+}
+
+func (memoriesOn) Close() error { return nil }

@@ -24,13 +24,13 @@ func TestStoredDataPostgresBackend(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
 	t.Setenv(env, "")
-	if _, err := openStoredData(ctx, t.TempDir(), doc, nil, nil, log); err == nil || !strings.Contains(err.Error(), env) {
+	if _, err := openStoredData(ctx, t.TempDir(), doc, nil, nil, nil, log); err == nil || !strings.Contains(err.Error(), env) {
 		t.Fatalf("with %s unset: %v, want an error naming it", env, err)
 	}
 
 	dsn := pgtest.Schema(t)
 	t.Setenv(env, dsn)
-	sd, err := openStoredData(ctx, t.TempDir(), doc, nil, nil, log)
+	sd, err := openStoredData(ctx, t.TempDir(), doc, nil, nil, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,8 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"SearchTextRemoved", testSearchTextRemoved},
 		{"DeleteCascades", testDeleteCascades},
 		{"ScanChunks", testScanChunks},
-		{"Memories", testMemories},
-		{"MemoryPaging", testMemoryPaging},
+		{"Memories", func(t *testing.T, s storage.Store) { testMemories(t, s) }},
+		{"MemoryPaging", func(t *testing.T, s storage.Store) { testMemoryPaging(t, s) }},
 		{"Concurrency", testConcurrency},
 		{"Closed", testClosed},
 	}
@@ -1102,7 +1102,7 @@ func testScanChunks(t *testing.T, s storage.Store) {
 
 // ---- memories
 
-func testMemories(t *testing.T, s storage.Store) {
+func testMemories(t *testing.T, s storage.Memories) {
 	ctx := context.Background()
 	m1, created, err := s.Remember(ctx, storage.Memory{Scope: "alice", Text: "Prefers metric units", EmbeddingModel: "m", Vector: unit(4, 0)})
 	if err != nil || !created || !strings.HasPrefix(m1.ID, "mem_") || m1.CreatedAt.IsZero() || m1.Text != "Prefers metric units" {
@@ -1183,7 +1183,7 @@ func testMemories(t *testing.T, s storage.Store) {
 	}
 }
 
-func must3(t *testing.T, s storage.Store, m storage.Memory) storage.Memory {
+func must3(t *testing.T, s storage.Memories, m storage.Memory) storage.Memory {
 	t.Helper()
 	kept, created, err := s.Remember(context.Background(), m)
 	if err != nil || !created {
@@ -1192,7 +1192,14 @@ func must3(t *testing.T, s storage.Store, m storage.Memory) storage.Memory {
 	return kept
 }
 
-func testMemoryPaging(t *testing.T, s storage.Store) {
+// RunMemories is the memories part of Run, for a backend that keeps
+// memories only (storage.Memories); open returns a new, empty store.
+func RunMemories(t *testing.T, open func(t *testing.T) storage.Memories) {
+	t.Run("Memories", func(t *testing.T) { testMemories(t, open(t)) })
+	t.Run("MemoryPaging", func(t *testing.T) { testMemoryPaging(t, open(t)) })
+}
+
+func testMemoryPaging(t *testing.T, s storage.Memories) {
 	ctx := context.Background()
 	var ids []string
 	for i := 0; i < 7; i++ {
