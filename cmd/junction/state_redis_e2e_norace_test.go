@@ -113,7 +113,8 @@ func (s *stateReplica) chat(text string, header ...string) (int, http.Header) {
 // by one is a hit on another; a limit of 12 requests admits exactly 12 of
 // 36 sent at once across the three; a Responses conversation whose three
 // turns land on three replicas continues on each and lists every turn's
-// items, and a replica killed loses none of the turns it acknowledged;
+// items; a memory kept on one is listed on another; a replica killed
+// loses none of the turns it acknowledged;
 // with Redis killed no request gets a 500 (a new question misses,
 // the limit fails open, the response store answers 503) and the errors
 // metric counts; once Redis is back the replicas share again.
@@ -141,6 +142,8 @@ recipes:
       - name: all
         rules: {operator: AND, conditions: []}
         modelRefs: [{model: small}]
+        plugins:
+          - {type: memory, configuration: {min_score: -1}}
 global:
   rate_limits:
     - {name: per-team, key: "header:X-Team", requests: 12, window: 1h}
@@ -236,6 +239,14 @@ global:
 		if !strings.Contains(string(b), want) {
 			t.Fatalf("input items of a conversation stored on three replicas lack %q: %s", want, b)
 		}
+	}
+
+	// What a user told replica 0 is a memory on replica 1.
+	if code, _, b := r[0].post("/v1/chat/completions", `{"model":"MoM","user":"ada","messages":[{"role":"user","content":"My name is Ada and I live in Lisbon."}]}`); code != 200 {
+		t.Fatalf("telling replica 0: %d %s", code, b)
+	}
+	if m := r[1].memories("ada"); len(m) == 0 || !strings.Contains(fmt.Sprint(m), "Lisbon") {
+		t.Fatalf("replica 1's memories of what replica 0 was told: %+v", m)
 	}
 
 	// Replica 2, which stored the third turn, killed (kill -9): the turn it
