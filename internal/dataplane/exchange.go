@@ -50,10 +50,16 @@ type Exchange struct {
 	done         bool   // [DONE] was seen or added: nothing more is relayed
 	upstreamDone bool   // that [DONE] came from the backend (EndStream did not add it)
 	respBody     []byte // a complete answer kept for the response phase
-	stream       *StreamAnswer
-	streamEnded  bool
-	aStream      *translate.AnthropicStream
-	rStream      *translate.ResponsesStream
+	// The response gate (gate.go): the phase ran before the answer was
+	// released; its header edits; whether it withheld the answer.
+	gateRan     bool
+	gateHeader  []plugin.HeaderEdit
+	gateReplace *plugin.Immediate
+	withheld    bool
+	stream      *StreamAnswer
+	streamEnded bool
+	aStream     *translate.AnthropicStream
+	rStream     *translate.ResponsesStream
 
 	// trace is what the model call's span reports (see Trace); nil when
 	// it does not record.
@@ -224,6 +230,15 @@ func (x *Exchange) JSONAnswer(body []byte, inPlace bool) (out []byte, changed bo
 		}
 		body, inPlace, changed = chat, true, true
 	}
+	if x.plane.gated(&x.Out) && !x.gateRan {
+		checked, replaced, e := x.checkAnswer(body)
+		if e != nil {
+			return nil, true, e
+		}
+		if replaced {
+			body, inPlace, changed = checked, true, true
+		}
+	}
 	a := x.RecordAnswer(body)
 	if a.Object {
 		changed = true
@@ -263,7 +278,7 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 		x.plane.metrics.TPOT(m.Name, time.Since(x.sent), a.Usage.CompletionTokens)
 	}
 	x.usageDone = true
-	if a.Object && x.plane.wantsResponse(&x.Out) {
+	if a.Object && x.plane.wantsResponse(&x.Out) && !x.gateRan {
 		x.respBody = bytes.Clone(body) // the caller may splice into body
 	}
 	return a

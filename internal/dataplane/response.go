@@ -29,9 +29,16 @@ func (p *Plane) wantsResponse(out *Outcome) bool {
 // (streamEnded). It returns the plugins' reports; a failure is in its report
 // (the answer has been sent; nothing else can change).
 func (p *Plane) runResponsePhase(ctx context.Context, out *Outcome, status int, body []byte) []plugin.Report {
+	ro, _ := p.responsePhase(ctx, out, status, body)
+	return ro.Reports
+}
+
+// responsePhase runs the response phase and returns its whole outcome (the
+// response gate applies it); ok is false when no plugin wanted the answer.
+func (p *Plane) responsePhase(ctx context.Context, out *Outcome, status int, body []byte) (plugin.ResponseOutcome, bool) {
 	rp, ok := p.plugins.(responsePhase)
 	if !ok || !p.wantsResponse(out) || out.Result == nil || status < 200 || status > 299 {
-		return nil
+		return plugin.ResponseOutcome{}, false
 	}
 	res := out.Result
 	header := out.pluginHeader
@@ -47,7 +54,7 @@ func (p *Plane) runResponsePhase(ctx context.Context, out *Outcome, status int, 
 	if err != nil && p.log != nil {
 		p.log.Error("plugin response phase failed", "decision", res.Decision, "error", err)
 	}
-	return ro.Reports
+	return ro, true
 }
 
 // MatchedSignals lists the signals that matched, for plugins.

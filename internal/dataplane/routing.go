@@ -111,6 +111,10 @@ type Routing struct {
 	// FallbackFrom is the model routing selected when a fallback candidate
 	// answered instead (Result.Model is then the one that answered).
 	FallbackFrom string
+	// ResponseChecks are the reports of the response-checking plugins that
+	// ran before the answer was released (the response gate), for
+	// routing_metadata.response_checks.
+	ResponseChecks []plugin.Report
 	// RateLimit is the tightest rate limit the request was admitted under
 	// (unset without global.rate_limits): its X-RateLimit headers.
 	RateLimit ratelimit.Status
@@ -292,6 +296,9 @@ func (rt *Routing) AppendMetadata(dst []byte) []byte {
 	if rt.FallbackFrom != "" {
 		b = append(b, `,"fallback_from":`...)
 		b = appendJSONString(b, rt.FallbackFrom)
+	}
+	if len(rt.ResponseChecks) > 0 {
+		b = appendResponseChecks(b, rt.ResponseChecks)
 	}
 	return append(b, '}')
 }

@@ -356,7 +356,14 @@ func (x *exchange) finishJSON(body []byte, splice bool) ([]byte, bool) {
 	x.markComplete()
 	changed := false
 	if splice {
-		body, changed, _ = x.dp.JSONAnswer(body, false) // no error: nothing is translated
+		out, ch, e := x.dp.JSONAnswer(body, false) // nothing is translated: an error is a response check's
+		if e != nil {
+			// A response check withheld the answer. Behind Envoy the status
+			// line has gone out with the headers: the client gets the
+			// check's error as the body.
+			return e.Body(), true
+		}
+		body, changed = out, ch
 	} else {
 		x.dp.RecordAnswer(body)
 	}

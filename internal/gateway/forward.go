@@ -229,8 +229,9 @@ func (x *exchange) writeJSON(rt *dataplane.Routing, c *upstreamCall, resp *http.
 		return
 	}
 	out, _, e := x.dp.JSONAnswer(body, true) // body is ours: spliced in place
+	x.dp.GateHeaders(x.w.Header())           // a response check's verdict headers
 	if e != nil {
-		if x.dp.Anthropic() {
+		if x.dp.Anthropic() && !x.dp.Withheld() {
 			x.s.ups.health.Failure(c.key) // it did not speak the Messages API
 		}
 		x.failCounted(rt, e)

@@ -31,6 +31,10 @@ func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *htt
 // relayStreamFrom is relayStream for a stream whose first event (raw, data)
 // the caller already read from rd (raw nil: none was).
 func (x *exchange) relayStreamFrom(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, rd *sseReader, raw, data []byte) {
+	if x.dp.HoldsStream() {
+		x.relayHeldStream(rt, c, resp, rd, raw, data)
+		return
+	}
 	h := x.w.Header()
 	copyUpstreamHeaders(h, resp.Header)
 	rt.SetClientHeaders(h)
@@ -199,4 +203,88 @@ func (s *sseReader) line() ([]byte, error) {
 	line = bytes.TrimSuffix(line, []byte("\n"))
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	return line, nil
+}
+
+// maxHeldStream bounds what a held stream keeps of the events it will
+// relay (they are the assembled answer's size plus the SSE framing).
+const maxHeldStream = 2 * dataplane.MaxResponsePhaseBody
+
+// relayHeldStream relays a streamed answer a response check asked to hold
+// (hold_stream): every event is read and kept, nothing is written until the
+// whole answer has been checked (dataplane.Exchange.CheckStream), and then
+// either the held events go out or the check's answer does (a block's
+// error, a redacted stream). The client waits for the whole answer: that is
+// the price of checking it before release. A stream that breaks off is
+// answered as an error with its own status, since no status line went out.
+func (x *exchange) relayHeldStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, rd *sseReader, raw, data []byte) {
+	x.dp.StartStream()
+	defer x.dp.RecordUsage()
+	var held, out []byte
+	complete := false
+	for {
+		var err error
+		if raw == nil {
+			raw, data, err = rd.next()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			x.heldStreamBroke(rt, c, err)
+			return
+		}
+		c.timer.Reset(c.timeout)
+		out, err = x.dp.Event(out[:0], raw, data, true)
+		raw, data = nil, nil
+		if err != nil {
+			x.heldStreamBroke(rt, c, err)
+			return
+		}
+		if len(held)+len(out) > maxHeldStream {
+			x.dp.StreamTooLarge()
+			break
+		}
+		held = append(held, out...)
+		if x.dp.Done() {
+			complete = true
+			break
+		}
+		if x.dp.StreamFinished() {
+			break
+		}
+	}
+	if !complete && !x.dp.Done() {
+		held = append(held, x.dp.EndStream(nil, true)...)
+	}
+	if a := x.dp.CheckStream(complete); a != nil {
+		rt.SetClientHeaders(x.w.Header())
+		x.answer(a)
+		return
+	}
+	h := x.w.Header()
+	copyUpstreamHeaders(h, resp.Header)
+	rt.SetClientHeaders(h)
+	x.dp.GateHeaders(h)
+	h.Set(dataplane.HeaderRequestID, x.id)
+	h.Set("Cache-Control", "no-cache")
+	x.w.WriteHeader(resp.StatusCode)
+	if _, err := x.w.Write(held); err != nil {
+		x.clientGone()
+		return
+	}
+	x.w.Flush()
+}
+
+// heldStreamBroke answers a held stream whose upstream failed: nothing went
+// to the client yet, so it is a plain error answer.
+func (x *exchange) heldStreamBroke(rt *dataplane.Routing, c *upstreamCall, err error) {
+	x.dp.CheckStream(false) // ends the collector; the answer is not released
+	if x.r.Context().Err() != nil {
+		x.clientGone()
+		return
+	}
+	x.s.ups.health.Failure(c.key)
+	x.fail(rt, metrics.ReasonUpstream5xx, dataplane.NewError(http.StatusBadGateway, dataplane.TypeUpstream,
+		fmt.Sprintf("stream from upstream for model %q at %s broke off before a response check (hold_stream) could release it: %v",
+			c.model.Name, dataplane.DisplayURL(c.target), err)))
 }

@@ -416,9 +416,92 @@ type Response struct {
 	Body    []byte
 }
 
-// ResponseOutcome is one report per plugin with a response phase.
+// ResponseOutcome is one report per plugin with a response phase, and what
+// the response-checking plugins (Gates) decided about the answer. A front
+// end that holds the answer until the phase has run (dataplane's response
+// gate) applies Replace, Header and Withheld; one that ran the phase after
+// the answer went out can only report them.
 type ResponseOutcome struct {
 	Reports []Report
+	// Replace is the answer a checking plugin gave instead of the
+	// upstream's (its immediate answer): a 2xx status replaces the
+	// assistant's content (a redacted or annotated answer), 400 or more
+	// answers an error with Content as its message. The first one wins;
+	// the plugins after it are not run, so nothing stores the answer it
+	// withheld.
+	Replace *Immediate
+	// Header are the checking plugins' header edits, for the client's
+	// answer (a verdict header).
+	Header []HeaderEdit
+	// Withheld is set when a checking plugin with on_error fail failed: the
+	// answer must not be released unchecked.
+	Withheld error
+}
+
+// HeaderEdit is one response header edit a checking plugin asked for.
+type HeaderEdit struct {
+	// Op is "add", "set" or "remove".
+	Op          string
+	Name, Value string
+}
+
+// ApplyHeaderEdits makes edits on h.
+func ApplyHeaderEdits(h http.Header, edits []HeaderEdit) {
+	for _, e := range edits {
+		switch e.Op {
+		case "add":
+			h[e.Name] = append(h[e.Name], e.Value)
+		case "set":
+			h[e.Name] = []string{e.Value}
+		case "remove":
+			delete(h, e.Name)
+		}
+	}
+}
+
+// gateTypes are the plugin types that check an answer before the client
+// may have it (the response gate). Keeping them here rather than in a
+// descriptor field leaves the plugin ABI as it is.
+var gateTypes = map[string]bool{"response_jailbreak": true, "hallucination": true}
+
+// Gates reports whether typ is a response-checking plugin type.
+func Gates(typ string) bool { return gateTypes[typ] }
+
+// Gated reports whether any of refs is a response-checking plugin, so a
+// front end holds a non-streamed answer until the response phase has run.
+func Gated(refs []recipes.PluginRef) bool {
+	for _, r := range refs {
+		if gateTypes[r.Type] {
+			return true
+		}
+	}
+	return false
+}
+
+// HoldsStream reports whether a checking plugin of refs asks, with
+// hold_stream: true in its configuration, that a streamed answer be held
+// until it has been checked.
+func HoldsStream(refs []recipes.PluginRef) bool {
+	for _, r := range refs {
+		if !gateTypes[r.Type] || len(r.Configuration) == 0 {
+			continue
+		}
+		var c struct {
+			HoldStream bool `json:"hold_stream"`
+		}
+		if json.Unmarshal(r.Configuration, &c) == nil && c.HoldStream {
+			return true
+		}
+	}
+	return false
+}
+
+// responseHeaderRefused are headers a checking plugin may not set on the
+// client's answer: the framing and the connection are the front end's.
+var responseHeaderRefused = map[string]bool{
+	"Content-Length": true, "Content-Type": true, "Content-Encoding": true, "Transfer-Encoding": true,
+	"Connection": true, "Keep-Alive": true, "Upgrade": true, "Trailer": true, "Te": true,
+	"Proxy-Authenticate": true, "Set-Cookie": true, "X-Request-Id": true,
 }
 
 // ResponseRunner runs the response phase of a decision's plugins.
@@ -442,10 +525,12 @@ func (n *Stage) HasResponsePhase(refs []recipes.PluginRef) bool {
 	return false
 }
 
-// Response runs the response phase of every plugin in refs that has one, in
-// order, on a successful (2xx) upstream answer. A failure is reported; with
-// on_error fail the error is returned too (the answer has usually been sent
-// by then, so the caller can only log and count it).
+// Response runs the response phase of every plugin in refs that has one on
+// a successful (2xx) upstream answer: the checking plugins (Gates) first,
+// in order, then the others in order, so that a plugin that stores answers
+// (response_cache) never stores one a check withheld. A failure is
+// reported; with on_error fail the error is returned too (and, for a
+// checking plugin, Withheld is set).
 func (n *Stage) Response(ctx context.Context, refs []recipes.PluginRef, resp *Response) (ResponseOutcome, error) {
 	var out ResponseOutcome
 	if n.mods == nil || resp == nil || resp.Request == nil || resp.Status < 200 || resp.Status > 299 {
@@ -455,9 +540,27 @@ func (n *Stage) Response(ctx context.Context, refs []recipes.PluginRef, resp *Re
 	if !ok {
 		return out, fmt.Errorf("plugin response phase: unknown mode %q", resp.Request.Mode)
 	}
-	var in *abi.Request
+	order := make([]int, 0, len(refs))
 	for i, ref := range refs {
+		if gateTypes[ref.Type] {
+			order = append(order, i)
+		}
+	}
+	for i, ref := range refs {
+		if !gateTypes[ref.Type] {
+			order = append(order, i)
+		}
+	}
+	var in *abi.Request
+	replacedBy := -1
+	for _, i := range order {
+		ref := refs[i]
 		if !n.mods.HasResponse(ref.Type) {
+			continue
+		}
+		if replacedBy >= 0 {
+			out.Reports = append(out.Reports, Report{Type: ref.Type, Status: StatusSkipped,
+				Detail: fmt.Sprintf("not run: plugin %d (%s) withheld the upstream answer", replacedBy, refs[replacedBy].Type)})
 			continue
 		}
 		if in == nil {
@@ -468,19 +571,65 @@ func (n *Stage) Response(ctx context.Context, refs []recipes.PluginRef, resp *Re
 		if err == nil && res.Failed {
 			err = fmt.Errorf("the plugin failed: %s", res.Error)
 		}
+		var edits []HeaderEdit
+		if err == nil && gateTypes[ref.Type] {
+			edits, err = responseHeaderEdits(res.Mutations)
+		}
 		rep := moduleReport(ref.Type, &res, resp.Request.Mode)
 		if err != nil {
 			rep.Module.Values = nil
-		}
-		if err != nil {
 			rep.Status, rep.Detail = StatusFailed, err.Error()
 			out.Reports = append(out.Reports, rep)
 			if ref.OnError == recipes.OnErrorFail {
-				return out, fmt.Errorf("plugin %d (%s) response phase failed (on_error: fail): %w", i, ref.Type, err)
+				err = fmt.Errorf("plugin %d (%s) response phase failed (on_error: fail): %w", i, ref.Type, err)
+				if gateTypes[ref.Type] {
+					out.Withheld = err
+				}
+				return out, err
 			}
 			continue
 		}
 		out.Reports = append(out.Reports, rep)
+		if !gateTypes[ref.Type] {
+			continue // other plugins' answers and mutations have no meaning here
+		}
+		out.Header = append(out.Header, edits...)
+		if im := res.Immediate; im != nil {
+			status := int(im.Status)
+			if status == 0 {
+				status = 200
+			}
+			out.Replace = &Immediate{Status: status, Content: im.Content, Model: resp.Request.Model}
+			replacedBy = i
+		}
+	}
+	return out, nil
+}
+
+// responseHeaderEdits are a checking plugin's header mutations; any other
+// mutation is refused (an answer has no messages or fields to edit).
+func responseHeaderEdits(muts []abi.Mutation) ([]HeaderEdit, error) {
+	var out []HeaderEdit
+	for j, op := range muts {
+		var kind string
+		switch op.Op {
+		case abi.OpHeaderAdd:
+			kind = "add"
+		case abi.OpHeaderSet:
+			kind = "set"
+		case abi.OpHeaderRemove:
+			kind = "remove"
+		default:
+			return nil, fmt.Errorf("mutation %d (op %d): the response phase edits only headers", j, op.Op)
+		}
+		name := http.CanonicalHeaderKey(op.Name)
+		if !abi.ValidHeaderName(op.Name) || responseHeaderRefused[name] {
+			return nil, fmt.Errorf("mutation %d: %q is not a header a plugin may set on the answer", j, op.Name)
+		}
+		if !abi.ValidHeaderValue(string(op.Value)) {
+			return nil, fmt.Errorf("mutation %d: the value of header %s holds a control character", j, name)
+		}
+		out = append(out, HeaderEdit{Op: kind, Name: name, Value: string(op.Value)})
 	}
 	return out, nil
 }

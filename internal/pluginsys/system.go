@@ -61,6 +61,9 @@ type System struct {
 	// recovery keeps what context_compression takes out of live requests
 	// (recovery.go).
 	recovery respcache.Backend
+	// external serves the classify bindings asked of global.external_models
+	// entries (external.go); Prepare keeps its entries current.
+	external *externalClassifiers
 }
 
 type pluginLoad struct {
@@ -111,6 +114,8 @@ func New(ctx context.Context, o Options) (*System, error) {
 		cache = respcache.Memory(mem)
 	}
 	backends.Cache = respcache.Scoped{Backend: cache}
+	external := &externalClassifiers{base: backends.Classifier}
+	backends.Classifier = external
 	backends.Retriever, backends.Memory = o.Retriever, o.Memory
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir, Backends: backends, Logger: log, Registerer: reg})
 	if err != nil {
@@ -124,7 +129,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		}
 	}
 	p := &System{host: host, native: native.WithHost(host, hostapi.Limits{}), cache: cache, base: base, log: log, stats: NewStats(time.Now()),
-		recovery: respcache.NewMemory(respcache.Options{MaxEntries: RecoveryMaxRecords, MaxBytes: RecoveryMaxBytes})}
+		recovery: respcache.NewMemory(respcache.Options{MaxEntries: RecoveryMaxRecords, MaxBytes: RecoveryMaxBytes}), external: external}
 	p.cur.Store(&pluginLoad{runner: native.Stage(), types: map[string]bool{}})
 	return p, nil
 }
@@ -137,6 +142,15 @@ func (p *System) Cache() respcache.Backend { return p.cache }
 // Prepare loads the modules doc's plugin references need that are not
 // loaded yet, and warms an instance pool for each reference.
 func (p *System) Prepare(ctx context.Context, doc *recipes.Document) error {
+	// The external models the guard and judge bindings ask are the serving
+	// configuration's.
+	p.external.set(doc.Global.ExternalModels)
+	return p.load(ctx, doc)
+}
+
+// load is Prepare without taking doc's external models (a preview's
+// made-up document has none).
+func (p *System) load(ctx context.Context, doc *recipes.Document) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cur := p.cur.Load()
@@ -329,7 +343,7 @@ func (p *System) Types() []mgmt.PluginType {
 // not use), then runs them in the request's mode.
 func (p *System) Preview(ctx context.Context, refs []recipes.PluginRef, req *plugin.Request) (plugin.Outcome, error) {
 	doc := &recipes.Document{Recipes: []recipes.Recipe{{Name: "preview", Decisions: []recipes.Decision{{Name: "preview", Plugins: refs}}}}}
-	if err := p.Prepare(ctx, doc); err != nil {
+	if err := p.load(ctx, doc); err != nil {
 		return plugin.Outcome{}, err
 	}
 	return p.Request(ctx, refs, req)

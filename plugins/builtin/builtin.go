@@ -1,7 +1,8 @@
 // Package builtin holds Junction's built-in decision plugins as compiled
 // WebAssembly modules, embedded in the binary: system_prompt, request_params,
 // header_mutation, fast_response, tools, rag, response_cache,
-// context_compression and memory. Each module is built from its guest package under
+// context_compression, memory, tool_selection, response_jailbreak and
+// hallucination. Each module is built from its guest package under
 // plugins/ by `make plugins` (reproducibly: see internal/modbuild), and the
 // package's tests fail when an embedded module differs from what its sources
 // build to.
@@ -28,13 +29,16 @@ import (
 
 	"github.com/junction-router/junction/plugins/contextcompression"
 	"github.com/junction-router/junction/plugins/fastresponse"
+	"github.com/junction-router/junction/plugins/hallucination"
 	"github.com/junction-router/junction/plugins/headermutation"
 	"github.com/junction-router/junction/plugins/memory"
 	"github.com/junction-router/junction/plugins/rag"
 	"github.com/junction-router/junction/plugins/requestparams"
 	"github.com/junction-router/junction/plugins/responsecache"
+	"github.com/junction-router/junction/plugins/responsejailbreak"
 	"github.com/junction-router/junction/plugins/systemprompt"
 	"github.com/junction-router/junction/plugins/tools"
+	"github.com/junction-router/junction/plugins/toolselection"
 	"github.com/junction-router/junction/sdk"
 )
 
@@ -83,6 +87,13 @@ var Sources = []Plugin{
 	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig), Native: factory(responsecache.ParseConfig), NeedsHost: true},
 	{Type: contextcompression.Type, Package: "plugins/contextcompression/guest", Check: check(contextcompression.ParseConfig)},
 	{Type: memory.Type, Package: "plugins/memory/guest", Check: check(memory.ParseConfig)},
+	// The guards and tool selection call host functions (classify, embed)
+	// only through the request, so serve runs them natively over the host's
+	// functions; their modules are for a --plugin-dir override and the
+	// harnesses.
+	{Type: toolselection.Type, Package: "plugins/toolselection/guest", Check: check(toolselection.ParseConfig), Native: factory(toolselection.ParseConfig), NeedsHost: true},
+	{Type: responsejailbreak.Type, Package: "plugins/responsejailbreak/guest", Check: check(responsejailbreak.ParseConfig), Native: factory(responsejailbreak.ParseConfig), NeedsHost: true},
+	{Type: hallucination.Type, Package: "plugins/hallucination/guest", Check: check(hallucination.ParseConfig), Native: factory(hallucination.ParseConfig), NeedsHost: true},
 }
 
 func check[C any](parse func([]byte) (C, error)) func([]byte) error {

@@ -368,7 +368,7 @@ func TestEveryBuiltinLoads(t *testing.T) {
 	// The response phase is what the descriptor lists, not what the module
 	// exports: the SDK exports the entry point from every module.
 	for _, typ := range builtin.Types() {
-		want := typ == "response_cache"
+		want := typ == "response_cache" || typ == "response_jailbreak" || typ == "hallucination"
 		if got := module(t, h, typ).HasResponsePhase(); got != want {
 			t.Errorf("%s: HasResponsePhase %v, want %v", typ, got, want)
 		}
@@ -401,6 +401,9 @@ func TestSchemaRefusesWhatTheGuestRefuses(t *testing.T) {
 		"response_cache":      `{"mode":"fuzzy"}`,
 		"context_compression": `{"keep_recent_turns":2}`,
 		"memory":              `{"top_k":0.5}`,
+		"tool_selection":      `{"top_k":0}`,
+		"response_jailbreak":  `{"action":"drop"}`,
+		"hallucination":       `{"max_claims":100}`,
 	} {
 		if _, err := h.Bind(context.Background(), module(t, h, typ), []byte(config), hostapi.Limits{}); err == nil {
 			t.Errorf("%s accepted %s", typ, config)

@@ -81,11 +81,14 @@ func viewRequests() []*abi.Request {
 
 // viewConfigs are configurations of the built-ins with a native form.
 var viewConfigs = map[string][]string{
-	TypeSystemPrompt:   {`{"system_prompt":"Be careful.","mode":"insert"}`, `{"system_prompt":"P","mode":"replace"}`, `{"system_prompt":"P","enabled":false}`},
-	TypeHeaderMutation: {`{"add":[{"name":"x-route-family","value":"code"}],"update":[{"name":"x-tag","value":"z"}],"delete":["accept"]}`},
-	TypeRequestParams:  {`{"blocked_params":["temperature"],"max_tokens_limit":100,"strip_unknown":true}`, `{}`},
-	TypeFastResponse:   {`{"message":"I can't help with that request."}`, `{"message":"no"}`},
-	"response_cache":   {`{}`, `{"ttl_seconds":60}`},
+	TypeSystemPrompt:     {`{"system_prompt":"Be careful.","mode":"insert"}`, `{"system_prompt":"P","mode":"replace"}`, `{"system_prompt":"P","enabled":false}`},
+	TypeHeaderMutation:   {`{"add":[{"name":"x-route-family","value":"code"}],"update":[{"name":"x-tag","value":"z"}],"delete":["accept"]}`},
+	TypeRequestParams:    {`{"blocked_params":["temperature"],"max_tokens_limit":100,"strip_unknown":true}`, `{}`},
+	TypeFastResponse:     {`{"message":"I can't help with that request."}`, `{"message":"no"}`},
+	"response_cache":     {`{}`, `{"ttl_seconds":60}`},
+	"tool_selection":     {`{}`, `{"top_k":1,"always_keep":["x"]}`},
+	"response_jailbreak": {`{}`, `{"action":"redact","detector":"guardrail"}`},
+	"hallucination":      {`{}`, `{"detector":"lexical","min_claim_words":1}`},
 }
 
 // TestHandleRequestMatchesRecord: a plugin run on the request's values

@@ -1,0 +1,117 @@
+package pluginsys
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/extmodel"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Classify bindings served by global.external_models entries, so a plugin
+// asks a guard or judge model behind an endpoint through the classify host
+// function it already has (no new host function):
+//
+//   - "guardrail" (the first entry with model_role guardrail) and
+//     "guardrail:<name>": is an assistant's answer jailbreak compliance?
+//     Labels jailbreak and benign, the chosen one scored 1.
+//   - "nli" (the first entry with model_role classification) and
+//     "nli:<name>": the text is a JSON object {"premise", "hypothesis"};
+//     labels entailment, neutral and contradiction, the chosen one scored 1.
+//
+// The entries come from the configuration the latest Prepare saw.
+const (
+	BindingGuardrail = "guardrail"
+	BindingNLI       = "nli"
+)
+
+var (
+	guardQuestion = extmodel.Question{
+		Task:   "You are a safety guard reviewing an AI assistant's answer (not the user's prompt). Answer jailbreak if the answer complies with a jailbreak or harmful request: it gives dangerous or disallowed instructions, abandons its safety rules, or speaks as an unrestricted persona. Answer benign otherwise.",
+		Labels: []string{"jailbreak", "benign"},
+	}
+	nliQuestion = extmodel.Question{
+		Task:   "You judge natural-language inference: given a premise and a hypothesis, answer entailment if the premise implies the hypothesis, contradiction if it rules it out, neutral otherwise.",
+		Labels: []string{"entailment", "neutral", "contradiction"},
+	}
+)
+
+// externalClassifiers serves the external-model bindings and hands every
+// other binding to base.
+type externalClassifiers struct {
+	base   hostapi.Classifier
+	models atomic.Pointer[[]recipes.ExternalModel]
+}
+
+// set replaces the external models the bindings ask.
+func (e *externalClassifiers) set(models []recipes.ExternalModel) {
+	m := append([]recipes.ExternalModel(nil), models...)
+	e.models.Store(&m)
+}
+
+func (e *externalClassifiers) Classify(ctx context.Context, binding, text string) ([]abi.Class, error) {
+	kind, name, _ := strings.Cut(binding, ":")
+	var q extmodel.Question
+	var role string
+	switch kind {
+	case BindingGuardrail:
+		q, role = guardQuestion, recipes.ExternalRoleGuardrail
+		q.Input = text
+	case BindingNLI:
+		q, role = nliQuestion, recipes.ExternalRoleClassification
+		var in struct {
+			Premise    *string `json:"premise"`
+			Hypothesis *string `json:"hypothesis"`
+		}
+		if err := json.Unmarshal([]byte(text), &in); err != nil || in.Premise == nil || in.Hypothesis == nil {
+			return nil, fmt.Errorf("%w: the nli binding's text must be a JSON object with premise and hypothesis", hostapi.ErrInvalidQuery)
+		}
+		q.Input = "Premise: " + *in.Premise + "\nHypothesis: " + *in.Hypothesis
+	default:
+		if e.base == nil {
+			return nil, fmt.Errorf("%w: %s", hostapi.ErrNoSuchBinding, binding)
+		}
+		return e.base.Classify(ctx, binding, text)
+	}
+	m, err := e.model(role, name)
+	if err != nil {
+		return nil, err
+	}
+	c, err := extmodel.New(m, nil)
+	if err != nil {
+		return nil, err
+	}
+	label, err := c.Classify(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := []abi.Class{{Label: label, Score: 1}}
+	for _, l := range q.Labels {
+		if l != label {
+			out = append(out, abi.Class{Label: l, Score: 0})
+		}
+	}
+	return out, nil
+}
+
+// model finds the entry a binding names: by name, or the first of role.
+func (e *externalClassifiers) model(role, name string) (recipes.ExternalModel, error) {
+	var models []recipes.ExternalModel
+	if p := e.models.Load(); p != nil {
+		models = *p
+	}
+	for _, m := range models {
+		if (name == "" && m.ModelRole == role) || (name != "" && m.Name == name) {
+			return m, nil
+		}
+	}
+	if name != "" {
+		return recipes.ExternalModel{}, fmt.Errorf("%w: no global.external_models entry is named %q", hostapi.ErrNoSuchBinding, name)
+	}
+	return recipes.ExternalModel{}, fmt.Errorf("%w: no global.external_models entry has model_role %s; add one to enable this detector", hostapi.ErrNoSuchBinding, role)
+}
