@@ -420,6 +420,18 @@ type ManagementAPI struct {
 	Address string `json:"address,omitempty"`
 	Port    int    `json:"port,omitempty"`
 	Auth    Auth   `json:"auth,omitempty"`
+	// RateLimit bounds the routes that run models (permission
+	// classify.invoke) per principal; nil leaves them unlimited.
+	RateLimit *ManagementRateLimit `json:"rate_limit,omitempty"`
+}
+
+// ManagementRateLimit allows Requests model-running management calls per
+// Window (default DefaultRateLimitWindow) for each principal: the bearer
+// token's name, or the client address when authentication is off. Over it
+// the answer is 429 RATE_LIMIT_EXCEEDED (document 001's code). Applies live.
+type ManagementRateLimit struct {
+	Requests int64    `json:"requests"`
+	Window   Duration `json:"window,omitempty"`
 }
 
 // Auth configures management authentication. Mode "bearer" requires every

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Validation of what surrounds the recipes: listeners, providers and their
@@ -207,6 +208,14 @@ func (c *checker) global() {
 		c.add("/global/services/management_api/auth/mode", CodeInvalidValue, "must be none or bearer (got %q)", s.ManagementAPI.Auth.Mode)
 	}
 	c.managementAuth(&s.ManagementAPI.Auth)
+	if rl := s.ManagementAPI.RateLimit; rl != nil {
+		if rl.Requests < 1 {
+			c.add("/global/services/management_api/rate_limit/requests", CodeInvalidValue, "must be at least 1 request per window (got %d); remove rate_limit for no limit", rl.Requests)
+		}
+		if w := rl.Window.Duration; w < 0 || (w > 0 && w < time.Second) {
+			c.add("/global/services/management_api/rate_limit/window", CodeInvalidValue, "must be at least 1s (got %s)", w)
+		}
+	}
 	c.storage()
 	c.state()
 	c.responseAPI()

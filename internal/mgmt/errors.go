@@ -66,6 +66,8 @@ type ErrorDetail struct {
 	Limit *InputLimit `json:"limit,omitempty"`
 	// Required is the permission a 403 lacked.
 	Required string `json:"required_permission,omitempty"`
+	// Details say which rate limit refused a 429 and when to retry.
+	Details *RateLimitDetails `json:"details,omitempty"`
 }
 
 // InputLimit says which budget an input exceeded.

@@ -166,6 +166,9 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		if rt.perm != PermPublic {
 			errs = append(errs, 401, 403)
 		}
+		if rt.perm == PermClassifyInvoke {
+			errs = append(errs, 429) // global.services.management_api.rate_limit
+		}
 		if rt.in != nil {
 			// readBody and decodeJSON answer any route that reads a body: not JSON, or over maxBodyBytes.
 			errs = append(errs, 400, 413)

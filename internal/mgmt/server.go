@@ -38,6 +38,7 @@ import (
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/tracing"
 )
 
@@ -85,6 +86,8 @@ type Server struct {
 	instanceID string
 	started    time.Time
 	stats      *classifyStats
+	// limits counts global.services.management_api.rate_limit per caller.
+	limits *ratelimit.Local
 
 	previewMu    sync.Mutex
 	previewCache map[string]previewSets
@@ -109,7 +112,7 @@ func New(opts Options) (*Server, error) {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	s := &Server{opts: opts, cfg: opts.Config, plugins: opts.Plugins, log: opts.Logger,
-		instanceID: hex.EncodeToString(id[:]), started: time.Now(), stats: newClassifyStats()}
+		instanceID: hex.EncodeToString(id[:]), started: time.Now(), stats: newClassifyStats(), limits: ratelimit.NewLocal()}
 	s.routes = s.routeTable()
 	doc, raw, err := buildOpenAPI(s.routes, opts.Version)
 	if err != nil {
@@ -194,6 +197,10 @@ func (s *Server) wrap(rt *route) http.Handler {
 				s.logAccess(rt, sw.status, p.Name, start)
 				return
 			}
+		}
+		if s.rateLimited(sw, r, rt, p) {
+			s.logAccess(rt, sw.status, p.Name, start)
+			return
 		}
 		ctx := context.WithValue(r.Context(), principalKey, p)
 		ctx = context.WithValue(ctx, requestIDKey, id)

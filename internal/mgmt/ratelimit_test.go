@@ -1,0 +1,67 @@
+package mgmt_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestManagementRateLimit: with global.services.management_api.rate_limit
+// the model-running routes answer 429 RATE_LIMIT_EXCEEDED (document 001)
+// once a caller has spent its requests, with the earlier revision's
+// details and X-RateLimit headers; other routes are not counted, and a
+// change of the limit applies with the next request.
+func TestManagementRateLimit(t *testing.T) {
+	base, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := strings.Replace(string(base), "    api: {batch_classification: {max_batch_size: 4}}\n",
+		"    api: {batch_classification: {max_batch_size: 4}}\n    management_api: {rate_limit: {requests: 2, window: 1h}}\n", 1)
+	e := newEnv(t, writeConfig(t, b))
+	intent := map[string]any{"text": "solve 2x+3=7"}
+	for i := range 2 {
+		r := must(t, e.call("POST", "/api/v1/classify/intent", intent), 200)
+		if got := r.header.Get("X-RateLimit-Remaining"); got != strconv.Itoa(1-i) {
+			t.Errorf("call %d: X-RateLimit-Remaining %q, want %d", i, got, 1-i)
+		}
+		if r.header.Get("X-RateLimit-Limit") != "2" || r.header.Get("X-RateLimit-Reset") == "" {
+			t.Errorf("call %d: headers %v", i, r.header)
+		}
+	}
+	// Routes that run no model are not counted.
+	for range 3 {
+		must(t, e.call("GET", "/api/v1/config", nil), 200)
+		must(t, e.call("GET", "/health", nil), 200)
+	}
+	for _, path := range []string{"/api/v1/classify/intent", "/api/v1/diagnostics/classify/intent"} {
+		r := must(t, e.call("POST", path, intent), 429)
+		if r.errCode(t) != "RATE_LIMIT_EXCEEDED" {
+			t.Fatalf("%s: code %q, want RATE_LIMIT_EXCEEDED: %s", path, r.errCode(t), r.body)
+		}
+		d, _ := r.json(t)["error"].(map[string]any)["details"].(map[string]any)
+		if d["limit"] != 2.0 || d["window"] != "1h0m0s" || d["retry_after"].(float64) < 1 {
+			t.Errorf("%s: details %v", path, d)
+		}
+		if r.header.Get("Retry-After") == "" || r.header.Get("X-RateLimit-Retry-After") == "" || r.header.Get("X-RateLimit-Remaining") != "0" {
+			t.Errorf("%s: headers %v", path, r.header)
+		}
+	}
+	// A larger limit applies live: the bucket keeps what was spent and
+	// refills at the new rate, so a higher requests count admits at once.
+	patch := map[string]any{"global": map[string]any{"services": map[string]any{"management_api": map[string]any{"rate_limit": map[string]any{"requests": 100000, "window": "1s"}}}}}
+	must(t, e.call("PATCH", "/api/v1/config", patch, "If-Match", e.etag()), 200)
+	must(t, e.call("POST", "/api/v1/classify/intent", intent), 200)
+	// Removing it lifts the limit.
+	patch = map[string]any{"global": map[string]any{"services": map[string]any{"management_api": map[string]any{"rate_limit": nil}}}}
+	must(t, e.call("PATCH", "/api/v1/config", patch, "If-Match", e.etag()), 200)
+	if r := must(t, e.call("POST", "/api/v1/classify/intent", intent), 200); r.header.Get("X-RateLimit-Limit") != "" {
+		t.Errorf("no limit, yet X-RateLimit-Limit %q", r.header.Get("X-RateLimit-Limit"))
+	}
+	// An invalid limit is refused with its path.
+	patch = map[string]any{"global": map[string]any{"services": map[string]any{"management_api": map[string]any{"rate_limit": map[string]any{"requests": 0}}}}}
+	if r := e.call("PATCH", "/api/v1/config", patch, "If-Match", e.etag()); r.status != 400 || !strings.Contains(string(r.body), "rate_limit") {
+		t.Errorf("requests 0: %d %s", r.status, r.body)
+	}
+}
