@@ -139,6 +139,11 @@ func TestClassify(t *testing.T) {
 	if im.Models[1].Name != "jailbreak_guard" || im.Models[1].Metadata["threshold"] != "0.7" {
 		t.Fatalf("/info/models: %+v", im.Models)
 	}
+	// metadata.mapping_path says where each classifier's labels come from
+	// (here the lexical models, whose labels are compiled in).
+	if mp := im.Models[0].Metadata["mapping_path"]; mp != "builtin:"+im.Models[0].Metadata["model_type"] || im.Models[2].Metadata["mapping_path"] != "builtin:pattern" {
+		t.Fatalf("/info/models mapping_path: %+v", im.Models)
+	}
 	ci := must(t, e.call("GET", "/info/classifier", nil), 200).json(t)
 	if ci["status"] != "active" || len(ci["decisions"].([]any)) != 4 {
 		t.Fatalf("classifier info: %v", ci)

@@ -58,19 +58,18 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 	}
 	out := ModelInfo{Models: []ModelInfoEntry{
 		{Name: "category_classifier", Type: "intent_classification", Loaded: true, ModelPath: "builtin:" + models.Domain.Method(), Categories: signal.DomainCategories(),
-			Metadata: map[string]string{"model_type": models.Domain.Method(), "use_cpu": "true"}},
+			Metadata: map[string]string{"model_type": models.Domain.Method(), "use_cpu": "true", "mapping_path": mappingPath(models.Domain.Method())}},
 		{Name: "jailbreak_guard", Type: "security_detection", Loaded: true, ModelPath: "builtin:" + models.Jailbreak.Method(), Categories: []string{"benign", "jailbreak"},
-			Metadata: map[string]string{"model_type": models.Jailbreak.Method(), "use_cpu": "true"}},
+			Metadata: map[string]string{"model_type": models.Jailbreak.Method(), "use_cpu": "true", "mapping_path": mappingPath(models.Jailbreak.Method())}},
 		{Name: "pii_detector", Type: "pii_detection", Loaded: true, ModelPath: "builtin:pattern", Categories: pii.Types(),
-			Metadata: map[string]string{"model_type": "pattern+heuristic", "use_cpu": "true"}},
+			Metadata: map[string]string{"model_type": "pattern+heuristic", "use_cpu": "true", "mapping_path": "builtin:pattern"}},
 		{Name: "embedding", Type: "embedding", Loaded: true, ModelPath: "builtin:" + models.Embedder.Method(), Categories: []string{},
 			Metadata: map[string]string{"model_type": models.Embedder.Method(), "use_cpu": "true"}},
 	}, System: systemInfo()}
 	// threshold is the default recipe's: the highest domain threshold for
 	// the category classifier, the jailbreak signal's for the guard, the
 	// highest PII threshold for the detector (omitted where the recipe has
-	// no such signal). mapping_path is omitted: the built-in and worker
-	// bindings carry their label mapping inside the model, with no file.
+	// no such signal). The embedding has no mapping_path: it has no labels.
 	if rc, err := recipeIn(gen, ""); err == nil {
 		set := func(i int, v float64, ok bool) {
 			if ok {
@@ -92,6 +91,21 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 		set(2, p, len(rc.Signals.PII) > 0)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// mappingPath is where a classifier's label mapping (label index to
+// category name) is read from: an ONNX package's or a worker model's
+// config.json (its id2label), or the model itself for the lexical models
+// and the PII patterns, whose labels are compiled in. The recipe's domain
+// signals then translate those labels to generic names (mmlu_categories).
+func mappingPath(method string) string {
+	switch {
+	case strings.HasPrefix(method, "onnx:"):
+		return "builtin:" + strings.TrimPrefix(method, "onnx:") + "/config.json"
+	case strings.HasPrefix(method, "worker:"):
+		return method + "/config.json"
+	}
+	return "builtin:" + method
 }
 
 // ClassifierInfo is GET /info/classifier and /api/v1/inventory/classifier.
