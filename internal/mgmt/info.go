@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/pii"
 )
@@ -66,6 +67,12 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 		{Name: "embedding", Type: "embedding", Loaded: true, ModelPath: "builtin:" + models.Embedder.Method(), Categories: []string{},
 			Metadata: map[string]string{"model_type": models.Embedder.Method(), "use_cpu": "true"}},
 	}, System: systemInfo()}
+	// A model whose deployment's worker is not ready is not loaded.
+	for kind, state := range s.unloaded(gen) {
+		i := map[string]int{"domain": 0, "jailbreak": 1, "embeddings": 3}[kind]
+		out.Models[i].Loaded = false
+		out.Models[i].Metadata["state"] = state
+	}
 	// threshold is the default recipe's: the highest domain threshold for
 	// the category classifier, the jailbreak signal's for the guard, the
 	// highest PII threshold for the detector (omitted where the recipe has
@@ -91,6 +98,30 @@ func (s *Server) infoModels(w http.ResponseWriter, r *http.Request) {
 		set(2, p, len(rc.Signals.PII) > 0)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// unloaded lists the signal kinds (domain, jailbreak, embeddings) whose
+// bound model deployment has no ready worker, as serve last reported it to
+// Startup: a worker still loading, restarting or failed. Their calls fail
+// (or wait) until it is ready, so the classifier is a placeholder meanwhile.
+func (s *Server) unloaded(gen *engine.Generation) map[string]string {
+	mc := gen.Document().Global.ModelCatalog
+	if mc == nil || mc.Bindings == nil || s.opts.Startup == nil {
+		return nil
+	}
+	_, _, deps := s.opts.Startup.snapshot()
+	var out map[string]string
+	for _, nb := range mc.Bindings.Each() {
+		for _, d := range deps {
+			if d.Name == nb.Binding.Deployment && !d.Ready {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[nb.Kind] = d.State
+			}
+		}
+	}
+	return out
 }
 
 // mappingPath is where a classifier's label mapping (label index to
@@ -175,7 +206,7 @@ func (s *Server) infoClassifier(w http.ResponseWriter, r *http.Request) {
 		Configuration: ClassifierSetting{UseCPU: true}, Backends: map[string][]string{}}
 	// placeholder when models are not loaded (document 001): the bindings,
 	// or the lexical fallbacks that stand in for missing ones, failed to load.
-	if _, err := s.modelsOf(gen); err != nil {
+	if _, err := s.modelsOf(gen); err != nil || len(s.unloaded(gen)) > 0 {
 		out.Status = "placeholder"
 	}
 	for _, d := range rc.Signals.Domains {

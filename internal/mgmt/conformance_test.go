@@ -1,10 +1,13 @@
 package mgmt_test
 
 import (
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/junction-router/junction/internal/mgmt"
 )
 
 // TestManagementRateLimit: with global.services.management_api.rate_limit
@@ -64,4 +67,34 @@ func TestManagementRateLimit(t *testing.T) {
 	if r := e.call("PATCH", "/api/v1/config", patch, "If-Match", e.etag()); r.status != 400 || !strings.Contains(string(r.body), "rate_limit") {
 		t.Errorf("requests 0: %d %s", r.status, r.body)
 	}
+}
+
+// TestClassifierPlaceholderWhileAWorkerLoads: document 001's classifier
+// status is placeholder while a bound model is not loaded (here the
+// jailbreak binding's worker, as serve reports it to Startup), and
+// /info/models says loaded false for that model; once the worker is ready
+// both are back to active and loaded.
+func TestClassifierPlaceholderWhileAWorkerLoads(t *testing.T) {
+	base, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := strings.Replace(string(base), "global:\n", "global:\n  model_catalog:\n    deployments: [{name: guard, artifact: jailbreak-glove}]\n    bindings: {jailbreak: {deployment: guard}}\n", 1)
+	e := newEnv(t, writeConfig(t, b))
+	check := func(ready bool, status string) {
+		t.Helper()
+		e.startup.SetDeployments([]mgmt.ModelDeployment{{Name: "guard", Artifact: "jailbreak-glove", Process: "managed", State: map[bool]string{true: "ready", false: "starting"}[ready], Ready: ready}})
+		if ci := must(t, e.call("GET", "/info/classifier", nil), 200).json(t); ci["status"] != status {
+			t.Errorf("ready %v: classifier status %v, want %s", ready, ci["status"], status)
+		}
+		var im mgmt.ModelInfo
+		if err := json.Unmarshal(must(t, e.call("GET", "/info/models", nil), 200).body, &im); err != nil {
+			t.Fatal(err)
+		}
+		if im.Models[1].Name != "jailbreak_guard" || im.Models[1].Loaded != ready || !im.Models[0].Loaded {
+			t.Errorf("ready %v: /info/models %+v", ready, im.Models)
+		}
+	}
+	check(false, "placeholder")
+	check(true, "active")
 }
