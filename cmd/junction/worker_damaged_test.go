@@ -16,17 +16,26 @@ import (
 	"github.com/junction-router/junction/internal/inference/synthetic"
 )
 
-// A damaged model package (model.onnx that is not an ONNX graph) fails on
-// its first load and is not retried, whatever --load-attempts allows (spec
-// 001, states and transitions: "a damaged package or failed self-check is
-// not retried").
+// A damaged model package (model.onnx that is not an ONNX graph, a
+// tokenizer.json cut short) fails on its first load and is not retried,
+// whatever --load-attempts allows (spec 001, states and transitions: "a
+// damaged package or failed self-check is not retried").
 func TestWorkerDoesNotRetryADamagedPackage(t *testing.T) {
 	orttest.Library(t)
+	for _, c := range []struct{ file, content string }{
+		{"model.onnx", "not an onnx graph"},
+		{"tokenizer.json", `{"version": "1.0", "model": {"type": "WordPiece", "vocab": {"[UNK]": 0,`},
+	} {
+		t.Run(c.file, func(t *testing.T) { workerDoesNotRetry(t, c.file, c.content) })
+	}
+}
+
+func workerDoesNotRetry(t *testing.T, file, content string) {
 	dir := filepath.Join(t.TempDir(), "guard")
 	if _, err := synthetic.Write(dir, synthetic.Spec{Task: synthetic.SequenceClassification, Labels: []string{"benign", "jailbreak"}, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "model.onnx"), []byte("not an onnx graph"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	port := fmt.Sprint(freePort(t))

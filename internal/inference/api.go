@@ -65,7 +65,8 @@ var (
 	// ErrInvalidOptions: an option is out of range or not declared by the model (the worker answers 400).
 	ErrInvalidOptions = errors.New("invalid inference options")
 	// ErrDamagedPackage: a file of the model directory cannot be read as what
-	// it claims to be (model.onnx not an ONNX graph, config.json not JSON) or
+	// it claims to be (model.onnx not an ONNX graph, config.json not JSON, tokenizer.json not
+	// a tokenizer this runtime reads) or
 	// the loaded model fails its self-check; loading it again cannot help.
 	ErrDamagedPackage = errors.New("the model package is damaged")
 	// ErrClosed: the model or runtime was closed.

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"hash/maphash"
 	"os"
 	"sync"
@@ -117,7 +118,9 @@ func (r *Runtime) tokenizer(path string) (*sharedTokenizer, error) {
 	r.mu.Unlock()
 	tok, err := tokenizer.Parse(data)
 	if err != nil {
-		return nil, &pathError{path, err}
+		// A tokenizer.json that does not parse (not JSON, cut short, or a
+		// component this runtime cannot read) reads the same on every try.
+		return nil, &pathError{path, fmt.Errorf("%w: %w", ErrDamagedPackage, err)}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
