@@ -70,6 +70,12 @@ func (s *Server) intent(ctx context.Context, gen *engine.Generation, rc *recipes
 	if err != nil {
 		return nil, err
 	}
+	return s.intentWith(ctx, gen, rc, models.Domain, text, opts)
+}
+
+// intentWith is intent with the domain classifier given (the batch's choice).
+func (s *Server) intentWith(ctx context.Context, gen *engine.Generation, rc *recipes.Recipe, domain signal.Classifier, text string, opts IntentOptions) (*IntentResponse, error) {
+	models := signal.Models{Domain: domain}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, modelDeadline)
 	defer cancel()
@@ -270,6 +276,12 @@ type SecurityResponse struct {
 }
 
 func (s *Server) security(ctx context.Context, gen *engine.Generation, rc *recipes.Recipe, text string, opts SecurityOptions) (*SecurityResponse, error) {
+	return s.securityWith(ctx, gen, rc, nil, text, opts)
+}
+
+// securityWith is security with the jailbreak classifier given (nil: the
+// generation's).
+func (s *Server) securityWith(ctx context.Context, gen *engine.Generation, rc *recipes.Recipe, guard signal.Classifier, text string, opts SecurityOptions) (*SecurityResponse, error) {
 	threshold := 0.5
 	if len(rc.Signals.Jailbreak) > 0 && rc.Signals.Jailbreak[0].Threshold > 0 {
 		threshold = rc.Signals.Jailbreak[0].Threshold
@@ -294,10 +306,14 @@ func (s *Server) security(ctx context.Context, gen *engine.Generation, rc *recip
 	if len(types) == 0 {
 		types = []string{"jailbreak", "prompt_injection"}
 	}
-	models, err := s.modelsOf(gen)
-	if err != nil {
-		return nil, err
+	if guard == nil {
+		models, err := s.modelsOf(gen)
+		if err != nil {
+			return nil, err
+		}
+		guard = models.Jailbreak
 	}
+	models := signal.Models{Jailbreak: guard}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, modelDeadline)
 	defer cancel()
@@ -459,6 +475,9 @@ type BatchResult struct {
 
 // BatchResponse is the batch response of document 001.
 type BatchResponse struct {
+	// Model is the classifier that answered (intent and security): the
+	// first of the batch model selection order that answers.
+	Model            string          `json:"model,omitempty"`
 	Results          []BatchResult   `json:"results"`
 	TotalCount       int             `json:"total_count"`
 	ProcessingTimeMS float64         `json:"processing_time_ms"`
@@ -528,12 +547,43 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	start := time.Now()
 	out := BatchResponse{Results: []BatchResult{}, Statistics: BatchStatistics{CategoryDistribution: map[string]int{}}}
+	// One classifier answers the whole batch: the first candidate (in the
+	// model selection order) that classifies the first text.
+	var chosen signal.Classifier
+	if task == "intent" || task == "security" {
+		kind := map[string]string{"intent": "domain", "security": "jailbreak"}[task]
+		cands, err := s.batchCandidates(gen, kind)
+		if err != nil {
+			writeError(w, batchError(err))
+			return
+		}
+		var first error
+		for _, c := range cands {
+			if task == "intent" {
+				_, err = s.intentWith(r.Context(), gen, rc, c.c, req.Texts[0], IntentOptions{})
+			} else {
+				_, err = s.securityWith(r.Context(), gen, rc, c.c, req.Texts[0], SecurityOptions{})
+			}
+			if err == nil {
+				chosen = c.c
+				break
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if chosen == nil {
+			writeError(w, batchError(first))
+			return
+		}
+		out.Model = chosen.Method()
+	}
 	var sum float64
 	for _, t := range req.Texts {
 		var br BatchResult
 		switch task {
 		case "intent":
-			ir, err := s.intent(r.Context(), gen, rc, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
+			ir, err := s.intentWith(r.Context(), gen, rc, chosen, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
 			if err != nil {
 				writeError(w, batchError(err))
 				return
@@ -552,7 +602,7 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 				out.Statistics.CategoryDistribution[e.Type]++
 			}
 		case "security":
-			sr, err := s.security(r.Context(), gen, rc, t, SecurityOptions{})
+			sr, err := s.securityWith(r.Context(), gen, rc, chosen, t, SecurityOptions{})
 			if err != nil {
 				writeError(w, batchError(err))
 				return

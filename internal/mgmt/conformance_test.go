@@ -1,13 +1,20 @@
 package mgmt_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/internal/mgmt"
+	"github.com/junction-router/junction/internal/plugin/native"
+	"github.com/junction-router/junction/recipes"
 )
 
 // TestManagementRateLimit: with global.services.management_api.rate_limit
@@ -97,4 +104,74 @@ func TestClassifierPlaceholderWhileAWorkerLoads(t *testing.T) {
 	}
 	check(false, "placeholder")
 	check(true, "active")
+}
+
+// boundModel stands for a bound classifier model (a worker's): the lexical
+// domain classifier's answers under a worker method, with a model_type,
+// failing while fail is set.
+type boundModel struct {
+	signal.Classifier
+	fail *atomic.Bool
+}
+
+func (b boundModel) Method() string    { return "worker:dom" }
+func (b boundModel) ModelType() string { return "bert" }
+func (b boundModel) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
+	if b.fail.Load() {
+		return nil, errors.New("the worker is unavailable")
+	}
+	return b.Classifier.Classify(ctx, texts)
+}
+
+// TestBatchModelSelection: document 001's batch model selection prefers a
+// discovered classifier model over the legacy (lexical) one, and falls to
+// the legacy one while the model's worker is not ready or when it fails;
+// the answer names the classifier that answered.
+func TestBatchModelSelection(t *testing.T) {
+	base, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := strings.Replace(string(base), "global:\n", "global:\n  model_catalog:\n    deployments: [{name: dom, artifact: domain-glove}]\n    bindings: {domain: {deployment: dom}}\n", 1)
+	lex, err := signal.LexicalDomain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := &atomic.Bool{}
+	inner := compiler(t)
+	compile := func(ctx context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+		gen, err := inner(ctx, doc, hash)
+		if err != nil {
+			return nil, err
+		}
+		m := gen.Models()
+		m.Domain = boundModel{Classifier: lex, fail: fail}
+		return engine.Compile(doc, hash, engine.Options{Plugins: native.Stage(), Models: m})
+	}
+	e := newEnvWith(t, writeConfig(t, b), compile)
+	batch := func() string {
+		t.Helper()
+		r := must(t, e.call("POST", "/api/v1/classify/batch", map[string]any{"texts": []string{"solve the integral", "a contract dispute"}}), 200).json(t)
+		if r["total_count"] != 2.0 {
+			t.Fatalf("batch: %v", r)
+		}
+		m, _ := r["model"].(string)
+		return m
+	}
+	ready := func(ok bool) {
+		e.startup.SetDeployments([]mgmt.ModelDeployment{{Name: "dom", Artifact: "domain-glove", Process: "managed", State: map[bool]string{true: "ready", false: "loading"}[ok], Ready: ok}})
+	}
+	ready(true)
+	if m := batch(); m != "worker:dom" {
+		t.Errorf("discovered model ready: batch used %q, want worker:dom", m)
+	}
+	ready(false)
+	if m := batch(); m != signal.MethodLexicalBayes {
+		t.Errorf("worker loading: batch used %q, want the legacy %s", m, signal.MethodLexicalBayes)
+	}
+	ready(true)
+	fail.Store(true)
+	if m := batch(); m != signal.MethodLexicalBayes {
+		t.Errorf("worker failing: batch used %q, want the legacy %s", m, signal.MethodLexicalBayes)
+	}
 }

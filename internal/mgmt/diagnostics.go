@@ -33,6 +33,23 @@ func (s *Server) modelsOf(gen *engine.Generation) (signal.Models, error) {
 	if m.Domain != nil && m.Jailbreak != nil && m.Embedder != nil {
 		return m, nil
 	}
+	if _, err := s.lexicalModels(); err != nil {
+		return m, err
+	}
+	if m.Domain == nil {
+		m.Domain = s.fallback.Domain
+	}
+	if m.Jailbreak == nil {
+		m.Jailbreak = s.fallback.Jailbreak
+	}
+	if m.Embedder == nil {
+		m.Embedder = s.fallback.Embedder
+	}
+	return m, nil
+}
+
+// lexicalModels are the lexical fallbacks, built once per server.
+func (s *Server) lexicalModels() (signal.Models, error) {
 	s.fallbackOnce.Do(func() {
 		var err error
 		if s.fallback.Domain, err = signal.LexicalDomain(); err != nil {
@@ -46,18 +63,9 @@ func (s *Server) modelsOf(gen *engine.Generation) (signal.Models, error) {
 		s.fallback.Embedder = signal.HashedEmbedder()
 	})
 	if s.fallbackErr != nil {
-		return m, newErr(http.StatusServiceUnavailable, CodeModelNotLoaded, "the lexical fallback models did not load: %v", s.fallbackErr)
+		return s.fallback, newErr(http.StatusServiceUnavailable, CodeModelNotLoaded, "the lexical fallback models did not load: %v", s.fallbackErr)
 	}
-	if m.Domain == nil {
-		m.Domain = s.fallback.Domain
-	}
-	if m.Jailbreak == nil {
-		m.Jailbreak = s.fallback.Jailbreak
-	}
-	if m.Embedder == nil {
-		m.Embedder = s.fallback.Embedder
-	}
-	return m, nil
+	return s.fallback, nil
 }
 
 // recipeIn resolves a recipe name (empty: the default) in gen.
