@@ -50,6 +50,10 @@ type Spec struct {
 	MaxTokens  int      // max_position_embeddings; default 64
 	Pooled     bool     // embedding: the graph pools and normalises (output sentence_embedding [B,H])
 	Matryoshka []int    // embedding: declared truncation widths
+	// HiddenLayers (embedding, not Pooled): the graph also outputs each
+	// layer's hidden states as hidden_states.<n> (n from 1), declared in
+	// config.json junction.layers.
+	HiddenLayers bool
 	Words      []string // vocabulary words (default: a small English list)
 	ExtraWords int      // synthetic words w0…wN added to the vocabulary (to reach a realistic size)
 	Seed       int64
@@ -250,6 +254,7 @@ func (m *Model) graph() *onnxgraph.Graph {
 	lin := func(x string, W [][]float64, b []float64) string {
 		return g.Linear(x, g.Float32("", []int64{int64(len(W)), int64(len(W[0]))}, flat(W)), g.Float32("", []int64{int64(len(b))}, f32(b)))
 	}
+	var hidden []string
 	for _, ly := range w.layers {
 		q, k, v := lin(x, ly.q, ly.qb), lin(x, ly.k, ly.kb), lin(x, ly.v, ly.vb)
 		scores := g.Op("MatMul", []string{q, g.Op("Transpose", []string{k}, onnxgraph.Ints("perm", 0, 2, 1))})
@@ -261,6 +266,7 @@ func (m *Model) graph() *onnxgraph.Graph {
 		erf := g.Op("Erf", []string{g.Op("Mul", []string{f, g.Float32("", nil, []float32{float32(1 / math.Sqrt2)})})})
 		f = g.Op("Mul", []string{g.Op("Mul", []string{f, g.Float32("", nil, []float32{0.5})}), g.Op("Add", []string{erf, g.Float32("", nil, []float32{1})})})
 		x = ln(g.Op("Add", []string{x, lin(f, ly.f2, ly.f2b)}), ly.g2, ly.b2)
+		hidden = append(hidden, x)
 	}
 	n := int64(len(s.Labels))
 	switch s.Task {
@@ -271,6 +277,13 @@ func (m *Model) graph() *onnxgraph.Graph {
 		} else {
 			g.Node("Identity", []string{x}, []string{"last_hidden_state"})
 			g.Output("last_hidden_state", onnxgraph.Float, B, T, onnxgraph.Fixed(h))
+			if s.HiddenLayers {
+				for i, hs := range hidden {
+					name := "hidden_states." + strconv.Itoa(i+1)
+					g.Node("Identity", []string{hs}, []string{name})
+					g.Output(name, onnxgraph.Float, B, T, onnxgraph.Fixed(h))
+				}
+			}
 		}
 	case TokenClassification:
 		g.Node("Identity", []string{lin(x, w.tokW, w.tokB)}, []string{"logits"})
@@ -308,6 +321,13 @@ func (m *Model) config() ([]byte, error) {
 		}
 		if !s.Pooled {
 			j["pooling"] = "mean"
+			if s.HiddenLayers {
+				layers := map[string]string{}
+				for i := 1; i <= s.Layers; i++ {
+					layers[strconv.Itoa(i)] = "hidden_states." + strconv.Itoa(i)
+				}
+				j["layers"] = layers
+			}
 		}
 		cfg["junction"] = j
 	case TokenClassification:

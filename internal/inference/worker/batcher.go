@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ var errOverloaded = errors.New("overloaded")
 type job struct {
 	ctx     context.Context
 	op      op
+	layer   int      // embed: the hidden layer (0: the default); jobs of other layers never share a pass
 	pairs   []Pair   // classify, rerank
 	texts   []string // tokens, embed
 	tokens  []int    // tokens per item, for the batch budget
@@ -212,8 +214,8 @@ func (b *batcher) loop() {
 		}
 		head := b.q[0]
 		deadline := head.enq.Add(b.window)
-		if b.window > 0 && !b.closed && b.arriving.Load() > 0 && time.Now().Before(deadline) && b.sameOpTokens(head.op) < b.maxBatchTokens &&
-			(b.maxBatchJobs == 0 || b.sameOpJobs(head.op) < b.maxBatchJobs) {
+		if b.window > 0 && !b.closed && b.arriving.Load() > 0 && time.Now().Before(deadline) && b.sameOpTokens(head) < b.maxBatchTokens &&
+			(b.maxBatchJobs == 0 || b.sameOpJobs(head) < b.maxBatchJobs) {
 			b.mu.Unlock()
 			t := time.NewTimer(time.Until(deadline))
 			select {
@@ -223,7 +225,7 @@ func (b *batcher) loop() {
 			}
 			continue
 		}
-		batch := b.take(head.op)
+		batch := b.take(head)
 		depth := len(b.q)
 		b.running = len(batch) > 0
 		b.mu.Unlock()
@@ -239,29 +241,33 @@ func (b *batcher) loop() {
 	}
 }
 
-func (b *batcher) sameOpTokens(o op) int {
+// sameKind: j's items may share a forward pass with head's.
+func sameKind(j, head *job) bool { return j.op == head.op && j.layer == head.layer }
+
+func (b *batcher) sameOpTokens(head *job) int {
 	n := 0
 	for _, j := range b.q {
-		if j.op == o {
+		if sameKind(j, head) {
 			n += j.total
 		}
 	}
 	return n
 }
 
-func (b *batcher) sameOpJobs(o op) int {
+func (b *batcher) sameOpJobs(head *job) int {
 	n := 0
 	for _, j := range b.q {
-		if j.op == o {
+		if sameKind(j, head) {
 			n++
 		}
 	}
 	return n
 }
 
-// take removes from the queue, in arrival order, the jobs of method o that fit
-// one batch (always at least the oldest), and jobs whose caller gave up.
-func (b *batcher) take(o op) []*job {
+// take removes from the queue, in arrival order, the jobs of head's method
+// (and layer) that fit one batch (always at least the oldest), and jobs whose
+// caller gave up.
+func (b *batcher) take(head *job) []*job {
 	var batch []*job
 	tokens := 0
 	keep := b.q[:0]
@@ -271,7 +277,7 @@ func (b *batcher) take(o op) []*job {
 			b.queuedTokens -= j.total
 			j.err = j.ctx.Err()
 			close(j.done)
-		case j.op == o && (len(batch) == 0 || (tokens+j.total <= b.maxBatchTokens && (b.maxBatchJobs == 0 || len(batch) < b.maxBatchJobs))):
+		case sameKind(j, head) && (len(batch) == 0 || (tokens+j.total <= b.maxBatchTokens && (b.maxBatchJobs == 0 || len(batch) < b.maxBatchJobs))):
 			batch = append(batch, j)
 			tokens += j.total
 			b.queuedTokens -= j.total
@@ -310,7 +316,7 @@ func (b *batcher) run(batch []*job) {
 			return
 		}
 		t0 := time.Now()
-		res, err := b.call(batch[0].op, pairs, texts)
+		res, err := b.call(batch[0].op, batch[0].layer, pairs, texts)
 		fwd := time.Since(t0)
 		if err == nil && len(res) != len(refs) {
 			err = errors.New("model returned a different number of results than inputs")
@@ -356,7 +362,7 @@ func (b *batcher) run(batch []*job) {
 
 // call runs one forward pass. It deliberately does not take the callers'
 // contexts: a deadline bounds a caller's wait, not a running pass.
-func (b *batcher) call(o op, pairs []Pair, texts []string) (res []Result, err error) {
+func (b *batcher) call(o op, layer int, pairs []Pair, texts []string) (res []Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = errors.New("model panicked during a forward pass")
@@ -371,6 +377,12 @@ func (b *batcher) call(o op, pairs []Pair, texts []string) (res []Result, err er
 	case opTokens:
 		return b.model.Tokens(ctx, texts)
 	default:
+		if le, ok := b.model.(LayerEmbedder); ok && layer != 0 {
+			return le.EmbedLayer(ctx, texts, layer)
+		}
+		if layer != 0 {
+			return nil, fmt.Errorf("the model selects no hidden layers (layer %d asked)", layer)
+		}
 		return b.model.Embed(ctx, texts)
 	}
 }

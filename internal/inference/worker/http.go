@@ -286,9 +286,13 @@ type unit struct {
 
 type cacheKey [sha256.Size]byte
 
-func keyOf(o op, p Pair) cacheKey {
+func keyOf(o op, layer int, p Pair) cacheKey {
 	h := sha256.New()
 	h.Write([]byte{byte(o)})
+	if layer != 0 { // another layer's vector is another answer
+		h.Write([]byte(strconv.Itoa(layer)))
+	}
+	h.Write([]byte{0})
 	h.Write([]byte(p.Text))
 	h.Write([]byte{0})
 	h.Write([]byte(p.Pair))
@@ -300,6 +304,12 @@ func keyOf(o op, p Pair) cacheKey {
 // infer answers units through the result cache and the model's batcher. It
 // adds the queue and forward time to t; its error is a whole-request error.
 func (s *Server) infer(ctx context.Context, e *entry, b *batcher, o op, units []unit, t *timing) ([]Result, *apiError) {
+	return s.inferLayer(ctx, e, b, o, 0, units, t)
+}
+
+// inferLayer is infer for embeddings read from a hidden layer (0: the
+// default).
+func (s *Server) inferLayer(ctx context.Context, e *entry, b *batcher, o op, layer int, units []unit, t *timing) ([]Result, *apiError) {
 	out := make([]Result, len(units))
 	var keys []cacheKey
 	var miss []int
@@ -307,7 +317,7 @@ func (s *Server) infer(ctx context.Context, e *entry, b *batcher, o op, units []
 		keys = make([]cacheKey, len(units))
 		hits := 0
 		for i, u := range units {
-			keys[i] = keyOf(o, u.pair)
+			keys[i] = keyOf(o, layer, u.pair)
 			if r, ok := e.cache.Get(keys[i]); ok {
 				out[i] = r
 				hits++
@@ -331,7 +341,7 @@ func (s *Server) infer(ctx context.Context, e *entry, b *batcher, o op, units []
 		t.arrived(b)
 		return out, nil
 	}
-	j := &job{ctx: ctx, op: o, tokens: make([]int, len(miss))}
+	j := &job{ctx: ctx, op: o, layer: layer, tokens: make([]int, len(miss))}
 	for k, i := range miss {
 		j.tokens[k] = max(units[i].tokens, 1)
 		if o == opClassify || o == opRerank {
@@ -380,6 +390,7 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 		MaxQueued      int   `json:"max_queued_tokens"`
 		Dimensions     int   `json:"dimensions,omitempty"`
 		Matryoshka     []int `json:"matryoshka_dimensions,omitempty"`
+		Layers         []int `json:"layers,omitempty"`
 	}
 	type model struct {
 		ID        string   `json:"id"`
@@ -419,7 +430,7 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 		if loaded {
 			m.Task, m.Labels, m.Multi = info.Task, info.Labels, info.MultiLabel
 			m.Surfaces = surfaces(info.Task)
-			m.Limits.MaxInputTokens, m.Limits.Dimensions, m.Limits.Matryoshka = info.MaxInputTokens, info.Dimensions, info.Matryoshka
+			m.Limits.MaxInputTokens, m.Limits.Dimensions, m.Limits.Matryoshka, m.Limits.Layers = info.MaxInputTokens, info.Dimensions, info.Matryoshka, info.Layers
 			m.Device, m.Engine, m.Digest = info.Device, info.Engine, info.Digest
 			if info.Revision != "" {
 				m.Revision = info.Revision

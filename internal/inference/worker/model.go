@@ -39,11 +39,14 @@ type Info struct {
 	MaxTokenChars int
 	Dimensions    int   // embedding width (embedding models)
 	Matryoshka    []int // dimensions an embedding may be cut to, if any
-	Revision      string
-	Digest        string // sha256 of the model files
-	Device        string
-	Engine        string
-	MemoryBytes   int64
+	// Layers are the hidden layers an embedding may be read from besides the
+	// default (config.json junction.layers); a LayerEmbedder serves them.
+	Layers      []int
+	Revision    string
+	Digest      string // sha256 of the model files
+	Device      string
+	Engine      string
+	MemoryBytes int64
 }
 
 // Pair is one classification input; Pair is empty for single texts.
@@ -80,6 +83,12 @@ type Result struct {
 // tokenizing it first, instead of tokenizing it twice.
 type Truncator interface {
 	TruncatesInputs() bool
+}
+
+// LayerEmbedder is implemented by embedding models that declare Info.Layers:
+// EmbedLayer is Embed read from that hidden layer (layer > 0).
+type LayerEmbedder interface {
+	EmbedLayer(ctx context.Context, in []string, layer int) ([]Result, error)
 }
 
 func truncates(m Model) bool {

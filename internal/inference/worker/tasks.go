@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -326,8 +327,16 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 	if aerr != nil {
 		return nil, aerr
 	}
+	layer := 0
 	if req.Layer != nil {
-		return nil, badRequest("field /layer: model %q declares no selectable layers", e.name)
+		_, serves := b.model.(LayerEmbedder)
+		switch {
+		case len(info.Layers) == 0 || !serves:
+			return nil, badRequest("field /layer: model %q declares no selectable layers (config.json junction.layers); leave layer out", e.name)
+		case !slices.Contains(info.Layers, *req.Layer):
+			return nil, badRequest("field /layer: model %q declares layers %v (got %d)", e.name, info.Layers, *req.Layer)
+		}
+		layer = *req.Layer
 	}
 	dims := 0
 	if req.Dimensions != 0 {
@@ -358,7 +367,7 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 		}
 	}
 	since(&t.tokenize, &mark)
-	res, aerr := s.infer(ctx, e, b, opEmbed, units, t)
+	res, aerr := s.inferLayer(ctx, e, b, opEmbed, layer, units, t)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -405,6 +414,9 @@ func (s *Server) embeddings(ctx context.Context, body []byte, t *timing) (any, *
 			d = dims
 		}
 		out.Meta.Representation = representation(e.name, info, d)
+		if layer != 0 {
+			out.Meta.Representation += "/layer" + strconv.Itoa(layer)
+		}
 	}
 	since(&t.post, &mark)
 	return out, nil

@@ -27,7 +27,10 @@ type Model struct {
 	info worker.Info
 }
 
-var _ worker.Model = (*Model)(nil)
+var (
+	_ worker.Model         = (*Model)(nil)
+	_ worker.LayerEmbedder = (*Model)(nil)
+)
 
 // Wrap adapts a loaded model; revision is the pinned commit it was loaded
 // at, if any.
@@ -43,6 +46,7 @@ func Wrap(m *inference.Model, revision string, ortVersion string) *Model {
 		MaxTokenChars:  in.MaxTokenChars,
 		Dimensions:     in.Dimensions,
 		Matryoshka:     in.MatryoshkaDimensions,
+		Layers:         in.Layers,
 		Revision:       revision,
 		Digest:         in.Digest,
 		Device:         in.Device,
@@ -216,7 +220,13 @@ func (a *Model) Tokens(ctx context.Context, in []string) ([]worker.Result, error
 
 // Embed returns one vector per text.
 func (a *Model) Embed(ctx context.Context, in []string) ([]worker.Result, error) {
-	resp, err := a.m.Embed(ctx, in, inference.EmbedOptions{InputOptions: truncate})
+	return a.EmbedLayer(ctx, in, 0)
+}
+
+// EmbedLayer returns one vector per text, read from a hidden layer the
+// model's config.json declares (junction.layers; 0: the default output).
+func (a *Model) EmbedLayer(ctx context.Context, in []string, layer int) ([]worker.Result, error) {
+	resp, err := a.m.Embed(ctx, in, inference.EmbedOptions{InputOptions: truncate, Layer: layer})
 	if err != nil {
 		return nil, err
 	}
