@@ -40,7 +40,9 @@ func TestWorkerEmbeddingsLayer(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&out)
 		return resp.StatusCode, out
 	}
-	vec := func(out map[string]any) string { return fmt.Sprint(out["data"].([]any)[0].(map[string]any)["embedding"]) }
+	vec := func(out map[string]any) string {
+		return fmt.Sprint(out["data"].([]any)[0].(map[string]any)["embedding"])
+	}
 	text := "the cat sat on the mat"
 	st, plain := post(map[string]any{"input": []string{text}, "options": map[string]any{"return_meta": true}})
 	if st != 200 {

@@ -54,9 +54,9 @@ type Spec struct {
 	// layer's hidden states as hidden_states.<n> (n from 1), declared in
 	// config.json junction.layers.
 	HiddenLayers bool
-	Words      []string // vocabulary words (default: a small English list)
-	ExtraWords int      // synthetic words w0…wN added to the vocabulary (to reach a realistic size)
-	Seed       int64
+	Words        []string // vocabulary words (default: a small English list)
+	ExtraWords   int      // synthetic words w0…wN added to the vocabulary (to reach a realistic size)
+	Seed         int64
 }
 
 // Model is a written synthetic model: its weights, for Reference.
