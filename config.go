@@ -27,21 +27,38 @@ import (
 // it (requests still routing on it finish first); a model no generation
 // holds is closed. Generations share the plugin runtime; the upstream pools
 // adopt each activated document. guard refuses documents serve cannot apply
-// (changed model deployments); activated is told of each document that
-// starts serving (after the upstream pools adopt it).
-func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, local *deploy.Loader, grace time.Duration, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
+// (the model runtime switched on or off); activated is told of each document
+// that starts serving (after the upstream pools adopt it). A document whose
+// model deployments or bindings differ from the serving ones compiles over
+// the fleet's Set for them, started and ready before the compile returns,
+// so the previous configuration serves until then; the generation holds
+// that Set like its models.
+func openConfig(ctx context.Context, path string, source []byte, historyLimit int, ups *gateway.Upstreams, plugins *pluginsys.System, local *deploy.Loader, fleet *deploy.Fleet, grace time.Duration, guard func(*recipes.Document) error, activated func(*recipes.Document), log *slog.Logger) (*mgmt.Config, error) {
 	if grace <= 0 {
 		grace = defaultModelGrace
 	}
 	leases := &generationLeases{grace: grace, pending: map[*engine.Generation]*deploy.Lease{}}
+	var sets sync.Map // *engine.Generation → *deploy.Set it was compiled over
 	compile := func(ctx context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
 		if err := guard(doc); err != nil {
 			return nil, err
 		}
-		lease, err := local.Acquire(ctx, deploy.NeedOf(doc))
+		set, releaseSet, err := fleet.Acquire(ctx, doc)
 		if err != nil {
 			return nil, err
 		}
+		lease, err := local.AcquireBound(ctx, deploy.NeedOf(doc), set.Bound())
+		if err != nil {
+			releaseSet()
+			return nil, err
+		}
+		var compiled *engine.Generation
+		lease.OnRelease(func() {
+			if compiled != nil {
+				sets.Delete(compiled)
+			}
+			releaseSet()
+		})
 		// The modules of the plugin types doc adds are loaded now, so that
 		// the engine checks their configurations against their schemas.
 		if err := plugins.Prepare(ctx, doc); err != nil {
@@ -53,6 +70,8 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 			lease.Release()
 			return nil, err
 		}
+		compiled = gen
+		sets.Store(gen, set)
 		leases.compiled(gen, lease)
 		return gen, nil
 	}
@@ -60,6 +79,9 @@ func openConfig(ctx context.Context, path string, source []byte, historyLimit in
 		Path: path, Builtin: source, HistoryLimit: historyLimit, Compile: compile,
 		OnActivate: func(gen *engine.Generation) {
 			ups.Retain(gen.Document())
+			if set, ok := sets.Load(gen); ok {
+				fleet.Activated(set.(*deploy.Set))
+			}
 			activated(gen.Document())
 			leases.activated(gen)
 		},

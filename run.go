@@ -49,6 +49,9 @@ func (s *Server) run(ctx context.Context) error {
 		return err
 	}
 	defer deps.Close()
+	// A changed global.model_catalog starts its own deployments (live).
+	fleet := deploy.NewFleet(deps, peeked, deploy.Options{Registerer: reg, Logger: log, Stderr: o.WorkerStderr}, o.Model.Apply)
+	defer fleet.Close()
 	// Models load when a configuration first needs them (compile), not
 	// here: a configuration whose decisions read no model-backed signal
 	// never loads ONNX Runtime, a model or lingua.
@@ -137,7 +140,7 @@ func (s *Server) run(ctx context.Context) error {
 			return fmt.Errorf("Options.Document: %w", err)
 		}
 	}
-	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, o.modelGrace, guard, sweeper.Activated, log)
+	conf, err := openConfig(ctx, o.ConfigPath, source, o.ConfigHistoryLimit, ups, plugins, local, fleet, o.modelGrace, guard, sweeper.Activated, log)
 	prefetched() // the serving generation holds its own lease now
 	if err != nil {
 		return err
@@ -168,7 +171,7 @@ func (s *Server) run(ctx context.Context) error {
 
 	startup := mgmt.NewStartup()
 	startup.Begin()
-	deps.Report(startup)
+	fleet.Report(startup)
 
 	ls := &listeners{log: log, errc: make(chan error, len(doc.Listeners)+4), recorded: s.setAddr}
 	fail := func(err error) error { ls.abandon(); return err }

@@ -280,8 +280,10 @@ func TestServeManagedDeployment(t *testing.T) {
 	if n := r.metric(`router_model_runtime_restarts_total{deployment="guard",replica="0"}`); n != 1 {
 		t.Errorf("restarts_total = %v, want 1", n)
 	}
-	// Workers start with serve: an edit that changes the deployments is
-	// refused and the running configuration keeps serving.
+	// A change of the deployments applies live (spec 000, reload with new
+	// models): the changed deployment's worker starts beside the serving
+	// one, /ready stays 200 and the previous configuration serves until the
+	// new worker is ready; then /startup-status lists the new worker.
 	raw, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -290,17 +292,35 @@ func TestServeManagedDeployment(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.awaitRefusedEdit("deployments")
+	before := r.pid("guard")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var rd map[string]any
+		if code := r.getJSON(r.mgmt+"/ready", &rd); code != http.StatusOK {
+			t.Fatalf("/ready answered %d while the changed deployment started: %v", code, rd)
+		}
+		if p := r.pid("guard"); p != 0 && p != before && r.deploymentReady("guard") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the changed deployment did not take over: %+v\n%s", r.status(), r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if meth, matched := r.jailbreakMethod(attack); meth != "worker:guard" || !matched {
-		t.Errorf("after the refused edit: method %q matched %v", meth, matched)
+		t.Errorf("after the live change: method %q matched %v", meth, matched)
+	}
+	if got := r.route(attack); got != "safe" {
+		t.Errorf("after the live change, attack routed to %q, want safe", got)
 	}
 	last := r.pid("guard")
 	r.stop()
-	// Stopping serve stops its worker.
-	if err := syscall.Kill(last, 0); err == nil {
-		time.Sleep(500 * time.Millisecond)
-		if err := syscall.Kill(last, 0); err == nil {
-			t.Errorf("worker %d still runs after serve stopped", last)
+	// Stopping serve stops its workers, the replaced one's too.
+	for _, p := range []int{before, last} {
+		if err := syscall.Kill(p, 0); err == nil {
+			time.Sleep(500 * time.Millisecond)
+			if err := syscall.Kill(p, 0); err == nil {
+				t.Errorf("worker %d still runs after serve stopped", p)
+			}
 		}
 	}
 }

@@ -13,12 +13,11 @@
 // deployment serves. Without deployments every signal uses those.
 //
 // What must not happen here: no routing and no configuration lifecycle (the
-// caller compiles and activates documents); deployments start once, so a
-// Set never follows a configuration change (CatalogGuard refuses one).
+// caller compiles and activates documents). A Set never follows a
+// configuration change: a Fleet starts another Set for a changed catalog.
 package deploy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,15 +119,12 @@ func catalogOf(doc *recipes.Document) *recipes.ModelCatalog {
 	return doc.Global.ModelCatalog
 }
 
-// CatalogGuard refuses a configuration whose deployments or bindings differ
-// from those serve started with: workers are started once, at start-up, so
-// such a change would silently not apply.
+// CatalogGuard refuses a configuration that switches the router-side model
+// runtime on or off, which serve decides at start-up. (Changed deployments
+// or bindings are a Fleet's to start.)
 func CatalogGuard(started *recipes.Document) func(*recipes.Document) error {
-	want, enabled := catalogKey(catalogOf(started)), started == nil || started.Global.ModelRuntimeEnabled()
+	enabled := started == nil || started.Global.ModelRuntimeEnabled()
 	return func(doc *recipes.Document) error {
-		if got := catalogKey(doc.Global.ModelCatalog); !bytes.Equal(got, want) {
-			return errors.New("global.model_catalog deployments or bindings differ from those junction serve started with; workers are started at start-up, so restart junction serve to apply this change")
-		}
 		if doc.Global.ModelRuntimeEnabled() != enabled {
 			return errors.New("global.router.enabled differs from the value junction serve started with; the model runtime is switched on or off at start-up, so restart junction serve to apply this change")
 		}
@@ -160,6 +156,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Stderr receives the managed workers' own output; nil discards it.
 	Stderr io.Writer
+	// Metrics, when set, records instead of a new set on Registerer (the
+	// Sets of one Fleet share them: a registry takes each family once).
+	Metrics *metrics.ModelRuntime
 }
 
 // Start starts (or attaches to) every deployment of doc's
@@ -187,7 +186,11 @@ func Start(doc *recipes.Document, o Options) (s *Set, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &Set{log: log, met: metrics.NewModelRuntime(reg), readyTimeout: base.ReadyTimeout, failureHold: -1}
+	met := o.Metrics
+	if met == nil {
+		met = metrics.NewModelRuntime(reg)
+	}
+	s = &Set{log: log, met: met, readyTimeout: base.ReadyTimeout, failureHold: -1}
 	if s.readyTimeout <= 0 {
 		s.readyTimeout = 10 * time.Minute
 	}

@@ -158,6 +158,7 @@ type Lease struct {
 	Language *signal.LanguageDetector
 
 	l     *Loader
+	also  func() // run by Release (a Fleet's hold on the generation's deployments)
 	names []string
 	lang  *heldLang
 	once  sync.Once
@@ -167,17 +168,24 @@ type Lease struct {
 // parallel) and returns a lease on it. An error is a language the detector
 // does not know; a model that cannot be loaded falls back with a warning.
 func (l *Loader) Acquire(ctx context.Context, need Need) (*Lease, error) {
+	return l.AcquireBound(ctx, need, l.bound)
+}
+
+// AcquireBound is Acquire for a configuration whose signal kinds are bound
+// to other deployments than those serve started with (a Fleet's Set): bound
+// replaces the loader's own; the kinds it leaves nil load in-process.
+func (l *Loader) AcquireBound(ctx context.Context, need Need, bound signal.Models) (*Lease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ls := &Lease{l: l, Models: l.bound}
+	ls := &Lease{l: l, Models: bound}
 	var want []string
-	if need.Domain && l.bound.Domain == nil {
+	if need.Domain && bound.Domain == nil {
 		want = append(want, defaultmodels.DomainName)
 	}
-	if need.Jailbreak && l.bound.Jailbreak == nil {
+	if need.Jailbreak && bound.Jailbreak == nil {
 		want = append(want, defaultmodels.JailbreakName)
 	}
-	if need.Embedder && l.bound.Embedder == nil {
+	if need.Embedder && bound.Embedder == nil {
 		want = append(want, defaultmodels.EmbedderName)
 	}
 	// lingua's detector builds while the ONNX models load: start-up waits
@@ -417,6 +425,10 @@ func (l *Loader) detectorLocked(codes []string) func() (h *heldLang, built bool,
 	}
 }
 
+// OnRelease makes Release also run f (once): the generation's hold on
+// what else it was compiled over (a Fleet's deployments).
+func (ls *Lease) OnRelease(f func()) { ls.also = f }
+
 // Release gives the lease's models back; the last lease of a model closes
 // it, and the last model closes ONNX Runtime. Later calls do nothing.
 func (ls *Lease) Release() {
@@ -424,6 +436,9 @@ func (ls *Lease) Release() {
 		return
 	}
 	ls.once.Do(func() {
+		if ls.also != nil {
+			defer ls.also()
+		}
 		ls.l.mu.Lock()
 		freed := ls.releaseLocked()
 		ls.l.mu.Unlock()

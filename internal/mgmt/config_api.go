@@ -1,6 +1,7 @@
 package mgmt
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sort"
@@ -93,6 +94,20 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
+type checkOnlyKey struct{}
+
+// WithCheckOnly marks a compile that only checks a candidate (validate,
+// plan): the compile func should start nothing for it (no workers).
+func WithCheckOnly(ctx context.Context) context.Context {
+	return context.WithValue(ctx, checkOnlyKey{}, true)
+}
+
+// CheckOnly reports whether a compile only checks a candidate.
+func CheckOnly(ctx context.Context) bool {
+	v, _ := ctx.Value(checkOnlyKey{}).(bool)
+	return v
+}
+
 // candidateOf parses a document body and compiles it, without activating.
 func (s *Server) checkCandidate(r *http.Request, raw []byte) ValidateResponse {
 	doc, canon, err := recipes.ParseSource(raw)
@@ -104,7 +119,7 @@ func (s *Server) checkCandidate(r *http.Request, raw []byte) ValidateResponse {
 		return ValidateResponse{Reasons: reasonsOf(stage, err)}
 	}
 	out := ValidateResponse{Reasons: []Reason{}, SourceConfigHash: recipes.HashBytes(canon), GeneratedRuntimeHash: recipes.Hash(doc)}
-	if _, err := s.cfg.opts.Compile(r.Context(), doc, out.SourceConfigHash); err != nil {
+	if _, err := s.cfg.opts.Compile(WithCheckOnly(r.Context()), doc, out.SourceConfigHash); err != nil {
 		out.Reasons = reasonsOf("compile", err)
 		return out
 	}

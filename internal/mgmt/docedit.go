@@ -81,20 +81,9 @@ func restartReasons(cur, next *recipes.Document) []Reason {
 			add(s.path, s.restartMsg+" is bound at start; restart junction serve to change it")
 		}
 	}
-	catalog := func(d *recipes.Document) (any, any) {
-		if mc := d.Global.ModelCatalog; mc != nil {
-			return mc.Deployments, mc.Bindings
-		}
-		return nil, nil
-	}
-	curD, curB := catalog(cur)
-	nextD, nextB := catalog(next)
-	if canonicalOf(curD) != canonicalOf(nextD) {
-		add("/global/model_catalog/deployments", "model deployments are started with junction serve; restart it to change them")
-	}
-	if canonicalOf(curB) != canonicalOf(nextB) {
-		add("/global/model_catalog/bindings", "signal bindings to model deployments are made at start; restart junction serve to change them")
-	}
+	// Model deployments and bindings change live: the compile func starts
+	// a changed catalog's deployments and the previous configuration serves
+	// until they are ready (junction serve's deploy.Fleet).
 	if canonicalOf(cur.Global.Services.NativeAPI) != canonicalOf(next.Global.Services.NativeAPI) {
 		add("/global/services/native_api", "the native API listener and its keys are set up at start; restart junction serve to change them")
 	}
