@@ -107,6 +107,11 @@ func New(opts Options) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == endpointChatStream {
+		// A connection of many requests, each served (and counted) below.
+		s.chatStream(rw, r)
+		return
+	}
 	start := time.Now()
 	x := &exchange{s: s, r: r, start: start, endpoint: endpointOther, dp: s.plane.NewExchange(start)}
 	x.w = &responseWriter{ResponseWriter: rw}
