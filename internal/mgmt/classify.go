@@ -550,6 +550,9 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 	// One classifier answers the whole batch: the first candidate (in the
 	// model selection order) that classifies the first text.
 	var chosen signal.Classifier
+	// The first text's answer from the chosen classifier, reused below.
+	var firstIntent *IntentResponse
+	var firstSecurity *SecurityResponse
 	if task == "intent" || task == "security" {
 		kind := map[string]string{"intent": "domain", "security": "jailbreak"}[task]
 		cands, err := s.batchCandidates(gen, kind)
@@ -560,9 +563,9 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		var first error
 		for _, c := range cands {
 			if task == "intent" {
-				_, err = s.intentWith(r.Context(), gen, rc, c.c, req.Texts[0], IntentOptions{})
+				firstIntent, err = s.intentWith(r.Context(), gen, rc, c.c, req.Texts[0], IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
 			} else {
-				_, err = s.securityWith(r.Context(), gen, rc, c.c, req.Texts[0], SecurityOptions{})
+				firstSecurity, err = s.securityWith(r.Context(), gen, rc, c.c, req.Texts[0], SecurityOptions{})
 			}
 			if err == nil {
 				chosen = c.c
@@ -579,11 +582,14 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 		out.Model = chosen.Method()
 	}
 	var sum float64
-	for _, t := range req.Texts {
+	for i, t := range req.Texts {
 		var br BatchResult
 		switch task {
 		case "intent":
-			ir, err := s.intentWith(r.Context(), gen, rc, chosen, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
+			ir, err := firstIntent, error(nil)
+			if i > 0 {
+				ir, err = s.intentWith(r.Context(), gen, rc, chosen, t, IntentOptions{ReturnProbabilities: opts.ReturnProbabilities})
+			}
 			if err != nil {
 				writeError(w, batchError(err))
 				return
@@ -602,7 +608,10 @@ func (s *Server) classifyBatch(w http.ResponseWriter, r *http.Request) {
 				out.Statistics.CategoryDistribution[e.Type]++
 			}
 		case "security":
-			sr, err := s.securityWith(r.Context(), gen, rc, chosen, t, SecurityOptions{})
+			sr, err := firstSecurity, error(nil)
+			if i > 0 {
+				sr, err = s.securityWith(r.Context(), gen, rc, chosen, t, SecurityOptions{})
+			}
 			if err != nil {
 				writeError(w, batchError(err))
 				return
