@@ -280,6 +280,23 @@ func TestServeManagedDeployment(t *testing.T) {
 	if n := r.metric(`router_model_runtime_restarts_total{deployment="guard",replica="0"}`); n != 1 {
 		t.Errorf("restarts_total = %v, want 1", n)
 	}
+	// The inventory names the worker behind the binding (metadata.resource_id).
+	var bl mgmt.BindingList
+	if code := r.getJSON(r.mgmt+"/api/v1/diagnostics/models?recipe=default", &bl); code != http.StatusOK {
+		t.Fatalf("diagnostics/models: %d", code)
+	}
+	found := false
+	for _, b := range bl.Bindings {
+		if b.Name == "jailbreak" {
+			found = true
+			if b.Metadata["resource_id"] != "worker:guard" {
+				t.Errorf("jailbreak binding metadata %v, want resource_id worker:guard", b.Metadata)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no jailbreak binding in %+v", bl.Bindings)
+	}
 	// A change of the deployments applies live (spec 000, reload with new
 	// models): the changed deployment's worker starts beside the serving
 	// one, /ready stays 200 and the previous configuration serves until the

@@ -64,6 +64,9 @@ func newEmbedMemo(e signal.Embedder, met memoCounter) *embedMemo {
 
 func (m *embedMemo) Method() string { return m.e.Method() }
 
+// Unwrap is the embedder the memo answers for.
+func (m *embedMemo) Unwrap() signal.Embedder { return m.e }
+
 // Embed answers a single text from the memo when it can, else from the
 // model (remembering the answer); several texts go to the model.
 func (m *embedMemo) Embed(ctx context.Context, texts []string) ([][]float32, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,9 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/inference"
+	"github.com/junction-router/junction/internal/inference/defaultmodels"
+	"github.com/junction-router/junction/internal/inference/ortlib/orttest"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/plugin/native"
 	"github.com/junction-router/junction/recipes"
@@ -173,5 +177,53 @@ func TestBatchModelSelection(t *testing.T) {
 	fail.Store(true)
 	if m := batch(); m != signal.MethodLexicalBayes {
 		t.Errorf("worker failing: batch used %q, want the legacy %s", m, signal.MethodLexicalBayes)
+	}
+}
+
+// TestInventoryFactsOfONNXBindings: the bindings of the default ONNX models
+// report their forward-pass capacity (forward_max_tokens) and physical
+// identity (metadata.resource_id, with the package digest); the PII
+// patterns, which have neither, omit them (document 000: unknown values
+// are omitted).
+func TestInventoryFactsOfONNXBindings(t *testing.T) {
+	lib := orttest.Library(t)
+	rt, err := inference.Open(inference.Options{LibraryPath: lib, Device: "cpu", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	ms, err := defaultmodels.Open(t.Context(), rt, t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ms.Close() })
+	compile := func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+		return engine.Compile(doc, hash, engine.Options{Plugins: native.Stage(), Models: ms.Signals})
+	}
+	e := newEnvWith(t, copyBase(t), compile)
+	var l mgmt.BindingList
+	if err := json.Unmarshal(must(t, e.call("GET", "/api/v1/diagnostics/models?recipe=default", nil), 200).body, &l); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, b := range l.Bindings {
+		switch b.Name {
+		case "domain", "jailbreak", "embedding":
+			seen++
+			if b.ForwardMaxTokens <= 0 || !strings.HasPrefix(b.Metadata["resource_id"], "onnx:") || !strings.Contains(b.Metadata["resource_id"], "@") {
+				t.Errorf("binding %s: forward_max_tokens %d, metadata %v", b.Name, b.ForwardMaxTokens, b.Metadata)
+			}
+		case "pii":
+			if b.ForwardMaxTokens != 0 || b.Metadata != nil {
+				t.Errorf("pii: forward_max_tokens %d, metadata %v", b.ForwardMaxTokens, b.Metadata)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("bindings %+v", l.Bindings)
+	}
+	inv := must(t, e.call("GET", "/api/v1/inventory/models", nil), 200).json(t)
+	if !strings.Contains(fmt.Sprint(inv["bindings"]), "resource_id:onnx:") {
+		t.Errorf("inventory: %v", inv["bindings"])
 	}
 }

@@ -41,6 +41,35 @@ type Binding struct {
 	MaxSequenceLength int  `json:"max_sequence_length"`
 	MaxBatchSize      int  `json:"max_batch_size"`
 	Prepared          bool `json:"prepared"`
+	// ForwardMaxTokens is one forward pass's capacity; omitted where the
+	// binding does not know it (the lexical models have none).
+	ForwardMaxTokens int `json:"forward_max_tokens,omitempty"`
+	// Metadata holds resource_id (the physical runtime identity: an ONNX
+	// package's name and digest, a worker deployment and served model).
+	// registry_match and registry.repo_id are never set: no binding of
+	// this build derives from a registered checkpoint.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// Windowed bindings (overflow window) only, each where known.
+	DocumentMaxTokens int `json:"document_max_tokens,omitempty"`
+	WindowSize        int `json:"window_size,omitempty"`
+	WindowOverlap     int `json:"window_overlap,omitempty"`
+}
+
+// withFacts fills what the model behind a binding knows of its runtime
+// (signal.FactsOf); unknown values stay omitted.
+func withFacts(b Binding, model any) Binding {
+	f, ok := signal.FactsOf(model)
+	if !ok {
+		return b
+	}
+	b.ForwardMaxTokens = f.ForwardMaxTokens
+	if f.ResourceID != "" {
+		b.Metadata = map[string]string{"resource_id": f.ResourceID}
+	}
+	if f.Windowed {
+		b.DocumentMaxTokens, b.WindowSize, b.WindowOverlap = f.DocumentMaxTokens, f.WindowSize, f.WindowOverlap
+	}
+	return b
 }
 
 // BindingList answers GET /api/v1/diagnostics/models.
@@ -78,17 +107,18 @@ func (s *Server) bindingsOf(gen *engine.Generation, rc *recipes.Recipe) ([]resol
 	if len(sg.Domains) > 0 {
 		b := mk("domain", "classifier", models.Domain.Method(), []string{"labels", "label-scores"}, names(len(sg.Domains), func(i int) string { return sg.Domains[i].Name }))
 		b.Labels = signal.DomainCategories()
-		out = append(out, resolvedBinding{Binding: b, classifier: models.Domain})
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Domain), classifier: models.Domain})
 	}
 	if len(sg.Jailbreak) > 0 {
 		b := mk("jailbreak", "classifier", models.Jailbreak.Method(), []string{"labels", "label-scores"}, names(len(sg.Jailbreak), func(i int) string { return sg.Jailbreak[i].Name }))
 		b.Labels = []string{"benign", "jailbreak"}
-		out = append(out, resolvedBinding{Binding: b, classifier: models.Jailbreak})
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Jailbreak), classifier: models.Jailbreak})
 	}
 	if len(sg.Embeddings)+len(sg.Complexity) > 0 {
 		sigs := names(len(sg.Embeddings), func(i int) string { return sg.Embeddings[i].Name })
 		sigs = append(sigs, names(len(sg.Complexity), func(i int) string { return sg.Complexity[i].Name })...)
-		out = append(out, resolvedBinding{Binding: mk("embedding", "embedder", models.Embedder.Method(), []string{"embeddings", "rerank"}, sigs), embedder: models.Embedder})
+		b := mk("embedding", "embedder", models.Embedder.Method(), []string{"embeddings", "rerank"}, sigs)
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Embedder), embedder: models.Embedder})
 	}
 	if len(sg.PII) > 0 {
 		b := mk("pii", "token_classifier", "pattern+heuristic", []string{"tokens"}, names(len(sg.PII), func(i int) string { return sg.PII[i].Name }))

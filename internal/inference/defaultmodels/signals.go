@@ -92,6 +92,18 @@ type classifier struct {
 
 func (c classifier) Method() string { return c.method }
 
+// ModelFacts: the package's forward window and identity.
+func (c classifier) ModelFacts() signal.ModelFacts { return factsOf(c.m) }
+
+func factsOf(m *inference.Model) signal.ModelFacts {
+	info := m.Info()
+	id := "onnx:" + info.Name
+	if info.Digest != "" {
+		id += "@" + info.Digest
+	}
+	return signal.ModelFacts{ForwardMaxTokens: info.MaxTokens, ResourceID: id}
+}
+
 func (c classifier) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
 	resp, err := c.m.Classify(ctx, inference.Texts(texts...), c.opts)
 	if err != nil {
@@ -155,6 +167,9 @@ type embedder struct {
 }
 
 func (e embedder) Method() string { return e.method }
+
+// ModelFacts: the package's forward window and identity.
+func (e embedder) ModelFacts() signal.ModelFacts { return factsOf(e.m) }
 
 func (e embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	resp, err := e.m.Embed(ctx, texts, inference.EmbedOptions{})

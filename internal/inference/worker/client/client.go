@@ -444,6 +444,21 @@ var _ signal.Classifier = (*Classifier)(nil)
 // Method names the binding in routing output.
 func (c *Classifier) Method() string { return c.method }
 
+// ModelFacts: the deployment and served model that answer, and, for a
+// windowed binding (overflow window), its token budget as the whole
+// input's bound. The worker's own window size and overlap are not known
+// here.
+func (c *Classifier) ModelFacts() signal.ModelFacts {
+	f := signal.ModelFacts{ResourceID: "worker:" + c.pool.deployment}
+	if c.opt.Head != "" {
+		f.ResourceID += "/" + c.opt.Head
+	}
+	if c.opt.Overflow == "window" {
+		f.Windowed, f.DocumentMaxTokens = true, c.opt.MaxTokens
+	}
+	return f
+}
+
 type classifyBody struct {
 	Model   string   `json:"model"`
 	Input   []string `json:"input"`
