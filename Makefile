@@ -5,7 +5,7 @@ SHARED    ?= ../shared
 GOFLAGS   ?=
 export GOFLAGS
 
-.PHONY: all build build-slim run run-example test ort-if-possible vet lint tidy-check fmt-check fuzz bench models-lexical onnxruntime models models-check plugins clean help
+.PHONY: all build build-slim run run-example test ort-if-possible vet lint tidy-check fmt-check fuzz bench models-lexical onnxruntime models models-check plugins test-main operator operator-crd operator-test clean help
 
 all: build
 
@@ -36,8 +36,11 @@ run-example: build
 
 ## test: vet, staticcheck, formatting, go.mod tidiness, then every package twice: without the race detector and
 ##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore. Fetches
-##       ONNX Runtime first when it is missing; where it cannot, its tests skip (they fail under JUNCTION_REQUIRE_ORT=1)
-test: fmt-check tidy-check vet lint ort-if-possible
+##       ONNX Runtime first when it is missing; where it cannot, its tests skip (they fail under JUNCTION_REQUIRE_ORT=1).
+##       Then the operator's nested module (operator-test)
+test: test-main operator-test
+
+test-main: fmt-check tidy-check vet lint ort-if-possible
 	@# Tests that cannot run under -race select themselves: their *_norace_test.go files say //go:build !race
 	@# (wazero compiles a module about twenty times slower under it). The plain run also compiles the test plugin
 	@# modules into the shared wazero cache (see docs/plugins.md), which the race run then reuses.
@@ -171,6 +174,23 @@ $(GLOVE_TGZ):
 	( cd "$$tmp" && npm pack --silent $(GLOVE_NPM) >/dev/null ); \
 	echo "$(GLOVE_SHA1)  $$tmp/$(notdir $(GLOVE_TGZ))" | sha1sum -c --quiet; \
 	mkdir -p $(dir $(GLOVE_TGZ)); mv "$$tmp/$(notdir $(GLOVE_TGZ))" $@; echo "wrote $@"
+
+## operator: build bin/junction-operator (the Kubernetes operator: its own module in operator/, so the junction
+##           binary and the main module's tests never compile Kubernetes packages); `junction operator` runs it
+operator:
+	cd operator && $(GO) build -o ../bin/junction-operator ./cmd/junction-operator
+
+## operator-crd: regenerate the CRD (operator/config/crd) and the deep-copy functions from operator/api/v1alpha1
+##               with controller-gen, pinned by the tool line of operator/go.mod
+operator-crd:
+	cd operator && $(GO) tool controller-gen object crd paths=./api/... output:crd:artifacts:config=config/crd
+
+## operator-test: vet, go.mod tidiness and the tests of the operator module (no race run: nothing in it is
+##                concurrent beyond what controller-runtime owns)
+operator-test:
+	cd operator && $(GO) vet ./...
+	cd operator && $(GO) mod tidy -diff
+	cd operator && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf bin
