@@ -34,6 +34,7 @@ Usage:
                                             the built-in models, family plugins, usable devices (JSON)
   junction plugin new|build|inspect|test|preview
                                             write, build and try WebAssembly plugins ('junction plugin help')
+  junction operator convert|export|crd|run  the Kubernetes operator (runs junction-operator; see docs/operator.md)
   junction version
 
 Run 'junction COMMAND -h' for a command's flags.
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = workerCmd(ctx, args[1:], stdout, stderr)
 	case "plugin":
 		err = pluginCmd(ctx, args[1:], stdout, stderr)
+	case "operator":
+		err = operatorCmd(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "junction", version)
 	case "help", "-h", "--help":
@@ -80,9 +83,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "junction: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+	var code exitCode
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &code):
+		return int(code)
 	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
 		return 2
 	default:

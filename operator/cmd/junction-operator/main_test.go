@@ -1,0 +1,60 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestConvertExportCLI: convert prints a document, export prints a resource that converts again, and a
+// refused field is an exit status 1 naming its path.
+func TestConvertExportCLI(t *testing.T) {
+	code, doc, stderr := runCLI(t, "convert", "../../config/samples/junctionrouter.yaml")
+	if code != 0 || !strings.Contains(doc, "qwen3-8b") || !strings.Contains(doc, "listeners:") {
+		t.Fatalf("convert: %d %s\n%s", code, stderr, doc)
+	}
+	dir := t.TempDir()
+	docPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(docPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, res, stderr := runCLI(t, "export", docPath, "--name", "again", "--namespace", "prod")
+	if code != 0 || !strings.Contains(res, "kind: JunctionRouter") || !strings.Contains(res, "name: again") {
+		t.Fatalf("export: %d %s\n%s", code, stderr, res)
+	}
+	resPath := filepath.Join(dir, "resource.yaml")
+	if err := os.WriteFile(resPath, []byte(res), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCLI(t, "convert", resPath); code != 0 {
+		t.Fatalf("convert of the export: %d %s", code, stderr)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("apiVersion: junction-router.io/v1alpha1\nkind: JunctionRouter\nmetadata: {name: b}\nspec: {config: {tools: {enabled: true}}}\n"), 0o600)
+	code, _, stderr = runCLI(t, "convert", bad)
+	if code != 1 || !strings.Contains(stderr, "spec.config.tools") {
+		t.Fatalf("refused field: %d %s", code, stderr)
+	}
+	os.WriteFile(bad, []byte("apiVersion: junction-router.io/v1alpha1\nkind: JunctionRouter\nmetadata: {name: b}\nspec: {replicas: -1}\n"), 0o600)
+	code, _, stderr = runCLI(t, "convert", bad)
+	if code != 1 || !strings.Contains(stderr, "spec.replicas") {
+		t.Fatalf("schema problem: %d %s", code, stderr)
+	}
+	if code, out, _ := runCLI(t, "crd"); code != 0 || !strings.Contains(out, "kind: CustomResourceDefinition") {
+		t.Fatalf("crd: %d", code)
+	}
+	if code, _, _ := runCLI(t, "convert"); code != 2 {
+		t.Fatalf("convert without a file: %d, want 2", code)
+	}
+}
