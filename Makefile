@@ -180,10 +180,12 @@ $(GLOVE_TGZ):
 operator:
 	cd operator && $(GO) build -o ../bin/junction-operator ./cmd/junction-operator
 
-## operator-crd: regenerate the CRD (operator/config/crd) and the deep-copy functions from operator/api/v1alpha1
-##               with controller-gen, pinned by the tool line of operator/go.mod
+## operator-crd: regenerate the CRD (operator/config/crd), the deep-copy functions and the ClusterRole
+##               (operator/config/rbac, from the controller's rbac markers) with controller-gen, pinned by the tool
+##               line of operator/go.mod (TestCRDIsGenerated runs the same command and compares)
 operator-crd:
-	cd operator && $(GO) tool controller-gen object crd paths=./api/... output:crd:artifacts:config=config/crd
+	cd operator && $(GO) tool controller-gen object crd rbac:roleName=junction-operator 'paths=./api/...;./controller/...' \
+		output:crd:artifacts:config=config/crd output:rbac:artifacts:config=config/rbac
 
 ## operator-test: vet, go.mod tidiness and the tests of the operator module (no race run: nothing in it is
 ##                concurrent beyond what controller-runtime owns)

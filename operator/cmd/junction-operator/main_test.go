@@ -58,3 +58,14 @@ func TestConvertExportCLI(t *testing.T) {
 		t.Fatalf("convert without a file: %d, want 2", code)
 	}
 }
+
+// TestRunWithoutCluster: run with no kubeconfig and no service account fails at once, saying what it needs.
+func TestRunWithoutCluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	code, _, stderr := runCLI(t, "run", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if code != 1 || !strings.Contains(stderr, "KUBECONFIG") {
+		t.Fatalf("run: %d %s", code, stderr)
+	}
+}

@@ -1,0 +1,345 @@
+package controller_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/junction-router/junction/operator/api/v1alpha1"
+	"github.com/junction-router/junction/operator/controller"
+	"github.com/junction-router/junction/operator/convert"
+	"github.com/junction-router/junction/recipes"
+)
+
+type env struct {
+	t   *testing.T
+	c   client.Client
+	r   *controller.Reconciler
+	key types.NamespacedName
+}
+
+// newEnv loads the committed sample as the API server would admit it (CRD defaults applied) into a fake
+// client, with the status subresource as the CRD declares it.
+func newEnv(t *testing.T, edit func(*v1alpha1.JunctionRouter)) *env {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("../config/samples/junctionrouter.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := convert.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr, err := convert.LoadResource(context.Background(), s, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr.Generation = 1
+	if edit != nil {
+		edit(jr)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(jr).WithStatusSubresource(jr).Build()
+	return &env{t: t, c: c, r: &controller.Reconciler{Client: c, Scheme: scheme}, key: types.NamespacedName{Namespace: jr.Namespace, Name: jr.Name}}
+}
+
+func (e *env) reconcile() {
+	e.t.Helper()
+	if _, err := e.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: e.key}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) get(name string, obj client.Object) bool {
+	e.t.Helper()
+	err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.key.Namespace, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return true
+}
+
+func (e *env) resource() *v1alpha1.JunctionRouter {
+	e.t.Helper()
+	var jr v1alpha1.JunctionRouter
+	if !e.get(e.key.Name, &jr) {
+		e.t.Fatal("the resource is gone")
+	}
+	return &jr
+}
+
+func (e *env) update(edit func(*v1alpha1.JunctionRouter)) {
+	e.t.Helper()
+	jr := e.resource()
+	edit(jr)
+	jr.Generation++
+	if err := e.c.Update(context.Background(), jr); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func condition(jr *v1alpha1.JunctionRouter, typ string) metav1.Condition {
+	c := meta.FindStatusCondition(jr.Status.Conditions, typ)
+	if c == nil {
+		return metav1.Condition{}
+	}
+	return *c
+}
+
+// TestReconcileSample: the sample's ConfigMap holds exactly what convert makes (and Junction accepts), the
+// Deployment, Service, HPA and Ingress are what its spec says, each owned by the resource.
+func TestReconcileSample(t *testing.T) {
+	e := newEnv(t, nil)
+	e.reconcile()
+	jr := e.resource()
+
+	var cm corev1.ConfigMap
+	if !e.get("junction-sample-config", &cm) {
+		t.Fatal("no ConfigMap")
+	}
+	want, err := convert.ToYAML(jr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data[controller.ConfigKey] != string(want) {
+		t.Errorf("ConfigMap holds\n%s\nwant\n%s", cm.Data[controller.ConfigKey], want)
+	}
+	if _, _, err := recipes.ParseSource([]byte(cm.Data[controller.ConfigKey])); err != nil {
+		t.Errorf("Junction refuses the ConfigMap's document: %v", err)
+	}
+
+	var dep appsv1.Deployment
+	if !e.get("junction-sample", &dep) {
+		t.Fatal("no Deployment")
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want minReplicas 2 (autoscaling is on)", dep.Spec.Replicas)
+	}
+	pod := dep.Spec.Template
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("containers = %d", len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	if c.Image != "ghcr.io/junction-router/junction:v0.1.0" || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image %s %s", c.Image, c.ImagePullPolicy)
+	}
+	if strings.Join(c.Args, " ") != "serve --config /etc/junction/config.yaml" {
+		t.Errorf("args = %v", c.Args)
+	}
+	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet.Path != "/ready" || c.LivenessProbe == nil || c.LivenessProbe.HTTPGet.Path != "/health" {
+		t.Errorf("probes: readiness %+v liveness %+v", c.ReadinessProbe, c.LivenessProbe)
+	}
+	if c.ReadinessProbe.HTTPGet.Port.StrVal != "management" {
+		t.Errorf("probe port = %v", c.ReadinessProbe.HTTPGet.Port)
+	}
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if ports["http"] != 8801 || ports["management"] != 8080 || ports["metrics"] != 9190 || ports["extproc"] != 50051 {
+		t.Errorf("container ports = %v", ports)
+	}
+	if c.Resources.Requests.Cpu().String() != "500m" || c.Resources.Limits.Memory().String() != "2Gi" {
+		t.Errorf("resources = %+v", c.Resources)
+	}
+	if len(c.Env) != 1 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef.Name != "upstream-keys" {
+		t.Errorf("env = %+v", c.Env)
+	}
+	if pod.Annotations[controller.ConfigHashAnno] == "" || pod.Annotations[controller.ConfigHashAnno] != jr.Status.ConfigHash {
+		t.Errorf("config hash annotation %q, status %q", pod.Annotations[controller.ConfigHashAnno], jr.Status.ConfigHash)
+	}
+	if len(pod.Spec.Volumes) != 1 || pod.Spec.Volumes[0].ConfigMap.Name != "junction-sample-config" {
+		t.Errorf("volumes = %+v", pod.Spec.Volumes)
+	}
+
+	var svc corev1.Service
+	if !e.get("junction-sample", &svc) {
+		t.Fatal("no Service")
+	}
+	sp := map[string]int32{}
+	for _, p := range svc.Spec.Ports {
+		sp[p.Name] = p.Port
+	}
+	if len(sp) != 4 || sp["http"] != 8801 || sp["management"] != 8080 || sp["metrics"] != 9190 || sp["extproc"] != 50051 {
+		t.Errorf("service ports = %v", sp)
+	}
+	if svc.Spec.Selector["app.kubernetes.io/instance"] != "junction-sample" {
+		t.Errorf("selector = %v", svc.Spec.Selector)
+	}
+
+	var hpa autoscalingv2.HorizontalPodAutoscaler
+	if !e.get("junction-sample", &hpa) {
+		t.Fatal("no HorizontalPodAutoscaler")
+	}
+	if *hpa.Spec.MinReplicas != 2 || hpa.Spec.MaxReplicas != 6 || *hpa.Spec.Metrics[0].Resource.Target.AverageUtilization != 70 || hpa.Spec.ScaleTargetRef.Name != "junction-sample" {
+		t.Errorf("hpa = %+v", hpa.Spec)
+	}
+
+	var ing networkingv1.Ingress
+	if !e.get("junction-sample", &ing) {
+		t.Fatal("no Ingress")
+	}
+	if *ing.Spec.IngressClassName != "nginx" || ing.Spec.Rules[0].Host != "llm.example.com" ||
+		ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Number != 8801 || ing.Spec.TLS[0].SecretName != "llm-example-tls" {
+		t.Errorf("ingress = %+v", ing.Spec)
+	}
+
+	for _, o := range []client.Object{&cm, &dep, &svc, &hpa, &ing} {
+		if !metav1.IsControlledBy(o, jr) {
+			t.Errorf("%T %s is not controlled by the resource", o, o.GetName())
+		}
+	}
+	if r := condition(jr, v1alpha1.ConditionReady); r.Status != metav1.ConditionFalse || r.Reason != controller.ReasonProgressing {
+		t.Errorf("Ready before any pod = %+v", r)
+	}
+}
+
+// TestStatusFromDeployment: Ready once every desired pod is ready, Degraded when the Deployment reports a
+// failure or pods drop out after the roll-out.
+func TestStatusFromDeployment(t *testing.T) {
+	e := newEnv(t, nil)
+	e.reconcile()
+	setStatus := func(s appsv1.DeploymentStatus) {
+		t.Helper()
+		var dep appsv1.Deployment
+		e.get("junction-sample", &dep)
+		s.ObservedGeneration = dep.Generation
+		dep.Status = s
+		if err := e.c.Status().Update(context.Background(), &dep); err != nil {
+			t.Fatal(err)
+		}
+		e.reconcile()
+	}
+	setStatus(appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2})
+	jr := e.resource()
+	if r := condition(jr, v1alpha1.ConditionReady); r.Status != metav1.ConditionTrue {
+		t.Errorf("Ready = %+v", r)
+	}
+	if d := condition(jr, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("Degraded = %+v", d)
+	}
+	if jr.Status.ReadyReplicas != 2 || jr.Status.ObservedGeneration != jr.Generation {
+		t.Errorf("status = %+v", jr.Status)
+	}
+
+	setStatus(appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1})
+	jr = e.resource()
+	if r := condition(jr, v1alpha1.ConditionReady); r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready with a pod missing = %+v", r)
+	}
+	if d := condition(jr, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "1 of 2") {
+		t.Errorf("Degraded with a pod missing = %+v", d)
+	}
+
+	setStatus(appsv1.DeploymentStatus{Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, Conditions: []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "ReplicaSet has timed out progressing"},
+	}})
+	if d := condition(e.resource(), v1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "ProgressDeadlineExceeded") {
+		t.Errorf("Degraded on a stuck roll-out = %+v", d)
+	}
+}
+
+// TestReconcileChanges: turning autoscaling and the ingress off removes their objects and hands the replica
+// count back to spec.replicas; a configuration change rolls the pods (new hash); a configuration Junction
+// refuses leaves the last good ConfigMap in place and says why in Degraded.
+func TestReconcileChanges(t *testing.T) {
+	e := newEnv(t, nil)
+	e.reconcile()
+	var dep appsv1.Deployment
+	e.get("junction-sample", &dep)
+	oldHash := dep.Spec.Template.Annotations[controller.ConfigHashAnno]
+
+	e.update(func(jr *v1alpha1.JunctionRouter) {
+		jr.Spec.Autoscaling.Enabled = false
+		jr.Spec.Ingress.Enabled = false
+		jr.Spec.Config.ReasoningEffort = "low"
+		f := false
+		jr.Spec.Metrics.Enabled = &f
+	})
+	e.reconcile()
+	if e.get("junction-sample", &autoscalingv2.HorizontalPodAutoscaler{}) {
+		t.Error("the HPA is still there")
+	}
+	if e.get("junction-sample", &networkingv1.Ingress{}) {
+		t.Error("the Ingress is still there")
+	}
+	e.get("junction-sample", &dep)
+	if *dep.Spec.Replicas != 3 {
+		t.Errorf("replicas = %d, want spec.replicas 3", *dep.Spec.Replicas)
+	}
+	if dep.Spec.Template.Annotations[controller.ConfigHashAnno] == oldHash {
+		t.Error("the configuration changed but the pod template's hash did not")
+	}
+	var svc corev1.Service
+	e.get("junction-sample", &svc)
+	if len(svc.Spec.Ports) != 3 {
+		t.Errorf("with metrics off the Service has %d ports, want 3", len(svc.Spec.Ports))
+	}
+	var cm corev1.ConfigMap
+	e.get("junction-sample-config", &cm)
+	good := cm.Data[controller.ConfigKey]
+	if !strings.Contains(good, "default_reasoning_effort: low") || !strings.Contains(good, "enabled: false") {
+		t.Errorf("the ConfigMap did not follow the change:\n%s", good)
+	}
+
+	e.update(func(jr *v1alpha1.JunctionRouter) {
+		jr.Spec.Config.DecisionModel = &v1alpha1.DecisionModel{Deployment: "judge"}
+	})
+	e.reconcile()
+	jr := e.resource()
+	if d := condition(jr, v1alpha1.ConditionDegraded); d.Status != metav1.ConditionTrue || d.Reason != controller.ReasonConfigRefused || !strings.Contains(d.Message, "spec.config.decision_model") {
+		t.Errorf("Degraded = %+v", d)
+	}
+	if r := condition(jr, v1alpha1.ConditionReady); r.Status != metav1.ConditionFalse {
+		t.Errorf("Ready = %+v", r)
+	}
+	e.get("junction-sample-config", &cm)
+	if cm.Data[controller.ConfigKey] != good {
+		t.Error("a refused configuration replaced the last good one")
+	}
+}
+
+// TestGatewayCondition: a gateway reference is reported as not wired rather than silently ignored.
+func TestGatewayCondition(t *testing.T) {
+	e := newEnv(t, func(jr *v1alpha1.JunctionRouter) {
+		jr.Spec.Gateway = &v1alpha1.GatewaySpec{ExistingRef: &v1alpha1.GatewayRef{Name: "envoy", Namespace: "gw"}}
+	})
+	e.reconcile()
+	g := condition(e.resource(), controller.ConditionGatewayWired)
+	if g.Status != metav1.ConditionFalse || !strings.Contains(g.Message, "junction-sample.default.svc:50051") {
+		t.Errorf("GatewayWired = %+v", g)
+	}
+}
+
+// TestDeletedResource: a resource gone by the time it is reconciled is no error.
+func TestDeletedResource(t *testing.T) {
+	e := newEnv(t, nil)
+	if err := e.c.Delete(context.Background(), e.resource()); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile()
+}
