@@ -182,10 +182,12 @@ operator:
 
 ## operator-crd: regenerate the CRD (operator/config/crd), the deep-copy functions and the ClusterRole
 ##               (operator/config/rbac, from the controller's rbac markers) with controller-gen, pinned by the tool
-##               line of operator/go.mod (TestCRDIsGenerated runs the same command and compares)
+##               line of operator/go.mod (TestCRDIsGenerated runs the same command and compares), and copy
+##               the CRD into the operator's Helm chart
 operator-crd:
 	cd operator && $(GO) tool controller-gen object crd rbac:roleName=junction-operator 'paths=./api/...;./controller/...' \
 		output:crd:artifacts:config=config/crd output:rbac:artifacts:config=config/rbac
+	cp operator/config/crd/junction-router.io_junctionrouters.yaml operator/charts/junction-operator/crds/
 
 ## operator-test: vet, go.mod tidiness and the tests of the operator module (no race run: nothing in it is
 ##                concurrent beyond what controller-runtime owns)

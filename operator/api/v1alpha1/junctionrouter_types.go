@@ -316,7 +316,3 @@ const (
 	ConditionReady    = "Ready"
 	ConditionDegraded = "Degraded"
 )
-
-func init() {
-	SchemeBuilder.Register(&JunctionRouter{}, &JunctionRouterList{})
-}
