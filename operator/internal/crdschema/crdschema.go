@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
@@ -21,6 +22,22 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 )
+
+// ValidateDefinition checks the CRD itself as the API server does when it is applied: names, versions, a
+// structural schema, defaults that pass their own schema, and every CEL rule compiled within its cost budget
+// (a rule too expensive for the lists and strings it runs over makes the server refuse the whole CRD).
+func ValidateDefinition(ctx context.Context, crdYAML []byte) (field.ErrorList, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(crdYAML, &crd); err != nil {
+		return nil, fmt.Errorf("read the CRD: %w", err)
+	}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&crd)
+	var internal apiextensions.CustomResourceDefinition
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&crd, &internal, nil); err != nil {
+		return nil, fmt.Errorf("convert the CRD: %w", err)
+	}
+	return crdvalidation.ValidateCustomResourceDefinition(ctx, &internal), nil
+}
 
 // Schema is one version's compiled schema.
 type Schema struct {

@@ -100,3 +100,15 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestCRDIsAdmissible: the API server would accept the generated CRD (CEL rules within their cost budget
+// included).
+func TestCRDIsAdmissible(t *testing.T) {
+	errs, err := crdschema.ValidateDefinition(context.Background(), config.CRD)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		t.Error(e)
+	}
+}
