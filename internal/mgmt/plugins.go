@@ -23,7 +23,8 @@ import (
 // PluginType describes one plugin type a runtime knows.
 type PluginType struct {
 	Type string
-	// Runtime is "native" or "wasm".
+	// Runtime is "native" or "wasm", or "host" for the types the router
+	// carries out itself after the answer (router_replay, shadow_dispatch).
 	Runtime string
 	// Available is false when the type needs a runtime that is not built in;
 	// Reason says why.
@@ -57,11 +58,15 @@ func (p nativePlugins) Types() []PluginType {
 	for _, t := range nat {
 		out = append(out, PluginType{Type: t, Runtime: "native", Available: true})
 	}
+	for _, t := range plugin.HostSideTypes() {
+		out = append(out, PluginType{Type: t, Runtime: "host", Available: true})
+	}
 	for _, t := range plugin.Types {
-		if !slices.Contains(nat, t) {
+		if !slices.Contains(nat, t) && !plugin.IsHostSide(t) {
 			out = append(out, PluginType{Type: t, Runtime: "wasm", Reason: "the " + t + " plugin needs the WebAssembly plugin runtime, which is not built into this binary yet"})
 		}
 	}
+	slices.SortFunc(out, func(a, b PluginType) int { return strings.Compare(a.Type, b.Type) })
 	return out
 }
 

@@ -168,6 +168,9 @@ func TestNoIO(t *testing.T) {
 		// which this package does not import).
 		`"go.opentelemetry.io/otel/codes"`: true, `"go.opentelemetry.io/otel/trace"`: true, `"go.opentelemetry.io/otel/trace/noop"`: true,
 		`"github.com/junction-router/junction/internal/tracing"`: true,
+		// The host-side types' configurations (router_replay,
+		// shadow_dispatch): decoding and checks only.
+		`"github.com/junction-router/junction/internal/replay/replayconfig"`: true,
 	}
 	for _, imp := range packageImports(t) {
 		if !allowed[imp] {

@@ -166,6 +166,8 @@ func (n *Stage) compile(typ string, raw json.RawMessage) compiled {
 	switch {
 	case typ == "":
 		return compiled{err: &ConfigError{Field: "type", Message: "is required; known types: " + strings.Join(Types, ", ")}}
+	case IsHostSide(typ) && (n.mods == nil || !n.mods.Has(typ)):
+		return compileHostSide(typ, raw)
 	case n.mods != nil && n.mods.Has(typ):
 		if err := n.mods.Validate(typ, raw); err != nil {
 			return compiled{err: err}

@@ -327,6 +327,9 @@ func (p *System) Types() []mgmt.PluginType {
 	for t := range cur.types {
 		add(t, "wasm")
 	}
+	for _, t := range plugin.HostSideTypes() {
+		add(t, "host") // unless a --plugin-dir module took the name
+	}
 	for _, t := range plugin.Types {
 		if !seen[t] {
 			seen[t] = true
