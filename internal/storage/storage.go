@@ -25,6 +25,9 @@ type Store interface {
 	Files
 	VectorStores
 	Memories
+	// Replays are router_replay's decision records and the outcomes
+	// attached to them (replays.go).
+	Replays
 	// Close releases the backend; calls after it fail.
 	Close() error
 }

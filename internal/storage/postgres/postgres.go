@@ -246,6 +246,40 @@ var schema = []string{
 		file_id TEXT COLLATE "C" NOT NULL DEFAULT '',
 		at BIGINT NOT NULL
 	);`,
+
+	// 2: router_replay's decision records and the outcomes submitted on
+	// them (storage/replays.go; the sqlite backend's version 7).
+	`CREATE TABLE replays (
+		seq BIGSERIAL PRIMARY KEY,
+		id TEXT COLLATE "C" NOT NULL UNIQUE,
+		request_id TEXT NOT NULL,
+		recipe TEXT NOT NULL,
+		decision TEXT NOT NULL,
+		model TEXT NOT NULL,
+		status INTEGER NOT NULL,
+		created_at BIGINT NOT NULL,
+		size BIGINT NOT NULL,
+		record BYTEA NOT NULL
+	);
+	CREATE INDEX replays_scope ON replays(recipe, decision, seq);
+	CREATE INDEX replays_model ON replays(model, seq);
+	CREATE INDEX replays_created ON replays(created_at);
+	CREATE INDEX replays_request ON replays(request_id);
+	CREATE TABLE replay_outcomes (
+		seq BIGSERIAL PRIMARY KEY,
+		id TEXT COLLATE "C" NOT NULL UNIQUE,
+		replay_id TEXT NOT NULL,
+		target TEXT NOT NULL,
+		verdict TEXT NOT NULL,
+		score DOUBLE PRECISION,
+		source TEXT NOT NULL,
+		principal TEXT NOT NULL,
+		idempotency_key TEXT NOT NULL,
+		category TEXT NOT NULL,
+		created_at BIGINT NOT NULL
+	);
+	CREATE UNIQUE INDEX replay_outcomes_idempotency ON replay_outcomes(principal, idempotency_key) WHERE idempotency_key <> '';
+	CREATE INDEX replay_outcomes_target ON replay_outcomes(target, category);`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

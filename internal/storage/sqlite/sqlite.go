@@ -356,6 +356,41 @@ var schema = []string{
 	DROP TABLE responses;
 	ALTER TABLE responses_v6 RENAME TO responses;
 	CREATE INDEX responses_used ON responses(used_at);`,
+
+	// 7: router_replay's decision records (size: the record's bytes, the
+	// byte bound) and the outcomes submitted on them (storage/replays.go;
+	// the same tables as the postgres backend's version 2).
+	`CREATE TABLE replays (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		request_id TEXT NOT NULL,
+		recipe TEXT NOT NULL,
+		decision TEXT NOT NULL,
+		model TEXT NOT NULL,
+		status INTEGER NOT NULL,
+		created_at INTEGER NOT NULL,
+		size INTEGER NOT NULL,
+		record BLOB NOT NULL
+	);
+	CREATE INDEX replays_scope ON replays(recipe, decision, seq);
+	CREATE INDEX replays_model ON replays(model, seq);
+	CREATE INDEX replays_created ON replays(created_at);
+	CREATE INDEX replays_request ON replays(request_id);
+	CREATE TABLE replay_outcomes (
+		seq INTEGER PRIMARY KEY AUTOINCREMENT,
+		id TEXT NOT NULL UNIQUE,
+		replay_id TEXT NOT NULL,
+		target TEXT NOT NULL,
+		verdict TEXT NOT NULL,
+		score REAL,
+		source TEXT NOT NULL,
+		principal TEXT NOT NULL,
+		idempotency_key TEXT NOT NULL,
+		category TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE UNIQUE INDEX replay_outcomes_idempotency ON replay_outcomes(principal, idempotency_key) WHERE idempotency_key <> '';
+	CREATE INDEX replay_outcomes_target ON replay_outcomes(target, category);`,
 }
 
 // migrate brings the schema to the newest version, one transaction per

@@ -49,6 +49,9 @@ func Run(t *testing.T, open func(t *testing.T) storage.Store) {
 		{"ScanChunks", testScanChunks},
 		{"Memories", func(t *testing.T, s storage.Store) { testMemories(t, s) }},
 		{"MemoryPaging", func(t *testing.T, s storage.Store) { testMemoryPaging(t, s) }},
+		{"Replays", testReplays},
+		{"ReplayBounds", testReplayBounds},
+		{"Outcomes", testOutcomes},
 		{"Concurrency", testConcurrency},
 		{"Closed", testClosed},
 	}
