@@ -94,6 +94,10 @@ type Config struct {
 	// Limiter applies global.rate_limits; nil admits everything. Both front
 	// ends of a server share one, so that a limit counts across them.
 	Limiter *ratelimit.Limiter
+	// Replays receives the decision record of every request whose decision
+	// runs router_replay, once the request is over (Exchange.Record); nil
+	// records nothing.
+	Replays Replays
 }
 
 // Plane runs the request phase. It is safe for concurrent use.
@@ -111,11 +115,12 @@ type Plane struct {
 	// (runBeside; shared by copies).
 	beside  chan struct{}
 	limiter *ratelimit.Limiter
+	replays Replays
 }
 
 // New returns a Plane.
 func New(cfg Config) *Plane {
-	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover, limiter: cfg.Limiter,
+	p := &Plane{metrics: cfg.Metrics, plugins: cfg.Plugins, backends: cfg.Backends, log: cfg.Logger, anthropic: cfg.AnthropicUpstreams, files: cfg.Files, responses: cfg.Responses, epochs: &respcache.Epochs{}, failover: cfg.Failover, limiter: cfg.Limiter, replays: cfg.Replays,
 		beside: make(chan struct{}, maxBeside)}
 	if p.backends == nil {
 		p.backends = &FirstBackend{}
@@ -221,6 +226,9 @@ type Outcome struct {
 	// admission holds the request's rate-limit tokens until its usage
 	// settles them.
 	admission ratelimit.Admission
+	// replay is what the decision record needs beyond the result, kept
+	// when the decision runs router_replay and a recorder is configured.
+	replay *replayInput
 }
 
 // Category is the category label of the request (its decision, or default).
@@ -268,7 +276,8 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	if traced {
 		routeStart = time.Now()
 	}
-	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: Input(req)})
+	input := Input(req)
+	res, err := in.Gen.Route(ctx, in.Recipe, &engine.Request{Model: req.Model, Input: input})
 	if traced {
 		traceRoute(ctx, in.Recipe, routeStart, time.Now(), res, err)
 	}
@@ -282,6 +291,9 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	}
 	out.Result = res
 	p.metrics.Routed(res)
+	if p.replays != nil && replayed(res.Plugins) {
+		out.replay = &replayInput{input: input, requestID: in.ID, stream: req.Stream}
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler { // net/http's way to cut a connection

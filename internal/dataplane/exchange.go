@@ -101,6 +101,7 @@ func (x *Exchange) Error(reason string) { x.plane.metrics.Error(x.model, reason)
 // went away).
 func (x *Exchange) Record(endpoint string, status int, d time.Duration) {
 	x.plane.metrics.Request(endpoint, x.category, status, d)
+	x.recordReplay(endpoint, status, d)
 	// The rate limits' token estimate gives way to what the answer used;
 	// a failed request without usage gives it back.
 	x.Out.admission.Settle(context.Background(), time.Now(), x.usedTokens, x.usedKnown, status >= 400 && status != StatusClientClosed)
@@ -273,6 +274,7 @@ func (x *Exchange) RecordAnswer(body []byte) AnswerInfo {
 		x.traceJSON(body)
 	}
 	if a.Usage != nil {
+		x.usage = a.Usage // for the decision record
 		x.usedTokens, x.usedKnown = a.Usage.PromptTokens+a.Usage.CompletionTokens, true
 		x.plane.metrics.Usage(m.Name, m.Pricing, *a.Usage)
 		x.plane.metrics.TPOT(m.Name, time.Since(x.sent), a.Usage.CompletionTokens)

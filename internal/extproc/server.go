@@ -93,6 +93,9 @@ type Options struct {
 	// Limiter applies global.rate_limits (shared with the other front
 	// end); nil admits everything.
 	Limiter *ratelimit.Limiter
+	// Replays keeps the decision records of router_replay (see
+	// dataplane.Config.Replays); nil keeps none.
+	Replays dataplane.Replays
 }
 
 // Server implements extprocv3.ExternalProcessorServer. It is safe for
@@ -125,7 +128,7 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Limiter: opts.Limiter})
+	s.plane = dataplane.New(dataplane.Config{Metrics: opts.Metrics, Plugins: opts.Plugins, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Limiter: opts.Limiter, Replays: opts.Replays})
 	s.unexpected = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "junction_extproc_unexpected_messages_total",
 		Help: "ext_proc messages that arrived where the protocol does not expect them, by message and what was done (ignored: answered so the request goes on; rejected: the stream was ended with an error).",

@@ -79,6 +79,9 @@ type Options struct {
 	// Limiter applies global.rate_limits (shared with the other front
 	// end); nil admits everything.
 	Limiter *ratelimit.Limiter
+	// Replays keeps the decision records of router_replay (see
+	// dataplane.Config.Replays); nil keeps none.
+	Replays dataplane.Replays
 }
 
 // Server is the data-plane HTTP handler.
@@ -101,7 +104,7 @@ func New(opts Options) *Server {
 		s.ups = NewUpstreams(UpstreamOptions{})
 	}
 	s.metrics.WatchBackends(s.ups.health.Snapshot)
-	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true, Limiter: opts.Limiter})
+	s.plane = dataplane.New(dataplane.Config{Metrics: s.metrics, Backends: upstreamBackends{s.ups}, Logger: s.log, AnthropicUpstreams: true, Files: opts.Files, Responses: opts.Responses, Failover: true, Limiter: opts.Limiter, Replays: opts.Replays})
 	return s
 }
 

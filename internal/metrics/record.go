@@ -174,10 +174,9 @@ func (m *Metrics) SetCache(entries int, hitRatio float64) {
 }
 
 // SetClassificationAccuracy publishes the measured accuracy of category
-// (router_classification_accuracy). Nothing calls it yet: accuracy needs
-// labelled outcomes (the replay/outcome feed of the management API), and a
-// made-up number would be worse than none, so the gauge has no series until a
-// labelled source exists.
+// (router_classification_accuracy): internal/replay computes it from the
+// outcomes submitted on replay records (POST /api/v1/observability/outcomes,
+// target decision), so a category has no series until one is judged.
 func (m *Metrics) SetClassificationAccuracy(category string, accuracy float64) {
 	if m == nil {
 		return

@@ -99,6 +99,10 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 			p := &openapi3.Parameter{In: "header", Name: "If-Match", Description: "the current ETag (GET /api/v1/config)", Schema: openapi3.NewStringSchema().NewRef()}
 			op.AddParameter(p)
 		}
+		if strings.Contains(rt.summary, "Idempotency-Key") {
+			p := &openapi3.Parameter{In: "header", Name: "Idempotency-Key", Description: "a stable value for retries (at most 255 bytes): the same principal and key are one submission", Schema: openapi3.NewStringSchema().WithMaxLength(255).NewRef()}
+			op.AddParameter(p)
+		}
 		if rt.in != nil {
 			s, err := schema(rt.in)
 			if err != nil {
@@ -161,6 +165,9 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 		op.Responses = openapi3.NewResponses()
 		if !onlyErrors {
 			op.Responses.Set(strconv.Itoa(status), &openapi3.ResponseRef{Value: ok})
+			for _, also := range rt.alsoOK {
+				op.Responses.Set(strconv.Itoa(also), &openapi3.ResponseRef{Value: &openapi3.Response{Description: openapi3.Ptr(http.StatusText(also)), Content: ok.Content}})
+			}
 		}
 		errs := append([]int{}, rt.errs...)
 		if rt.perm != PermPublic {
@@ -203,6 +210,7 @@ func buildOpenAPI(routes []route, version string) (*openapi3.T, []byte, error) {
 //	enum=a|b, items-enum=a|b                 the values accepted (the items')
 //	pattern=RE                               a string's pattern (\S: not only white space)
 //	maxLength=N, maxItems=N, maxProperties=N, uniqueItems
+//	date-time                                an RFC 3339 time (a string)
 //	false                                    a boolean only false is accepted for
 //	query                                    a search query: a string or up to 32 strings
 //	when=K:V                                 (on a struct's field) required when field K is V, refused otherwise
@@ -223,6 +231,8 @@ func oasTag(item string, s *openapi3.Schema) {
 		}
 	case "pattern":
 		s.Pattern = val
+	case "date-time":
+		s.Format = "date-time"
 	case "maxLength":
 		s.MaxLength = openapi3.Ptr(uint64(num()))
 	case "maxItems":

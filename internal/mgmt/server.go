@@ -71,6 +71,9 @@ type Options struct {
 	// Tracer makes a span of each mutation (the audited routes); nil:
 	// tracing is off.
 	Tracer *tracing.Tracer
+	// Replays serve the replay records, their evaluation and the outcomes
+	// (/api/v1/observability/replays, /outcomes); nil answers them 503.
+	Replays *ReplayOptions
 }
 
 // Server is the management API.

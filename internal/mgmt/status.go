@@ -328,9 +328,15 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 
 // OutcomeRequest is an outcome submission.
 type OutcomeRequest struct {
-	ReplayID string   `json:"replay_id"`
-	Target   string   `json:"target"`
-	Verdict  string   `json:"verdict"`
-	Score    *float64 `json:"score,omitempty"`
-	Source   string   `json:"source,omitempty"`
+	// ReplayID is a replay record's id (GET /api/v1/observability/replays).
+	ReplayID string `json:"replay_id" oas:"required,minLength=1,maxLength=256"`
+	// Target is what is judged: decision (was the routed decision right?)
+	// is measured as router_classification_accuracy; others are kept.
+	Target string `json:"target" oas:"required,minLength=1,maxLength=256"`
+	// Verdict is correct or incorrect on target decision; free on others.
+	Verdict string   `json:"verdict" oas:"required,minLength=1,maxLength=256"`
+	Score   *float64 `json:"score,omitempty"`
+	// Source labels where the verdict came from (user, judge); provenance
+	// is the authenticated principal, whatever this says.
+	Source string `json:"source,omitempty" oas:"maxLength=256"`
 }

@@ -127,6 +127,7 @@ func newStorageEnv(t *testing.T, config string, compile mgmt.CompileFunc, maxFil
 	}
 	e := newEnvOpts(t, writeConfig(t, config), compile, func(o *mgmt.Options) {
 		o.Storage = &mgmt.StorageOptions{Store: st, Ingest: ing, Library: lib, MaxFileBytes: maxFileBytes}
+		o.Replays = &mgmt.ReplayOptions{Store: st}
 	})
 	cfg.Store(e.cfg)
 	return &storageEnv{env: e, store: st, ingest: ing, lib: lib}

@@ -1,0 +1,249 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/replay/replayconfig"
+	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/recipes"
+)
+
+// Defaults of a Recorder.
+const (
+	DefaultQueue = 4096
+	DefaultBatch = 256
+	// writeTimeout bounds one batch's write.
+	writeTimeout = 10 * time.Second
+)
+
+// Options configure a Recorder.
+type Options struct {
+	// Store keeps the records (required).
+	Store storage.Replays
+	// Logger receives write failures (never request text); nil discards.
+	Logger *slog.Logger
+	// Queue bounds the records waiting to be written (0: DefaultQueue);
+	// past it a record is dropped and counted, never waited for.
+	Queue int
+	// Batch is the most records written in one transaction (0:
+	// DefaultBatch).
+	Batch int
+	// Sample decides a request is recorded at rate; nil draws a random
+	// number (tests pass their own).
+	Sample func(rate float64) bool
+}
+
+// Stats count what the recorder did since it started.
+type Stats struct {
+	Recorded   int64 `json:"recorded"`
+	SampledOut int64 `json:"sampled_out"`
+	Dropped    int64 `json:"dropped"`
+	Failed     int64 `json:"failed"`
+}
+
+// Recorder keeps decision records: Record (dataplane.Replays) builds the
+// record on the request's goroutine and queues it; one writer goroutine
+// writes the queue in batches, pruning each decision's records to its
+// configuration's bounds.
+type Recorder struct {
+	store  storage.Replays
+	log    *slog.Logger
+	sample func(float64) bool
+	batch  int
+	queue  chan item
+	done   chan struct{}
+	mu     sync.RWMutex // held to send on queue; Close takes it to close queue
+	closed bool
+	once   sync.Once
+
+	configs sync.Map // configuration bytes → replayconfig.Replay (or error)
+	nconfig atomic.Int64
+
+	recorded, sampledOut, dropped, failed atomic.Int64
+	lastWarn                             atomic.Int64 // unix nanos of the last logged failure
+}
+
+type item struct {
+	rep    storage.Replay
+	bounds storage.ReplayBounds
+	flush  chan struct{} // a Flush marker: closed once what came before is written
+}
+
+var _ dataplane.Replays = (*Recorder)(nil)
+
+// New starts a recorder; Close stops it.
+func New(o Options) *Recorder {
+	r := &Recorder{store: o.Store, log: o.Logger, sample: o.Sample, batch: o.Batch, done: make(chan struct{})}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.sample == nil {
+		r.sample = func(rate float64) bool { return rate >= 1 || rand.Float64() < rate }
+	}
+	if r.batch <= 0 {
+		r.batch = DefaultBatch
+	}
+	q := o.Queue
+	if q <= 0 {
+		q = DefaultQueue
+	}
+	r.queue = make(chan item, q)
+	go r.write()
+	return r
+}
+
+// config is the decision's router_replay configuration; ok is false when
+// it has none (or one that does not parse: validation refused it already).
+func (r *Recorder) config(refs []recipes.PluginRef) (replayconfig.Replay, bool) {
+	for _, ref := range refs {
+		if ref.Type != replayconfig.TypeReplay {
+			continue
+		}
+		if v, ok := r.configs.Load(string(ref.Configuration)); ok {
+			c, ok := v.(replayconfig.Replay)
+			return c, ok
+		}
+		c, err := replayconfig.ParseReplay(ref.Configuration)
+		if r.nconfig.Add(1) > 1024 { // configurations come from documents: only many reloads reach this
+			r.configs.Clear()
+			r.nconfig.Store(1)
+		}
+		if err != nil {
+			r.configs.Store(string(ref.Configuration), err)
+			return replayconfig.Replay{}, false
+		}
+		r.configs.Store(string(ref.Configuration), c)
+		return c, true
+	}
+	return replayconfig.Replay{}, false
+}
+
+// Record implements dataplane.Replays: it never blocks.
+func (r *Recorder) Record(ev *dataplane.ReplayEvent) {
+	if ev == nil || ev.Result == nil {
+		return
+	}
+	c, ok := r.config(ev.Result.Plugins)
+	if !ok || !c.Enabled {
+		return
+	}
+	if !r.sample(c.SampleRate) {
+		r.sampledOut.Add(1)
+		return
+	}
+	now := time.Now().UTC()
+	rec := build(ev, c, storage.NewReplayID(), now)
+	raw, err := json.Marshal(rec)
+	if err != nil || len(raw) > storage.MaxReplayRecord {
+		r.failed.Add(1)
+		return
+	}
+	it := item{rep: storage.Replay{ID: rec.ID, RequestID: rec.RequestID, CreatedAt: now, Recipe: rec.Recipe, Decision: rec.Decision, Model: rec.Model,
+		Status: rec.Status, Record: raw}, bounds: storage.ReplayBounds{MaxRecords: c.MaxRecords, MaxBytes: c.MaxBytes, MaxAge: c.MaxAge()}}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.closed {
+		return
+	}
+	select {
+	case r.queue <- it:
+	default:
+		r.dropped.Add(1)
+	}
+}
+
+// Flush waits until every record queued before it is written (or ctx
+// ends).
+func (r *Recorder) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	r.mu.RLock()
+	if r.closed {
+		r.mu.RUnlock()
+		return nil
+	}
+	select {
+	case r.queue <- item{flush: done}:
+		r.mu.RUnlock()
+	case <-ctx.Done():
+		r.mu.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stats reports the counts.
+func (r *Recorder) Stats() Stats {
+	return Stats{Recorded: r.recorded.Load(), SampledOut: r.sampledOut.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
+}
+
+// Close writes what is queued and stops the writer.
+func (r *Recorder) Close() {
+	r.once.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		close(r.queue)
+		r.mu.Unlock()
+		<-r.done
+	})
+}
+
+func (r *Recorder) write() {
+	defer close(r.done)
+	var batch []storage.Replay
+	var flushes []chan struct{}
+	bounds := map[string]storage.ReplayBounds{}
+	for it := range r.queue {
+		batch, flushes = batch[:0], flushes[:0]
+		clear(bounds)
+		add := func(it item) {
+			if it.flush != nil {
+				flushes = append(flushes, it.flush)
+				return
+			}
+			batch = append(batch, it.rep)
+			bounds[storage.BoundsKey(it.rep.Recipe, it.rep.Decision)] = it.bounds
+		}
+		add(it)
+	more:
+		for len(batch) < r.batch {
+			select {
+			case next, ok := <-r.queue:
+				if !ok {
+					break more
+				}
+				add(next)
+			default:
+				break more
+			}
+		}
+		if len(batch) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+			err := r.store.PutReplays(ctx, batch, bounds)
+			cancel()
+			if err != nil {
+				r.failed.Add(int64(len(batch)))
+				if now := time.Now().UnixNano(); now-r.lastWarn.Load() > int64(time.Minute) {
+					r.lastWarn.Store(now)
+					r.log.Warn("keeping replay records failed (router_replay)", "records", len(batch), "error", err)
+				}
+			} else {
+				r.recorded.Add(int64(len(batch)))
+			}
+		}
+		for _, f := range flushes {
+			close(f)
+		}
+	}
+}
