@@ -130,16 +130,16 @@ func (s *Server) routeTable() []route {
 		{method: "GET", path: "/api/v1/observability/audit", perm: PermAuditRead, sensitivity: sensSensitive, tag: "observability", summary: "hash-chained audit ring (latest 10,000)", query: []string{"action", "limit", "after_sequence"}, out: AuditPage{}, errs: bad, h: s.audit},
 		{method: "POST", path: "/api/v1/observability/outcomes", perm: PermLearningIngest, sensitivity: sensSensitive, tag: "observability", audit: "observability.outcome.create",
 			summary: "attach a user's or judge's verdict to a replay record (target decision: verdict correct or incorrect, measured as router_classification_accuracy{category}); Idempotency-Key makes a retry one outcome (200 with replayed true); provenance is the authenticated principal",
-			in: OutcomeRequest{}, out: OutcomeObject{}, status: http.StatusCreated, alsoOK: []int{http.StatusOK}, errs: []int{400, 404, 409, 503}, h: s.replayRoute(s.submitOutcome)},
+			in:      OutcomeRequest{}, out: OutcomeObject{}, status: http.StatusCreated, alsoOK: []int{http.StatusOK}, errs: []int{400, 404, 409, 503}, h: s.replayRoute(s.submitOutcome)},
 		{method: "GET", path: "/api/v1/observability/replays", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability",
 			summary: "router_replay's decision records, newest first; recipe, decision (- for none), model, request_id and since/until (RFC 3339 or Unix seconds) narrow",
-			query: append(append([]string{}, replayQuery...), listQuery...), out: ListPage[ReplaySummary]{}, errs: []int{400, 503}, h: s.replayRoute(s.listReplays)},
+			query:   append(append([]string{}, replayQuery...), listQuery...), out: ListPage[ReplaySummary]{}, errs: []int{400, 503}, h: s.replayRoute(s.listReplays)},
 		{method: "GET", path: "/api/v1/observability/replays/{id}", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability",
 			summary: "one decision record: signals, matched rules, decision, model, latency, usage, cost, status, the routing input when recorded (texts need secret_view), a shadow's outcome",
-			out: ReplayObject{}, errs: []int{404, 503}, h: s.replayRoute(s.getReplay)},
+			out:     ReplayObject{}, errs: []int{404, 503}, h: s.replayRoute(s.getReplay)},
 		{method: "POST", path: "/api/v1/observability/replays/evaluate", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability",
 			summary: "route a window of recorded traffic with a candidate (config, patch or recipe_patch) using the model-free signals: which requests change decision or model, cost and latency deltas by decision; nothing is applied (needs config.read too)",
-			in: ReplayEvaluateRequest{}, out: ReplayEvaluation{}, errs: []int{400, 404, 408, 503}, h: s.replayRoute(s.evaluateReplays)},
+			in:      ReplayEvaluateRequest{}, out: ReplayEvaluation{}, errs: []int{400, 404, 408, 503}, h: s.replayRoute(s.evaluateReplays)},
 	}...)
 	// Stored data (503 while storage is not configured).
 	sr := func(rt route) route {

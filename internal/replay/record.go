@@ -101,12 +101,12 @@ type Input struct {
 
 // Shadow is the outcome of a shadow_dispatch copy.
 type Shadow struct {
-	Model     string  `json:"model"`
-	Status    int     `json:"status"`
-	LatencyMS float64 `json:"latency_ms"`
-	Usage     *Usage  `json:"usage,omitempty"`
+	Model     string   `json:"model"`
+	Status    int      `json:"status"`
+	LatencyMS float64  `json:"latency_ms"`
+	Usage     *Usage   `json:"usage,omitempty"`
 	Cost      *float64 `json:"cost,omitempty"`
-	Currency  string  `json:"currency,omitempty"`
+	Currency  string   `json:"currency,omitempty"`
 	// Error says why the copy got no answer (timeout, upstream status).
 	Error string `json:"error,omitempty"`
 }

@@ -67,7 +67,7 @@ type Recorder struct {
 	nconfig atomic.Int64
 
 	recorded, sampledOut, dropped, failed atomic.Int64
-	lastWarn                             atomic.Int64 // unix nanos of the last logged failure
+	lastWarn                              atomic.Int64 // unix nanos of the last logged failure
 }
 
 type item struct {
