@@ -18,6 +18,7 @@ import (
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/pluginsys"
 	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/replay"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
@@ -123,6 +124,14 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	defer plugins.Close()
 	plugins.WatchMetrics(m)
+	// router_replay's records go to stored data, written behind the
+	// requests; the recorder stops (writing what it holds) before stored
+	// data closes.
+	recorder := replay.New(replay.Options{Store: stored.store, Logger: log})
+	defer recorder.Close()
+	if _, err := replay.MeasureAccuracy(ctx, stored.store, m); err != nil {
+		log.Warn("measuring classification accuracy from stored outcomes failed", "error", err)
+	}
 	catalogOK, nativeOK := deploy.CatalogGuard(peeked), deploy.NativeAPIGuard(peeked)
 	guard := func(d *recipes.Document) error {
 		d, err := o.Model.Apply(d) // the model options hold for every version
@@ -177,7 +186,8 @@ func (s *Server) run(ctx context.Context) error {
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
 		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
-			Storage: stored.management(), ResponseCache: plugins.Cache(), ContextRecovery: plugins.Recovery(), Backends: ups.Health().Snapshot, Tracer: tracer})
+			Storage: stored.management(), ResponseCache: plugins.Cache(), ContextRecovery: plugins.Recovery(), Backends: ups.Health().Snapshot, Tracer: tracer,
+			Replays: &mgmt.ReplayOptions{Store: stored.store, Metrics: m, Flush: recorder.Flush}})
 		if err != nil {
 			return err
 		}
@@ -234,7 +244,7 @@ func (s *Server) run(ctx context.Context) error {
 			break
 		}
 		h := gateway.New(gateway.Options{Listener: l, Runtime: rt, Metrics: m, Plugins: plugins, Upstreams: ups, Logger: log,
-			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter})
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter, Replays: recorder})
 		addr := net.JoinHostPort(l.Address, strconv.Itoa(l.Port))
 		if a, ok := o.ListenerAddrs[l.Name]; ok {
 			addr = a
@@ -252,7 +262,7 @@ func (s *Server) run(ctx context.Context) error {
 	}
 	if !o.DisableExtproc {
 		if err := s.serveExtproc(ls, doc, extproc.Options{Runtime: rt, Metrics: m, Plugins: plugins, Logger: log, Recipe: o.ExtprocRecipe, Registerer: reg,
-			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter}); err != nil {
+			Files: stored.store, Responses: responses, Tracer: tracer, Limiter: limiter, Replays: recorder}); err != nil {
 			return fail(err)
 		}
 	}

@@ -75,12 +75,18 @@ func parseWhen(name, v string) (time.Time, error) {
 	if v == "" {
 		return time.Time{}, nil
 	}
+	var t time.Time
 	if n, err := strconv.ParseFloat(v, 64); err == nil {
-		return time.Unix(0, int64(n*1e9)).UTC(), nil
-	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
+		t = time.Unix(0, 0).Add(time.Duration(n * 1e9)).UTC()
+		if n < 0 || n > 9e9 {
+			t = time.Time{}
+		}
+	} else if t, err = time.Parse(time.RFC3339, v); err != nil {
 		return time.Time{}, newErr(http.StatusBadRequest, CodeInvalidInput, "%s must be an RFC 3339 time (2026-01-02T15:04:05Z) or Unix seconds (got %q)", name, v)
+	}
+	// Records keep nanoseconds since 1970 in 64 bits: years 1970 to 2261.
+	if t.Year() < 1970 || t.Year() > 2261 {
+		return time.Time{}, newErr(http.StatusBadRequest, CodeInvalidInput, "%s must lie between 1970 and 2261 (got %q)", name, v)
 	}
 	return t, nil
 }
