@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-router/junction/engine"
@@ -47,10 +50,10 @@ type Evaluation struct {
 	Changed         int `json:"changed"`
 	DecisionChanged int `json:"decision_changed"`
 	ModelChanged    int `json:"model_changed"`
-	// BaselineMismatches counts the evaluated requests that the active
-	// configuration, re-routed the same way, does not route as recorded:
-	// the part of Changed that comes from re-routing with model-free
-	// signals rather than from the candidate.
+	// BaselineMismatches counts the changed requests that the active
+	// configuration, re-routed the same way, does not route as recorded
+	// either: the part of Changed that comes from re-routing with
+	// model-free signals rather than from the candidate.
 	BaselineMismatches int `json:"baseline_mismatches"`
 	// ByDecision are the cost and latency deltas grouped by the recorded
 	// decision ("" when none matched).
@@ -162,35 +165,23 @@ func Evaluate(ctx context.Context, store storage.Replays, candidate, active *rec
 	by := map[string]*acc{}
 	trans := map[[4]string]int{}
 	skip := func(reason string) { ev.Skipped++; ev.SkippedReasons[reason]++ }
+	routed := reroute(ctx, cand, base, recs)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for i := range recs {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r := &recs[i]
-		if r.Input == nil {
-			skip("no_input")
+		r, o := &recs[i], &routed[i]
+		if o.skip != "" {
+			skip(o.skip)
 			continue
 		}
-		in := &engine.Request{Model: r.RequestedModel, Input: signal.Input{Text: r.Input.Text, UserTexts: r.Input.UserTexts, AllTexts: r.Input.AllTexts}}
-		if in.Model == "" {
-			in.Model = engine.ModelMoM
-		}
-		res, err := route(ctx, cand, r.Recipe, in)
-		if err != nil {
-			switch {
-			case errors.Is(err, engine.ErrUnknownModel):
-				skip("unknown_model")
-			default:
-				skip("route_failed")
-			}
-			continue
-		}
+		res := o.res
 		ev.Evaluated++
 		toDecision, toModel := res.Decision, res.Model
 		if res.Block != nil {
 			toDecision, toModel = "blocked:"+res.Block.Code, ""
 		}
-		if b, err := route(ctx, base, r.Recipe, in); err == nil && (b.Decision != r.Decision || b.Model != r.Model) {
+		if o.baselineMismatch {
 			ev.BaselineMismatches++
 		}
 		a := by[r.Decision]
@@ -271,6 +262,61 @@ func Evaluate(ctx context.Context, store storage.Replays, candidate, active *rec
 	})
 	ev.ElapsedMS = ms(time.Since(start))
 	return ev, nil
+}
+
+// rerouted is one record's routing by the candidate.
+type rerouted struct {
+	res              *engine.Result
+	skip             string // why it was not routed
+	baselineMismatch bool
+}
+
+// reroute routes every record with cand, across the cores (routing is
+// CPU-bound: the model-free signals), and, for those cand routes otherwise
+// than recorded, with base too.
+func reroute(ctx context.Context, cand, base *engine.Generation, recs []Record) []rerouted {
+	out := make([]rerouted, len(recs))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/64))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(recs) || ctx.Err() != nil {
+					return
+				}
+				out[i] = rerouteOne(ctx, cand, base, &recs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func rerouteOne(ctx context.Context, cand, base *engine.Generation, r *Record) rerouted {
+	if r.Input == nil {
+		return rerouted{skip: "no_input"}
+	}
+	in := &engine.Request{Model: r.RequestedModel, Input: signal.Input{Text: r.Input.Text, UserTexts: r.Input.UserTexts, AllTexts: r.Input.AllTexts}}
+	if in.Model == "" {
+		in.Model = engine.ModelMoM
+	}
+	res, err := route(ctx, cand, r.Recipe, in)
+	switch {
+	case errors.Is(err, engine.ErrUnknownModel):
+		return rerouted{skip: "unknown_model"}
+	case err != nil:
+		return rerouted{skip: "route_failed"}
+	}
+	o := rerouted{res: res}
+	if res.Block != nil || res.Decision != r.Decision || res.Model != r.Model {
+		b, err := route(ctx, base, r.Recipe, in)
+		o.baselineMismatch = err == nil && (b.Decision != r.Decision || b.Model != r.Model)
+	}
+	return o
 }
 
 // compileModelFree compiles doc with the lexical fallbacks for every
