@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +286,101 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A decision with shadow_dispatch sends a copy to the shadow model (here a
+// real HTTP server that answers slowly) after the real answer: the client
+// does not wait for it, the answer is the real model's, and the record
+// holds both outcomes.
+func TestShadowDispatch(t *testing.T) {
+	type seen struct {
+		body   map[string]any
+		header http.Header
+	}
+	got := make(chan seen, 4)
+	shadow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got <- seen{body, r.Header.Clone()}
+		time.Sleep(400 * time.Millisecond)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"shadow","choices":[{"index":0,"message":{"role":"assistant","content":"shadowed"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":500,"total_tokens":1500}}`)
+	}))
+	defer shadow.Close()
+	doc, err := recipes.Parse([]byte(`{version: v1,
+  providers: {defaults: {default_model: main}, models: [
+    {name: main, backend_refs: [{provider: demo}]},
+    {name: shadow, backend_refs: [{base_url: "` + shadow.URL + `/v1"}], pricing: {currency: USD, prompt_per_1m: 1, completion_per_1m: 2}}]},
+  recipes: [{name: default, decisions: [{name: all, rules: {operator: AND, conditions: []}, modelRefs: [{model: main}],
+    plugins: [{type: router_replay}, {type: shadow_dispatch, configuration: {model: shadow, timeout_ms: 5000}}]}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Document: doc, DataDir: t.TempDir(), ListenerAddrs: map[string]string{"public": "127.0.0.1:0"}, DisableExtproc: true,
+		ManagementAddr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", SignalModels: SignalModelsLexical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.Run(context.Background()) }()
+	<-s.Ready()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		<-errc
+	}()
+	gw, mg := "http://"+s.GatewayAddr(), "http://"+s.ManagementAddr()
+	for _, stream := range []bool{false, true} {
+		start := time.Now()
+		st, b := call(t, "POST", gw+"/v1/chat/completions", chatBody("hello", stream), map[string]string{"X-Request-Id": fmt.Sprintf("sh-%v", stream)})
+		if d := time.Since(start); st != 200 || d > 300*time.Millisecond {
+			t.Fatalf("stream %v: %d after %v (the shadow answers after 400 ms; the client must not wait for it): %s", stream, st, d, b)
+		}
+		if strings.Contains(string(b), "shadowed") {
+			t.Fatalf("the client got the shadow's answer: %s", b)
+		}
+		select {
+		case sn := <-got:
+			if sn.body["model"] != "shadow" || sn.body["stream"] != nil || sn.header.Get("X-Request-Id") != fmt.Sprintf("sh-%v-shadow", stream) {
+				t.Fatalf("the shadow copy: %v %v", sn.body, sn.header)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no shadow copy arrived")
+		}
+	}
+	var rec struct {
+		Model  string
+		Shadow *struct {
+			Model     string
+			Status    int
+			LatencyMS float64 `json:"latency_ms"`
+			Cost      float64
+			Error     string
+			Usage     *struct {
+				CompletionTokens int64 `json:"completion_tokens"`
+			}
+		}
+	}
+	for _, id := range []string{"sh-false", "sh-true"} {
+		var b []byte
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var st int
+			st, b = call(t, "GET", mg+"/api/v1/observability/replays?request_id="+id, nil, nil)
+			if st == 200 && strings.Contains(string(b), `"has_shadow":true`) {
+				break
+			}
+		}
+		var list struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal(b, &list); err != nil || len(list.Data) != 1 {
+			t.Fatalf("%s: %s", id, b)
+		}
+		_, b = call(t, "GET", mg+"/api/v1/observability/replays/"+list.Data[0].ID, nil, nil)
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if sh := rec.Shadow; rec.Model != "main" || sh == nil || sh.Model != "shadow" || sh.Status != 200 || sh.LatencyMS < 400 || sh.Error != "" || sh.Usage == nil || sh.Usage.CompletionTokens != 500 || sh.Cost != 0.002 {
+			t.Fatalf("%s: the record: %s", id, b)
+		}
+	}
 }

@@ -292,7 +292,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 	out.Result = res
 	p.metrics.Routed(res)
 	if p.replays != nil && replayed(res.Plugins) {
-		out.replay = &replayInput{input: input, requestID: in.ID, stream: req.Stream}
+		out.replay = &replayInput{input: input, requestID: in.ID, stream: req.Stream, gen: in.Gen}
 	}
 	defer func() {
 		if v := recover(); v != nil {

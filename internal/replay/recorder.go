@@ -3,8 +3,10 @@ package replay
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +40,9 @@ type Options struct {
 	// Sample decides a request is recorded at rate; nil draws a random
 	// number (tests pass their own).
 	Sample func(rate float64) bool
+	// ShadowClient sends shadow_dispatch's copies; nil is a client of its
+	// own (the demo provider answered in process).
+	ShadowClient *http.Client
 }
 
 // Stats count what the recorder did since it started.
@@ -46,6 +51,10 @@ type Stats struct {
 	SampledOut int64 `json:"sampled_out"`
 	Dropped    int64 `json:"dropped"`
 	Failed     int64 `json:"failed"`
+	// Shadows counts the copies sent; ShadowsSkipped those not sent
+	// because MaxShadows were in flight.
+	Shadows        int64 `json:"shadows"`
+	ShadowsSkipped int64 `json:"shadows_skipped"`
 }
 
 // Recorder keeps decision records: Record (dataplane.Replays) builds the
@@ -66,7 +75,12 @@ type Recorder struct {
 	configs sync.Map // configuration bytes → replayconfig.Replay (or error)
 	nconfig atomic.Int64
 
-	recorded, sampledOut, dropped, failed atomic.Int64
+	shadow    *http.Client
+	shadowSem chan struct{}
+	inflight  atomic.Int64 // shadow calls
+	closing   bool         // under mu: no new record or shadow is taken
+
+	recorded, sampledOut, dropped, failed, shadows, shadowsSkipped atomic.Int64
 	lastWarn                              atomic.Int64 // unix nanos of the last logged failure
 }
 
@@ -80,7 +94,10 @@ var _ dataplane.Replays = (*Recorder)(nil)
 
 // New starts a recorder; Close stops it.
 func New(o Options) *Recorder {
-	r := &Recorder{store: o.Store, log: o.Logger, sample: o.Sample, batch: o.Batch, done: make(chan struct{})}
+	r := &Recorder{store: o.Store, log: o.Logger, sample: o.Sample, batch: o.Batch, done: make(chan struct{}), shadow: o.ShadowClient, shadowSem: make(chan struct{}, MaxShadows)}
+	if r.shadow == nil {
+		r.shadow = defaultShadowClient()
+	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -140,13 +157,45 @@ func (r *Recorder) Record(ev *dataplane.ReplayEvent) {
 	}
 	now := time.Now().UTC()
 	rec := build(ev, c, storage.NewReplayID(), now)
+	bounds := storage.ReplayBounds{MaxRecords: c.MaxRecords, MaxBytes: c.MaxBytes, MaxAge: c.MaxAge()}
+	if sc, ok := r.shadowConfig(ev.Result.Plugins); ok && sc.Enabled && ev.Shadow != nil && r.sample(sc.SampleRate) {
+		// Taken under mu, so that Close (which sets closing under it) waits
+		// for every shadow it did not refuse.
+		r.mu.RLock()
+		if r.closing {
+			r.mu.RUnlock()
+			return
+		}
+		select {
+		case r.shadowSem <- struct{}{}:
+			r.shadows.Add(1)
+			r.inflight.Add(1)
+			r.mu.RUnlock()
+			go func() {
+				defer r.inflight.Add(-1)
+				defer func() { <-r.shadowSem }()
+				rec.Shadow = r.dispatch(ev.Shadow, sc)
+				r.enqueue(&rec, bounds, now)
+			}()
+			return
+		default:
+			r.mu.RUnlock()
+			r.shadowsSkipped.Add(1)
+			rec.Shadow = &Shadow{Model: sc.Model, Error: fmt.Sprintf("not sent: %d shadow calls were in flight", MaxShadows)}
+		}
+	}
+	r.enqueue(&rec, bounds, now)
+}
+
+// enqueue queues rec for the writer; never blocks.
+func (r *Recorder) enqueue(rec *Record, bounds storage.ReplayBounds, now time.Time) {
 	raw, err := json.Marshal(rec)
 	if err != nil || len(raw) > storage.MaxReplayRecord {
 		r.failed.Add(1)
 		return
 	}
 	it := item{rep: storage.Replay{ID: rec.ID, RequestID: rec.RequestID, CreatedAt: now, Recipe: rec.Recipe, Decision: rec.Decision, Model: rec.Model,
-		Status: rec.Status, Record: raw}, bounds: storage.ReplayBounds{MaxRecords: c.MaxRecords, MaxBytes: c.MaxBytes, MaxAge: c.MaxAge()}}
+		Status: rec.Status, Record: raw}, bounds: bounds}
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if r.closed {
@@ -159,9 +208,12 @@ func (r *Recorder) Record(ev *dataplane.ReplayEvent) {
 	}
 }
 
-// Flush waits until every record queued before it is written (or ctx
-// ends).
+// Flush waits until the shadow calls in flight answered and every record
+// queued before it is written (or ctx ends).
 func (r *Recorder) Flush(ctx context.Context) error {
+	if err := r.waitShadows(ctx); err != nil {
+		return err
+	}
 	done := make(chan struct{})
 	r.mu.RLock()
 	if r.closed {
@@ -183,14 +235,33 @@ func (r *Recorder) Flush(ctx context.Context) error {
 	}
 }
 
-// Stats reports the counts.
-func (r *Recorder) Stats() Stats {
-	return Stats{Recorded: r.recorded.Load(), SampledOut: r.sampledOut.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
+// waitShadows waits until no shadow call is in flight (polled: shadows
+// are few and Flush and Close rare).
+func (r *Recorder) waitShadows(ctx context.Context) error {
+	for r.inflight.Load() > 0 {
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
-// Close writes what is queued and stops the writer.
+// Stats reports the counts.
+func (r *Recorder) Stats() Stats {
+	return Stats{Recorded: r.recorded.Load(), SampledOut: r.sampledOut.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load(),
+		Shadows: r.shadows.Load(), ShadowsSkipped: r.shadowsSkipped.Load()}
+}
+
+// Close waits for the shadow calls in flight (each bounded by its
+// timeout_ms), writes what is queued and stops the writer.
 func (r *Recorder) Close() {
 	r.once.Do(func() {
+		r.mu.Lock()
+		r.closing = true
+		r.mu.Unlock()
+		_ = r.waitShadows(context.Background())
 		r.mu.Lock()
 		r.closed = true
 		close(r.queue)

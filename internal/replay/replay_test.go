@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -294,5 +298,56 @@ func BenchmarkEvaluate10k(b *testing.B) {
 		}
 		b.ReportMetric(float64(ev.Changed), "changed")
 		b.ReportMetric(float64(ev.BaselineMismatches), "baseline_mismatches")
+	}
+}
+
+func TestShadowTimeoutAndErrors(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/fail" {
+			w.WriteHeader(502)
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+	}))
+	defer slow.Close()
+	st := openStore(t)
+	rec := New(Options{Store: st})
+	defer rec.Close()
+	shadowed := func(id, path, config string) {
+		ev := event("d", "m", ref(`{}`), recipes.PluginRef{Type: "shadow_dispatch", Configuration: json.RawMessage(config)})
+		ev.RequestID = id
+		ev.Shadow = func(model string) (*dataplane.ShadowRequest, error) {
+			if model == "missing" {
+				return nil, errors.New("shadow model \"missing\" is not a configured model")
+			}
+			u, _ := url.Parse(slow.URL + path)
+			return &dataplane.ShadowRequest{Model: &recipes.Model{Name: model}, URL: u, Header: http.Header{}, Body: []byte(`{}`)}, nil
+		}
+		rec.Record(ev)
+	}
+	shadowed("timeout", "/", `{"model":"s","timeout_ms":50}`)
+	shadowed("fail", "/fail", `{"model":"s"}`)
+	shadowed("missing", "/", `{"model":"missing"}`)
+	shadowed("off", "/", `{"model":"s","enabled":false}`)
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"timeout": "timeout after 50ms", "fail": "answered 502", "missing": "not a configured model", "off": ""} {
+		var r Record
+		_ = st.ScanReplays(context.Background(), storage.ReplayQuery{RequestID: id}, 1, func(rp storage.Replay) error {
+			r, _ = Decode(rp.Record)
+			return nil
+		})
+		switch {
+		case r.ID == "":
+			t.Errorf("%s: no record", id)
+		case want == "" && r.Shadow != nil:
+			t.Errorf("%s: a shadow with enabled false: %+v", id, r.Shadow)
+		case want != "" && (r.Shadow == nil || !strings.Contains(r.Shadow.Error, want)):
+			t.Errorf("%s: shadow %+v, want an error with %q", id, r.Shadow, want)
+		}
+	}
+	if s := rec.Stats(); s.Shadows != 3 || s.Recorded != 4 {
+		t.Errorf("stats %+v", s)
 	}
 }
