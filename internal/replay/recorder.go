@@ -81,7 +81,7 @@ type Recorder struct {
 	closing   bool         // under mu: no new record or shadow is taken
 
 	recorded, sampledOut, dropped, failed, shadows, shadowsSkipped atomic.Int64
-	lastWarn                              atomic.Int64 // unix nanos of the last logged failure
+	lastWarn                                                       atomic.Int64 // unix nanos of the last logged failure
 }
 
 type item struct {
