@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/storage"
+	"github.com/junction-router/junction/internal/storage/postgres"
+	"github.com/junction-router/junction/internal/storage/postgres/pgtest"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -30,9 +33,13 @@ const replayConfig = `{version: v1,
       {name: rest, rules: {operator: AND, conditions: []}, modelRefs: [{model: small}],
        plugins: [{type: router_replay, configuration: {max_records: 3}}]}]}]}`
 
-func startReplayServer(t *testing.T) *Server {
+func startReplayServer(t *testing.T, global string) *Server {
 	t.Helper()
-	doc, err := recipes.Parse([]byte(replayConfig))
+	src := replayConfig
+	if global != "" {
+		src = strings.TrimSuffix(src, "}") + ", global: " + global + "}"
+	}
+	doc, err := recipes.Parse([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +94,25 @@ func chatBody(text string, stream bool) map[string]any {
 // Requests routed through the gateway leave decision records that the
 // management API lists, filters, shows and evaluates a candidate against,
 // and outcomes submitted on them become router_classification_accuracy.
-func TestReplayLoop(t *testing.T) {
-	s := startReplayServer(t)
+func TestReplayLoop(t *testing.T) { replayLoop(t, startReplayServer(t, "")) }
+
+// The same loop with the records in PostgreSQL (global.storage.backend).
+func TestReplayLoopPostgres(t *testing.T) {
+	const env = "JUNCTION_TEST_REPLAY_PG_DSN"
+	dsn := pgtest.Schema(t)
+	t.Setenv(env, dsn)
+	replayLoop(t, startReplayServer(t, `{storage: {backend: postgres, postgres: {dsn_env: `+env+`}}}`))
+	pg, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	if p, err := pg.ListReplays(context.Background(), storage.ReplayQuery{}, storage.ListOptions{Limit: 100}); err != nil || len(p.Data) < 5 {
+		t.Fatalf("the records are not in PostgreSQL: %d %v", len(p.Data), err)
+	}
+}
+
+func replayLoop(t *testing.T, s *Server) {
 	gw, mg := "http://"+s.GatewayAddr(), "http://"+s.ManagementAddr()
 	for i, text := range []string{"urgent: fix the build, mail me at jane.doe@example.com", "hello there", "asap please", "what is 2+2", "tell me a joke", "one more"} {
 		if st, b := call(t, "POST", gw+"/v1/chat/completions", chatBody(text, i == 2), map[string]string{"X-Request-Id": fmt.Sprintf("req-%d", i)}); st != 200 {
