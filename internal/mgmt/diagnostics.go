@@ -427,12 +427,6 @@ func (s *Server) notImplemented(why string) http.HandlerFunc {
 	}
 }
 
-func (s *Server) unavailable(service, why string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, newErr(http.StatusServiceUnavailable, CodeServiceUnavailable, "the %s is unavailable: %s", service, why))
-	}
-}
-
 // TextRequest is a body with one text.
 type TextRequest struct {
 	Text   string `json:"text" oas:"required,minLength=1"`

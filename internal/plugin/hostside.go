@@ -26,10 +26,9 @@ func IsHostSide(typ string) bool { return slices.Contains(hostSide, typ) }
 // hostInstance is a host-side type's binding: the report of what will
 // happen after the response.
 type hostInstance struct {
-	typ      string
-	enabled  bool
-	live     string // the live report's detail
-	disabled string
+	typ     string
+	enabled bool
+	live    string // the live report's detail
 }
 
 func compileHostSide(typ string, raw json.RawMessage) compiled {
