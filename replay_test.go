@@ -209,7 +209,7 @@ func replayLoop(t *testing.T, s *Server) {
 	}
 
 	// A candidate that sends urgent traffic to small: both urgent records
-	// change model, cost falls; the rest (no recorded input) is skipped.
+	// change model, cost falls; the rest stays.
 	st, b = call(t, "POST", mg+"/api/v1/observability/replays/evaluate", map[string]any{
 		"recipe_patch": map[string]any{"recipe": "default", "patch": map[string]any{"decisions": []any{
 			map[string]any{"name": "urgent", "priority": 200, "rules": map[string]any{"operator": "OR", "conditions": []any{map[string]any{"type": "keyword", "name": "urgent"}}}, "modelRefs": []any{map[string]any{"model": "small"}}},
@@ -221,6 +221,7 @@ func replayLoop(t *testing.T, s *Server) {
 	}
 	var ev struct {
 		Records, Evaluated, Skipped, Changed int
+		FromSignals                          int            `json:"from_signals"`
 		ModelChanged                         int            `json:"model_changed"`
 		BaselineMismatches                   int            `json:"baseline_mismatches"`
 		SkippedReasons                       map[string]int `json:"skipped_reasons"`
@@ -240,10 +241,12 @@ func replayLoop(t *testing.T, s *Server) {
 	if err := json.Unmarshal(b, &ev); err != nil {
 		t.Fatal(err)
 	}
-	if ev.Records != 5 || ev.Evaluated != 2 || ev.Skipped != 3 || ev.SkippedReasons["no_input"] != 3 || ev.Changed != 2 || ev.ModelChanged != 2 || ev.BaselineMismatches != 0 || ev.Applied {
+	// The rest's records (no input) are routed from their recorded signals.
+	if ev.Records != 5 || ev.Evaluated != 5 || ev.FromSignals != 3 || ev.Skipped != 0 || ev.Changed != 2 || ev.ModelChanged != 2 || ev.BaselineMismatches != 0 || ev.Applied {
 		t.Fatalf("evaluation: %s", b)
 	}
-	if len(ev.ByDecision) != 1 || ev.ByDecision[0].Decision != "urgent" || ev.ByDecision[0].Changed != 2 || ev.ByDecision[0].CostDelta >= 0 || ev.ByDecision[0].CostBefore <= 0 {
+	if len(ev.ByDecision) != 2 || ev.ByDecision[1].Decision != "urgent" || ev.ByDecision[1].Changed != 2 || ev.ByDecision[1].CostDelta >= 0 || ev.ByDecision[1].CostBefore <= 0 ||
+		ev.ByDecision[0].Decision != "rest" || ev.ByDecision[0].Changed != 0 || ev.ByDecision[0].Requests != 3 {
 		t.Fatalf("by decision: %s", b)
 	}
 	if len(ev.Changes) != 2 || ev.Changes[0].FromModel != "big" || ev.Changes[0].ToModel != "small" {

@@ -21,7 +21,17 @@ type Request struct {
 	// Model is the model the client asked for: MoM, auto, or a configured name.
 	Model string
 	Input signal.Input
+	// Recorded, when not nil, stands for evaluating the signals: each
+	// signal takes the recorded result of the same kind and name (a
+	// what-if replay of recorded traffic, where the request's text was not
+	// kept); a signal with none recorded does not match (Error
+	// ErrorNotRecorded). Input is not read then.
+	Recorded []signal.Result
 }
+
+// ErrorNotRecorded is the Error of a signal Request.Recorded had no
+// result for.
+const ErrorNotRecorded = "not_recorded"
 
 // Block is a safety verdict that answers the client 403.
 type Block struct {
@@ -136,7 +146,11 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	start := time.Now()
 	res := &Result{Recipe: cr.name, RequestedModel: req.Model}
-	res.Signals = g.evaluate(ctx, cr, &req.Input)
+	if req.Recorded != nil {
+		res.Signals = recordedSignals(cr, req.Recorded)
+	} else {
+		res.Signals = g.evaluate(ctx, cr, &req.Input)
+	}
 	applyComposers(cr.composers, res.Signals)
 	res.ClassificationTime = time.Since(start)
 	for i := range res.Signals {
@@ -356,6 +370,28 @@ func (g *Generation) SignalBudget(ctx context.Context) time.Duration {
 // so no budget timer is armed unless the budget is already spent: inline
 // evaluation is bounded by being cheap, and the request's own context still
 // cancels it.
+// recordedSignals lays recorded results out in cr's slots (Request.Recorded).
+func recordedSignals(cr *compiledRecipe, rec []signal.Result) []signal.Result {
+	results := make([]signal.Result, cr.nSlots)
+	by := make(map[[2]string]int, len(rec))
+	for i := range rec {
+		by[[2]string{rec[i].Kind, rec[i].Name}] = i
+	}
+	for _, cs := range cr.sets {
+		for j, r := range cs.set.Missing(ErrorNotRecorded) {
+			if i, ok := by[[2]string{r.Kind, r.Name}]; ok {
+				r = rec[i]
+			} else {
+				// Not recorded is not unscanned: a safety signal the
+				// recording did not know does not block.
+				r.Matched, r.Unscanned = false, false
+			}
+			results[cs.base+j] = r
+		}
+	}
+	return results
+}
+
 func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signal.Input) []signal.Result {
 	results := make([]signal.Result, cr.nSlots)
 	if cr.nSlots == 0 {

@@ -62,7 +62,7 @@ func TestReplayRoutesRefuseHostileInput(t *testing.T) {
 		}
 	}
 	r := e.call("POST", "/api/v1/observability/replays/evaluate", `{"patch":{}}`)
-	if v := r.json(t); v["records"] != float64(2) || v["evaluated"] != float64(1) || v["applied"] != false {
+	if v := r.json(t); v["records"] != float64(2) || v["evaluated"] != float64(2) || v["from_signals"] != float64(1) || v["applied"] != false {
 		t.Fatalf("evaluate the active configuration: %s", r.body)
 	}
 

@@ -41,8 +41,13 @@ type Evaluation struct {
 	Method string `json:"method"`
 	// Records is how many records the window held; Evaluated how many of
 	// them were re-routed; Skipped the others, by reason.
-	Records        int            `json:"records"`
-	Evaluated      int            `json:"evaluated"`
+	Records   int `json:"records"`
+	Evaluated int `json:"evaluated"`
+	// FromSignals counts the evaluated records that had no recorded
+	// input (record_prompt off): routed from their recorded signal
+	// results, which a candidate's new signals or changed thresholds
+	// cannot change (a signal not recorded does not match).
+	FromSignals    int            `json:"from_signals"`
 	Skipped        int            `json:"skipped"`
 	SkippedReasons map[string]int `json:"skipped_reasons"`
 	// Changed counts the evaluated requests whose decision or model
@@ -106,8 +111,9 @@ type Change struct {
 
 // MethodModelFree is the evaluation method: the recorded routing input
 // routed by engine.Compile + Route with the lexical fallbacks in place of
-// model-backed signals.
-const MethodModelFree = "model-free signals (lexical fallbacks); records without a recorded input are skipped"
+// model-backed signals; a record without its input is routed from its
+// recorded signal results.
+const MethodModelFree = "recorded input re-routed with the model-free signals (lexical fallbacks); records without it routed from their recorded signal results"
 
 // Evaluate routes the window's records with candidate and with active
 // (the serving document, for the baseline), both compiled model-free, and
@@ -177,6 +183,9 @@ func Evaluate(ctx context.Context, store storage.Replays, candidate, active *rec
 		}
 		res := o.res
 		ev.Evaluated++
+		if o.fromSignals {
+			ev.FromSignals++
+		}
 		toDecision, toModel := res.Decision, res.Model
 		if res.Block != nil {
 			toDecision, toModel = "blocked:"+res.Block.Code, ""
@@ -269,6 +278,7 @@ type rerouted struct {
 	res              *engine.Result
 	skip             string // why it was not routed
 	baselineMismatch bool
+	fromSignals      bool // routed from the recorded signal results
 }
 
 // reroute routes every record with cand, across the cores (routing is
@@ -297,10 +307,18 @@ func reroute(ctx context.Context, cand, base *engine.Generation, recs []Record) 
 }
 
 func rerouteOne(ctx context.Context, cand, base *engine.Generation, r *Record) rerouted {
-	if r.Input == nil {
-		return rerouted{skip: "no_input"}
+	in := &engine.Request{Model: r.RequestedModel}
+	if r.Input != nil {
+		in.Input = signal.Input{Text: r.Input.Text, UserTexts: r.Input.UserTexts, AllTexts: r.Input.AllTexts}
+	} else {
+		// Without the text, the recorded signal results stand for the
+		// signals (engine.Request.Recorded).
+		in.Recorded = make([]signal.Result, len(r.Signals))
+		for i, s := range r.Signals {
+			in.Recorded[i] = signal.Result{Kind: s.Kind, Name: s.Name, Matched: s.Matched, Score: s.Score, Level: s.Level, Method: s.Method,
+				Unscanned: s.Unscanned, Error: s.Error, Entities: s.Entities}
+		}
 	}
-	in := &engine.Request{Model: r.RequestedModel, Input: signal.Input{Text: r.Input.Text, UserTexts: r.Input.UserTexts, AllTexts: r.Input.AllTexts}}
 	if in.Model == "" {
 		in.Model = engine.ModelMoM
 	}
@@ -311,7 +329,7 @@ func rerouteOne(ctx context.Context, cand, base *engine.Generation, r *Record) r
 	case err != nil:
 		return rerouted{skip: "route_failed"}
 	}
-	o := rerouted{res: res}
+	o := rerouted{res: res, fromSignals: r.Input == nil}
 	if res.Block != nil || res.Decision != r.Decision || res.Model != r.Model {
 		b, err := route(ctx, base, r.Recipe, in)
 		o.baselineMismatch = err == nil && (b.Decision != r.Decision || b.Model != r.Model)

@@ -78,6 +78,9 @@ type Signal struct {
 	Method    string  `json:"method,omitempty"`
 	Unscanned bool    `json:"unscanned,omitempty"`
 	Error     string  `json:"error,omitempty"`
+	// Entities are the personal-data types a pii signal found (types,
+	// never the values).
+	Entities []string `json:"entities,omitempty"`
 }
 
 // Usage is the answer's token usage.
@@ -126,7 +129,7 @@ func build(ev *dataplane.ReplayEvent, c replayconfig.Replay, id string, now time
 	for i, s := range res.Signals {
 		// Value is left out: it can be text from the request (a matched
 		// keyword, the best candidate).
-		r.Signals[i] = Signal{Kind: s.Kind, Name: s.Name, Matched: s.Matched, Score: s.Score, Level: s.Level, Method: s.Method, Unscanned: s.Unscanned, Error: s.Error}
+		r.Signals[i] = Signal{Kind: s.Kind, Name: s.Name, Matched: s.Matched, Score: s.Score, Level: s.Level, Method: s.Method, Unscanned: s.Unscanned, Error: s.Error, Entities: s.Entities}
 	}
 	if ev.Usage != nil {
 		r.Usage = &Usage{PromptTokens: ev.Usage.PromptTokens, CompletionTokens: ev.Usage.CompletionTokens, CachedTokens: ev.Usage.CachedTokens()}

@@ -156,7 +156,7 @@ func TestRecorderNeverWaitsForTheStore(t *testing.T) {
 
 // builtinRecords routes texts with the built-in configuration (model-free)
 // and keeps a record of each, as the recorder would.
-func builtinRecords(t testing.TB, st storage.Replays, texts []string, n int) (*recipes.Document, *signal.LanguageDetector) {
+func builtinRecords(t testing.TB, st storage.Replays, texts []string, n int, prompt bool) (*recipes.Document, *signal.LanguageDetector) {
 	t.Helper()
 	doc, err := recipes.Builtin()
 	if err != nil {
@@ -170,7 +170,8 @@ func builtinRecords(t testing.TB, st storage.Replays, texts []string, n int) (*r
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mustConfig(t, `{"record_prompt":true,"max_records":1000000}`)
+	c := mustConfig(t, `{"max_records":1000000}`)
+	c.RecordPrompt = prompt
 	batch := make([]storage.Replay, 0, 500)
 	for i := range n {
 		text := texts[i%len(texts)]
@@ -238,7 +239,7 @@ func codeTo(doc *recipes.Document, model string) *recipes.Document {
 func TestEvaluate(t *testing.T) {
 	st := openStore(t)
 	texts := []string{"Write a Python function that reverses a linked list.", "What is the derivative of x^3?", "hello, how are you?", "Ich brauche dringend Hilfe mit meiner Rechnung"}
-	doc, lang := builtinRecords(t, st, texts, 40)
+	doc, lang := builtinRecords(t, st, texts, 40, true)
 	// The active configuration reproduces every record.
 	ev, err := Evaluate(context.Background(), st, doc, doc, Window{}, 0, lang)
 	if err != nil {
@@ -279,6 +280,17 @@ func TestEvaluate(t *testing.T) {
 			t.Fatalf("code to big: %+v", d)
 		}
 	}
+	// Records without the input are routed from their recorded signals:
+	// the same changes.
+	bare := openStore(t)
+	builtinRecords(t, bare, texts, 40, false)
+	ev, err = Evaluate(context.Background(), bare, codeTo(doc, "small"), doc, Window{Limit: 20}, 3, lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Evaluated != 20 || ev.FromSignals != 20 || ev.Changed != 5 || ev.BaselineMismatches != 0 {
+		t.Fatalf("from recorded signals: %+v", ev)
+	}
 	if _, err := Evaluate(context.Background(), st, doc, doc, Window{Limit: MaxWindow + 1}, 0, lang); err == nil {
 		t.Fatal("a window past MaxWindow was accepted")
 	}
@@ -288,7 +300,7 @@ func TestEvaluate(t *testing.T) {
 // requests (MMLU questions routed by the built-in configuration).
 func BenchmarkEvaluate10k(b *testing.B) {
 	st := openStore(b)
-	doc, lang := builtinRecords(b, st, domainTexts(b), 10_000)
+	doc, lang := builtinRecords(b, st, domainTexts(b), 10_000, true)
 	cand := codeTo(doc, "big")
 	b.ResetTimer()
 	for range b.N {
