@@ -46,15 +46,24 @@ func (s *Store) UpdateReplay(ctx context.Context, id string, record []byte) erro
 	return s.tx(ctx, func(tx *pgTx) error { return storage.UpdateReplayIn(ctx, tx, "postgres", id, record) }, nil)
 }
 
-// AddOutcome implements storage.Replays.
+// AddOutcome implements storage.Replays. Two submissions with the same
+// idempotency key racing each other (two replicas, say) both find none and
+// insert; the unique index refuses the second, which is then answered as
+// the retry it is.
 func (s *Store) AddOutcome(ctx context.Context, o storage.Outcome) (storage.Outcome, bool, error) {
 	var kept storage.Outcome
 	var created bool
-	err := s.tx(ctx, func(tx *pgTx) error {
-		var err error
-		kept, created, err = storage.AddOutcomeIn(ctx, tx, "postgres", o, now())
-		return err
-	}, nil)
+	add := func() error {
+		return s.tx(ctx, func(tx *pgTx) error {
+			var err error
+			kept, created, err = storage.AddOutcomeIn(ctx, tx, "postgres", o, now())
+			return err
+		}, nil)
+	}
+	err := add()
+	if err != nil && o.IdempotencyKey != "" && isUnique(err) {
+		err = add()
+	}
 	return kept, created, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,6 +168,34 @@ func testOutcomes(t *testing.T, s storage.Store) {
 	wantErr(t, err, storage.ErrNotFound, "an outcome of an unknown replay")
 	_, _, err = s.AddOutcome(ctx, storage.Outcome{ReplayID: rs[0].ID, Target: "decision"})
 	wantErr(t, err, storage.ErrInvalid, "an outcome without a verdict")
+	// Retries racing each other are one outcome.
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	errs := make([]error, 8)
+	createdN := 0
+	var mu sync.Mutex
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kept, created, err := s.AddOutcome(ctx, storage.Outcome{ReplayID: rs[1].ID, Target: "answer", Verdict: "good", Principal: "carol", IdempotencyKey: "race"})
+			ids[i], errs[i] = kept.ID, err
+			if created {
+				mu.Lock()
+				createdN++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range ids {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("racing retries: %v %v", ids, errs)
+		}
+	}
+	if createdN != 1 {
+		t.Fatalf("racing retries created %d outcomes", createdN)
+	}
 	tally := must(s.TallyOutcomes(ctx, "decision", []string{"correct"}))
 	want := []storage.OutcomeTally{{Category: "chat", Correct: 1, Total: 3}, {Category: "code", Correct: 2, Total: 2}}
 	if fmt.Sprint(tally) != fmt.Sprint(want) {
