@@ -293,6 +293,9 @@ func replayLoop(t *testing.T, s *Server) {
 	if !strings.Contains(string(metrics), `router_classification_accuracy{category="urgent"} 0.5`) {
 		t.Fatalf("accuracy: %s", grepLines(string(metrics), "router_classification_accuracy"))
 	}
+	if !strings.Contains(string(metrics), `junction_replay_records_total{result="recorded"} `) {
+		t.Fatalf("recorder metrics: %s", grepLines(string(metrics), "junction_replay"))
+	}
 	_, audit := call(t, "GET", mg+"/api/v1/observability/audit?action=observability.outcome.create", nil, nil)
 	if strings.Count(string(audit), `"observability.outcome.create"`) < 4 {
 		t.Fatalf("audit: %s", audit)

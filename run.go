@@ -127,7 +127,7 @@ func (s *Server) run(ctx context.Context) error {
 	// router_replay's records go to stored data, written behind the
 	// requests; the recorder stops (writing what it holds) before stored
 	// data closes.
-	recorder := replay.New(replay.Options{Store: stored.store, Logger: log})
+	recorder := replay.New(replay.Options{Store: stored.store, Logger: log, Registerer: reg})
 	defer recorder.Close()
 	if _, err := replay.MeasureAccuracy(ctx, stored.store, m); err != nil {
 		log.Warn("measuring classification accuracy from stored outcomes failed", "error", err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/junction-router/junction/internal/dataplane"
 	"github.com/junction-router/junction/internal/replay/replayconfig"
 	"github.com/junction-router/junction/internal/storage"
@@ -43,6 +45,9 @@ type Options struct {
 	// ShadowClient sends shadow_dispatch's copies; nil is a client of its
 	// own (the demo provider answered in process).
 	ShadowClient *http.Client
+	// Registerer receives junction_replay_records_total{result} and
+	// junction_replay_shadows_total{result}; nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Stats count what the recorder did since it started.
@@ -112,8 +117,25 @@ func New(o Options) *Recorder {
 		q = DefaultQueue
 	}
 	r.queue = make(chan item, q)
+	if o.Registerer != nil {
+		r.register(o.Registerer)
+	}
 	go r.write()
 	return r
+}
+
+// register publishes the counts (read at each scrape).
+func (r *Recorder) register(reg prometheus.Registerer) {
+	for result, v := range map[string]*atomic.Int64{"recorded": &r.recorded, "sampled_out": &r.sampledOut, "dropped": &r.dropped, "failed": &r.failed} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "junction_replay_records_total",
+			Help:        "router_replay decision records by result: recorded (written), sampled_out, dropped (the write queue was full), failed (the store refused the write).",
+			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { return float64(v.Load()) }))
+	}
+	for result, v := range map[string]*atomic.Int64{"sent": &r.shadows, "skipped": &r.shadowsSkipped} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "junction_replay_shadows_total",
+			Help:        "shadow_dispatch copies by result: sent, skipped (too many in flight).",
+			ConstLabels: prometheus.Labels{"result": result}}, func() float64 { return float64(v.Load()) }))
+	}
 }
 
 // config is the decision's router_replay configuration; ok is false when
