@@ -85,3 +85,67 @@ func TestReplayRoutesRefuseHostileInput(t *testing.T) {
 		t.Errorf("a 256-byte Idempotency-Key: %d", r.status)
 	}
 }
+
+// Replays need data.read (the input's texts secret_view as well), an
+// evaluation config.read besides, outcomes learning.ingest; an outcome's
+// principal is the token's, whatever source says.
+func TestReplayPermissions(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_READER", "reader-token-1")
+	t.Setenv("JUNCTION_TEST_JUDGE", "judge-token-2")
+	t.Setenv("JUNCTION_TEST_ADMIN", "admin-token-3")
+	cfg := strings.Replace(baseConfig(t), "    api: {batch_classification: {max_batch_size: 4}}", `    api: {batch_classification: {max_batch_size: 4}}
+    management_api:
+      auth:
+        mode: bearer
+        roles:
+          - {name: reader, permissions: [data.read]}
+          - {name: judge, permissions: [learning.ingest]}
+          - {name: admin, permissions: [data.read, config.read, secret_view, learning.ingest, audit.read]}
+        tokens:
+          - {name: rita, roles: [reader], env: JUNCTION_TEST_READER}
+          - {name: jude, roles: [judge], env: JUNCTION_TEST_JUDGE}
+          - {name: ada, roles: [admin], env: JUNCTION_TEST_ADMIN}`, 1)
+	e := newStorageEnv(t, cfg, nil, 0)
+	rp := storage.Replay{Recipe: "default", Decision: "rest", Model: "small", Status: 200,
+		Record: []byte(`{"recipe":"default","decision":"rest","model":"small","status":200,"signals":[],"input":{"text":"my secret plan","user_texts":["my secret plan"],"all_texts":["my secret plan"]}}`)}
+	if err := e.store.PutReplays(context.Background(), []storage.Replay{rp}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	_ = e.store.ScanReplays(context.Background(), storage.ReplayQuery{}, 1, func(r storage.Replay) error { id = r.ID; return nil })
+	outcome := map[string]any{"replay_id": id, "target": "decision", "verdict": "correct", "source": "ada-pretending"}
+
+	if r := e.call("GET", "/api/v1/observability/replays", nil); r.status != 401 {
+		t.Fatalf("no token: %d", r.status)
+	}
+	e.token = "reader-token-1"
+	if r := e.call("GET", "/api/v1/observability/replays/"+id, nil); r.status != 200 || strings.Contains(string(r.body), "secret plan") {
+		t.Fatalf("reader (no secret_view): %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/api/v1/observability/replays/evaluate", map[string]any{"patch": map[string]any{}}); r.status != 403 {
+		t.Fatalf("reader evaluates without config.read: %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/api/v1/observability/outcomes", outcome); r.status != 403 {
+		t.Fatalf("reader submits an outcome: %d", r.status)
+	}
+	e.token = "judge-token-2"
+	if r := e.call("GET", "/api/v1/observability/replays", nil); r.status != 403 {
+		t.Fatalf("judge lists: %d", r.status)
+	}
+	r := e.call("POST", "/api/v1/observability/outcomes", outcome)
+	if r.status != 201 || r.json(t)["principal"] != "jude" || r.json(t)["source"] != "ada-pretending" {
+		t.Fatalf("judge's outcome: %d %s", r.status, r.body)
+	}
+	e.token = "admin-token-3"
+	if r := e.call("GET", "/api/v1/observability/replays/"+id, nil); r.status != 200 || !strings.Contains(string(r.body), "my secret plan") {
+		t.Fatalf("admin (secret_view): %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/api/v1/observability/replays/evaluate", map[string]any{"patch": map[string]any{}}); r.status != 200 {
+		t.Fatalf("admin evaluates: %d %s", r.status, r.body)
+	}
+	a := e.call("GET", "/api/v1/observability/audit?action=observability.outcome.create", nil).json(t)
+	entries, _ := a["entries"].([]any)
+	if len(entries) != 1 || entries[0].(map[string]any)["principal"] != "jude" {
+		t.Fatalf("audit: %v", a)
+	}
+}
