@@ -188,6 +188,9 @@ type ReplayWindow struct {
 	Limit int `json:"limit,omitempty" oas:"min=1,max=100000"`
 }
 
+// evaluateDeadline bounds one evaluation (408 past it: narrow the window).
+const evaluateDeadline = 2 * time.Minute
+
 // ReplayEvaluation answers an evaluation: nothing was applied.
 type ReplayEvaluation struct {
 	replay.Evaluation
@@ -258,7 +261,9 @@ func (s *Server) evaluateReplays(w http.ResponseWriter, r *http.Request) {
 		cancel()
 	}
 	gen := s.cfg.Runtime().Current()
-	ev, err := replay.Evaluate(r.Context(), s.opts.Replays.Store, doc, gen.Document(), win, req.ChangesLimit, gen.Language())
+	ctx, cancel := context.WithTimeout(r.Context(), evaluateDeadline)
+	defer cancel()
+	ev, err := replay.Evaluate(ctx, s.opts.Replays.Store, doc, gen.Document(), win, req.ChangesLimit, gen.Language())
 	if err != nil {
 		if errors.Is(err, storage.ErrInvalid) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			writeError(w, storageErr("the evaluation", err))
