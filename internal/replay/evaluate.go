@@ -120,6 +120,11 @@ const MethodModelFree = "recorded input re-routed with the model-free signals (l
 // reports what would change. lang, when it knows every language the
 // documents name, is shared with the compiles (lingua loads slowly).
 func Evaluate(ctx context.Context, store storage.Replays, candidate, active *recipes.Document, w Window, changesLimit int, lang *signal.LanguageDetector) (*Evaluation, error) {
+	return evaluate(ctx, store, candidate, active, w, changesLimit, lang, runtime.GOMAXPROCS(0))
+}
+
+// evaluate is Evaluate routing on workers goroutines.
+func evaluate(ctx context.Context, store storage.Replays, candidate, active *recipes.Document, w Window, changesLimit int, lang *signal.LanguageDetector, workers int) (*Evaluation, error) {
 	start := time.Now()
 	if w.Limit <= 0 {
 		w.Limit = DefaultWindow
@@ -171,7 +176,7 @@ func Evaluate(ctx context.Context, store storage.Replays, candidate, active *rec
 	by := map[string]*acc{}
 	trans := map[[4]string]int{}
 	skip := func(reason string) { ev.Skipped++; ev.SkippedReasons[reason]++ }
-	routed := reroute(ctx, cand, base, recs)
+	routed := reroute(ctx, cand, base, recs, workers)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -284,9 +289,9 @@ type rerouted struct {
 // reroute routes every record with cand, across the cores (routing is
 // CPU-bound: the model-free signals), and, for those cand routes otherwise
 // than recorded, with base too.
-func reroute(ctx context.Context, cand, base *engine.Generation, recs []Record) []rerouted {
+func reroute(ctx context.Context, cand, base *engine.Generation, recs []Record, workers int) []rerouted {
 	out := make([]rerouted, len(recs))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(recs)/64))
+	workers = max(1, min(workers, len(recs)/64))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {

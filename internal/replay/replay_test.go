@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -297,19 +299,23 @@ func TestEvaluate(t *testing.T) {
 }
 
 // BenchmarkEvaluate10k evaluates a candidate over 10,000 recorded
-// requests (MMLU questions routed by the built-in configuration).
+// requests (MMLU questions routed by the built-in configuration), routing
+// on one goroutine and on GOMAXPROCS (what Evaluate does), interleaved.
 func BenchmarkEvaluate10k(b *testing.B) {
 	st := openStore(b)
 	doc, lang := builtinRecords(b, st, domainTexts(b), 10_000, true)
 	cand := codeTo(doc, "big")
-	b.ResetTimer()
-	for range b.N {
-		ev, err := Evaluate(context.Background(), st, cand, doc, Window{Limit: 10_000}, 0, lang)
-		if err != nil || ev.Evaluated != 10_000 {
-			b.Fatalf("%v %+v", err, ev)
-		}
-		b.ReportMetric(float64(ev.Changed), "changed")
-		b.ReportMetric(float64(ev.BaselineMismatches), "baseline_mismatches")
+	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			for range b.N {
+				ev, err := evaluate(context.Background(), st, cand, doc, Window{Limit: 10_000}, 0, lang, workers)
+				if err != nil || ev.Evaluated != 10_000 {
+					b.Fatalf("%v %+v", err, ev)
+				}
+				b.ReportMetric(float64(ev.Changed), "changed")
+				b.ReportMetric(float64(ev.BaselineMismatches), "baseline_mismatches")
+			}
+		})
 	}
 }
 
