@@ -88,10 +88,15 @@ type FieldError struct {
 	Field, Message string
 }
 
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+func (e *FieldError) Error() string { return e.FieldPath() + " " + e.Message }
 
 // FieldPath is the offending field within the plugin reference.
-func (e *FieldError) FieldPath() string { return "configuration." + e.Field }
+func (e *FieldError) FieldPath() string {
+	if e.Field == "" {
+		return "configuration"
+	}
+	return "configuration." + e.Field
+}
 
 // ParseReplay decodes a router_replay configuration (empty or null: every
 // default), strictly: an unknown field is an error.
@@ -139,7 +144,7 @@ func decode(raw []byte, into any) error {
 		return nil
 	}
 	if raw[0] != '{' {
-		return &FieldError{"configuration", "must be an object"}
+		return &FieldError{"", "must be an object"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -151,10 +156,10 @@ func decode(raw []byte, into any) error {
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			return &FieldError{strings.Trim(f, `"`), "is not a field of this plugin's configuration"}
 		}
-		return &FieldError{"configuration", err.Error()}
+		return &FieldError{"", "is not readable: " + err.Error()}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return &FieldError{"configuration", "has data after the object"}
+		return &FieldError{"", "has data after the object"}
 	}
 	return nil
 }
