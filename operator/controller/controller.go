@@ -227,7 +227,7 @@ func (r *Reconciler) deployment(ctx context.Context, jr *v1alpha1.JunctionRouter
 			ImagePullPolicy: pull,
 			Args:            []string{"serve", "--config", configDir + "/" + ConfigKey},
 			Ports:           ports,
-			Env:             jr.Spec.Env,
+			Env:             podEnv(jr),
 			Resources:       jr.Spec.Resources,
 			// /ready answers 200 once start-up completed (models loaded, listeners open); /health while the
 			// process serves. A start-up of minutes (model downloads) is the startup probe's to wait out.
@@ -428,4 +428,20 @@ func (r *Reconciler) updateStatus(ctx context.Context, jr *v1alpha1.JunctionRout
 	jr.Status.ObservedGeneration = jr.Generation
 	// A conflict (the resource changed meanwhile) is returned too: controller-runtime reconciles again.
 	return r.Status().Update(ctx, jr)
+}
+
+// podEnv is the resource's env, and the Redis password of a key-value cache
+// backend from its Secret under the name the converted configuration gives
+// as global.state.redis.password_env.
+func podEnv(jr *v1alpha1.JunctionRouter) []corev1.EnvVar {
+	env := jr.Spec.Env
+	cc := jr.Spec.Config.ResponseCache
+	if cc == nil {
+		cc = jr.Spec.Config.SemanticCache
+	}
+	if cc == nil || cc.BackendType != "key_value" || cc.KeyValue == nil || cc.KeyValue.Connection.PasswordSecretRef == nil {
+		return env
+	}
+	ref := cc.KeyValue.Connection.PasswordSecretRef.DeepCopy()
+	return append(append([]corev1.EnvVar(nil), env...), corev1.EnvVar{Name: convert.RedisPasswordEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: ref}})
 }

@@ -343,3 +343,37 @@ func TestDeletedResource(t *testing.T) {
 	}
 	e.reconcile()
 }
+
+// TestRedisPasswordFromSecret: a key-value cache backend's password_secret_ref reaches the pod as the
+// environment variable the converted configuration names, beside the resource's own env.
+func TestRedisPasswordFromSecret(t *testing.T) {
+	e := newEnv(t, func(jr *v1alpha1.JunctionRouter) {
+		on := true
+		jr.Spec.Config.SemanticCache = nil
+		jr.Spec.Config.ResponseCache = &v1alpha1.CacheConfig{Enabled: &on, BackendType: "key_value", KeyValue: &v1alpha1.KeyValueBackend{
+			Connection: v1alpha1.KeyValueConnection{Host: "redis.cache.svc", PasswordSecretRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "redis"}, Key: "password"}},
+			Index: v1alpha1.KeyValueIndex{Name: "semantic_cache_idx", Prefix: "doc:", IndexType: "HNSW",
+				VectorField: v1alpha1.VectorField{Name: "embedding", MetricType: "COSINE"}},
+		}}
+	})
+	e.reconcile()
+	var cm corev1.ConfigMap
+	if !e.get("junction-sample-config", &cm) || !strings.Contains(cm.Data[controller.ConfigKey], "password_env: "+convert.RedisPasswordEnv) {
+		t.Fatalf("the ConfigMap does not name the password's variable:\n%s", cm.Data[controller.ConfigKey])
+	}
+	var dep appsv1.Deployment
+	if !e.get("junction-sample", &dep) {
+		t.Fatal("no Deployment")
+	}
+	env := dep.Spec.Template.Spec.Containers[0].Env
+	own := e.resource().Spec.Env
+	if len(env) != len(own)+1 {
+		t.Fatalf("env = %+v", env)
+	}
+	last := env[len(env)-1]
+	if last.Name != convert.RedisPasswordEnv || last.ValueFrom == nil || last.ValueFrom.SecretKeyRef == nil ||
+		last.ValueFrom.SecretKeyRef.Name != "redis" || last.ValueFrom.SecretKeyRef.Key != "password" {
+		t.Fatalf("the password's variable = %+v", last)
+	}
+}

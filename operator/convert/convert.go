@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -423,7 +424,8 @@ func (c *converter) cache(p string, cc *v1alpha1.CacheConfig) {
 	switch cc.BackendType {
 	case "", "memory":
 	case "key_value":
-		c.refuse(p+".backend_type", "Junction keeps the response cache in memory or embedded (a SQLite file); its shared Redis (global.state) holds rate-limit counters. Use backend_type memory, or routing.global.services.response_cache.backend embedded")
+		svc["backend"] = "redis"
+		c.keyValue(p+".key_value", cc.KeyValue)
 	case "vector_database":
 		c.refuse(p+".backend_type", "Junction has no vector-database cache backend; use backend_type memory")
 	}
@@ -458,6 +460,78 @@ func (c *converter) cache(p string, cc *v1alpha1.CacheConfig) {
 		}
 	}
 	c.merge(p, obj(obj(c.doc, "global"), "services"), "response_cache", svc)
+}
+
+// RedisPasswordEnv is the environment variable the controller fills from a
+// key-value backend's password_secret_ref and the converted configuration
+// names as global.state.redis.password_env.
+const RedisPasswordEnv = "JUNCTION_REDIS_PASSWORD"
+
+// keyValue maps a key-value cache backend onto Junction's shared state:
+// global.state on that Redis, the response cache (and with it the response
+// store, rate limits and memories) kept there. Junction's semantic lookup
+// needs no search module in Redis (each replica keeps its own index, fed
+// from Redis), so the index and search settings have no equivalent:
+// anything but their defaults is refused.
+func (c *converter) keyValue(p string, kv *v1alpha1.KeyValueBackend) {
+	if kv == nil || kv.Connection.Host == "" {
+		c.refuse(p+".connection.host", "a key_value backend needs the Redis host")
+		return
+	}
+	conn := kv.Connection
+	port := int32(6379)
+	if conn.Port != 0 {
+		port = conn.Port
+	}
+	redis := map[string]any{"address": net.JoinHostPort(conn.Host, strconv.Itoa(int(port)))}
+	if conn.Database != nil && *conn.Database != 0 {
+		redis["db"] = int(*conn.Database)
+	}
+	switch {
+	case conn.Password != "":
+		c.refuse(p+".connection.password", "a password written in the resource would be copied into the ConfigMap; put it in a Secret and name it in password_secret_ref")
+	case conn.PasswordSecretRef != nil:
+		redis["password_env"] = RedisPasswordEnv // the controller sets it from the Secret
+	}
+	if conn.Timeout != nil && *conn.Timeout != 30 {
+		c.refuse(p+".connection.timeout", "Junction's Redis client keeps its own short timeouts (the cache degrades to a miss rather than wait); leave it 30")
+	}
+	if t := conn.TLS; t != nil && t.Enabled != nil && *t.Enabled {
+		tls := map[string]any{"enabled": true}
+		for k, v := range map[string]string{"ca_file": t.CAFile, "cert_file": t.CertFile, "key_file": t.KeyFile} {
+			if v != "" {
+				tls[k] = v
+			}
+		}
+		redis["tls"] = tls
+	}
+	ix := kv.Index
+	noSearch := func(field string, got, def any) {
+		if got != def {
+			c.refuse(p+"."+field, "Junction uses no Redis search index (each replica keeps its own semantic index, fed from Redis); leave it at its default %v", def)
+		}
+	}
+	noSearch("index.name", ix.Name, "semantic_cache_idx")
+	noSearch("index.prefix", ix.Prefix, "doc:")
+	noSearch("index.index_type", ix.IndexType, "HNSW")
+	noSearch("index.vector_field.name", ix.VectorField.Name, "embedding")
+	noSearch("index.vector_field.metric_type", ix.VectorField.MetricType, "COSINE")
+	if ix.VectorField.Dimension != nil {
+		c.refuse(p+".index.vector_field.dimension", "Junction takes the dimension from the embedding model; remove it")
+	}
+	if m := ix.Params.M; m != nil && *m != 16 {
+		c.refuse(p+".index.params.M", "no HNSW index in Junction; leave it at 16")
+	}
+	if ef := ix.Params.EfConstruction; ef != nil && *ef != 64 {
+		c.refuse(p+".index.params.efConstruction", "no HNSW index in Junction; leave it at 64")
+	}
+	if k := kv.Search.TopK; k != nil && *k != 1 {
+		c.refuse(p+".search.topk", "a cache lookup answers with the one nearest entry; leave it 1")
+	}
+	if d := kv.Development.DropIndexOnStartup; d != nil && *d {
+		c.refuse(p+".development.drop_index_on_startup", "there is no index in Redis to drop; leave it false")
+	}
+	c.merge(p, obj(c.doc, "global"), "state", map[string]any{"backend": "redis", "redis": redis})
 }
 
 func (c *converter) tools(t *v1alpha1.ToolsSelection) {

@@ -372,3 +372,69 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+// TestConvertKeyValueCache: a key-value cache backend becomes Junction's shared state on that Redis (the
+// response cache kept there, the password from the environment variable the controller fills from the
+// Secret); the Redis search-index settings, which Junction does not use, are refused unless at their
+// defaults, and so is a password written in the resource.
+func TestConvertKeyValueCache(t *testing.T) {
+	r := loadResource(t, `
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  modelEndpoints:
+    - {name: a, model: m1, backend: {type: service, service: {name: vllm}}}
+  config:
+    response_cache:
+      enabled: true
+      backend_type: key_value
+      key_value:
+        connection: {host: redis.cache.svc, port: 6380, database: 2, password_secret_ref: {name: redis, key: password}, tls: {enabled: true, ca_file: /tls/ca.pem}}
+`)
+	out, err := convert.ToYAML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := junctionValidate(t, out)
+	st := d.Global.State
+	if st == nil || st.Backend != "redis" || st.Redis == nil || st.Redis.Address != "redis.cache.svc:6380" || st.Redis.DB != 2 ||
+		st.Redis.PasswordEnv != convert.RedisPasswordEnv || st.Redis.TLS == nil || !st.Redis.TLS.Enabled || st.Redis.TLS.CAFile != "/tls/ca.pem" {
+		t.Fatalf("global.state = %+v (redis %+v)\n%s", st, st.Redis, out)
+	}
+	if rc := d.Global.Services.ResponseCache; rc == nil || rc.Backend != "redis" {
+		t.Fatalf("response_cache = %+v", rc)
+	}
+
+	r = loadResource(t, `
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  config:
+    response_cache:
+      enabled: true
+      backend_type: key_value
+      key_value:
+        connection: {host: redis, password: hunter2}
+        index: {name: my_idx, params: {M: 32}}
+        search: {topk: 3}
+`)
+	_, err = convert.ToYAML(r)
+	var ce *convert.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("want a *convert.Error, got %v", err)
+	}
+	got := map[string]bool{}
+	for _, x := range ce.Refused {
+		got[x.Path] = true
+	}
+	for _, want := range []string{"connection.password", "index.name", "index.params.M", "search.topk"} {
+		if !got["spec.config.response_cache.key_value."+want] {
+			t.Errorf("key_value.%s was not refused:\n%v", want, err)
+		}
+	}
+	if len(ce.Refused) != 4 {
+		t.Errorf("%d refusals, want 4:\n%v", len(ce.Refused), err)
+	}
+}
