@@ -108,7 +108,13 @@ func serveDeployments(t *testing.T, cfg string, gw, mg, met int, extra ...string
 			r.sawLoading = true
 			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", gw)); err == nil {
 				c.Close()
-				r.gatewayEarlyUp = true
+				// The deployment may have become ready between the status
+				// read and the dial: the gateway opened early only if the
+				// status still says loading after the dial succeeded.
+				var after mgmt.StartupStatus
+				if r.getJSON(r.mgmt+"/startup-status", &after) == http.StatusServiceUnavailable && after.Phase == "loading_model_deployments" {
+					r.gatewayEarlyUp = true
+				}
 			}
 		}
 		select {
