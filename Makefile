@@ -34,19 +34,26 @@ run-example: build
 	trap "kill $$p1 $$p2 $$p3 2>/dev/null" EXIT INT TERM; \
 	$(BIN) serve --config $(SHARED)/spec/example-config.yaml
 
-## test: vet, staticcheck, formatting, go.mod tidiness, then every package twice: without the race detector and
-##       with it (fuzz targets run their seed corpus); fails if the run leaves files git does not ignore. Fetches
-##       ONNX Runtime first when it is missing; where it cannot, its tests skip (they fail under JUNCTION_REQUIRE_ORT=1).
-##       Then the operator's nested module (operator-test)
+## test: vet, staticcheck, formatting, go.mod tidiness, then every package's tests once under the race detector
+##       (fuzz targets run their seed corpus), then, without it, the tests that cannot run under it; fails if the
+##       run leaves files git does not ignore. Fetches ONNX Runtime first when it is missing; where it cannot, its
+##       tests skip (they fail under JUNCTION_REQUIRE_ORT=1). Then the operator's nested module (operator-test)
 test: test-main operator-test
 
+# -vet=off: `make vet` has already vetted every package with its tests. -ldflags=-w: test binaries without DWARF
+# link in about two thirds of the time; tracebacks need only the symbol table, which stays.
+TESTFLAGS ?= -count=1 -vet=off -ldflags=-w
+
 test-main: fmt-check tidy-check vet lint ort-if-possible
-	@# Tests that cannot run under -race select themselves: their *_norace_test.go files say //go:build !race
-	@# (wazero compiles a module about twenty times slower under it). The plain run also compiles the test plugin
-	@# modules into the shared wazero cache (see docs/plugins.md), which the race run then reuses.
+	@# One run, under the race detector: a plain run of the same tests would only repeat them. Tests that cannot
+	@# run under -race select themselves: their *_norace_test.go files say //go:build !race (wazero compiles a
+	@# module about twenty times slower under it; process tests exec a binary the detector does not instrument), and
+	@# the plain run after it runs exactly those tests (scripts/norace-tests lists them).
 	@set -e; before=$$(git status --porcelain 2>/dev/null || true); \
-	echo "$(GO) test -count=1 ./..."; $(GO) test -count=1 ./...; \
-	echo "$(GO) test -race -count=1 ./..."; $(GO) test -race -count=1 ./...; \
+	echo "$(GO) test -race $(TESTFLAGS) ./..."; $(GO) test -race $(TESTFLAGS) ./...; \
+	scripts/norace-tests | while read -r pkg pattern; do \
+		echo "$(GO) test $(TESTFLAGS) -run '$$pattern' $$pkg"; $(GO) test $(TESTFLAGS) -run "$$pattern" $$pkg || exit 1; \
+	done; \
 	after=$$(git status --porcelain 2>/dev/null || true); \
 	if [ "$$before" != "$$after" ]; then \
 		echo "the tests changed the working tree (commit generated files or ignore them); git status before:"; \
