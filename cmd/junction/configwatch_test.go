@@ -162,22 +162,3 @@ global:
 		t.Errorf("a secret or request text reached the log:\n%s", log)
 	}
 }
-
-// waitReady waits until the management API at api says /ready: the gateway listens from then on (the
-// management API answers /health earlier, while serve starts).
-func waitReady(t *testing.T, api string) {
-	t.Helper()
-	waitFor(t, api+"/health")
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, err := http.Get(api + "/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("/ready never answered 200")
-		}
-	}
-}

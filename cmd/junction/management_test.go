@@ -39,21 +39,7 @@ global:
 		go func() {
 			done <- run(ctx, []string{"serve", "--data-dir", t.TempDir(), "--config", cfg, "--log-level", "warn", "--extproc=false", "--config-watch", "50ms"}, io.Discard, io.Discard)
 		}()
-		waitFor(t, api+"/health")
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			resp, err := http.Get(api + "/ready")
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("/ready never answered 200")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitReady(t, api)
 		return func() {
 			cancel()
 			if code := <-done; code != 0 {

@@ -15,20 +15,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/junction-router/junction/hostapi/plugintest"
 )
 
-// These tests run the junction binary as a separate process (this test
-// binary, which runs main() under envRunMain, as managed workers do), so
-// that it can be killed with SIGKILL and restarted on the same data
+// These tests run the junction binary as a separate process (startServe),
+// so that it can be killed with SIGKILL and restarted on the same data
 // directory.
 
 // handbook is the Markdown document the tests upload, one section per
@@ -80,25 +75,13 @@ func (u *upstream) last() string {
 	return u.bodies[len(u.bodies)-1]
 }
 
-// storedServer is one `junction serve` process over a data directory.
-type storedServer struct {
-	t         *testing.T
-	cfg, data string
-	gw, mgmt  string
-	cmd       *exec.Cmd
-	stderr    *syncWriter
-	exited    chan struct{}
-}
-
 // storageConfig routes everything to model m on up, with rag on the
 // vector store named "handbook" (created later through the API) and memory
 // (scoped by the request's user); a text with the word "policy" has rag on
 // the knowledge base "staff" instead (with the base's own top_k).
-func storageConfig(t *testing.T, up string) (cfg string, gw, mg int) {
-	gw, mg = freePort(t), freePort(t)
-	cfg = writeFile(t, fmt.Sprintf(`version: v1
-listeners: [{name: public, address: 127.0.0.1, port: %d}]
-providers:
+func storageConfig(t *testing.T, up, global string) (cfg string, p servePorts) {
+	p = newServePorts(t)
+	return writeServeConfig(t, p, fmt.Sprintf(`providers:
   defaults: {default_model: m}
   models:
     - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
@@ -119,113 +102,7 @@ recipes:
         plugins:
           - {type: rag, configuration: {store: handbook, top_k: 1, on_failure: warn}}
           - {type: memory, configuration: {min_score: -1}}
-global:
-  services:
-    management_api: {address: 127.0.0.1, port: %d}
-    observability: {metrics: {address: 127.0.0.1, port: %d}}
-`, gw, up, mg, freePort(t)))
-	return cfg, gw, mg
-}
-
-// startServe runs junction serve on cfg and data and waits until it is
-// ready.
-func startServe(t *testing.T, cfg, data string, gw, mg int) *storedServer {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &storedServer{t: t, cfg: cfg, data: data, gw: fmt.Sprintf("http://127.0.0.1:%d", gw), mgmt: fmt.Sprintf("http://127.0.0.1:%d", mg),
-		stderr: &syncWriter{}, exited: make(chan struct{})}
-	s.cmd = exec.Command(exe, "serve", "--config", cfg, "--data-dir", data, "--extproc=false", "--signal-models", "lexical",
-		"--log-level", "warn", "--plugin-cache-dir", plugintest.CacheDir(), "--config-watch", "0")
-	s.cmd.Env = append(os.Environ(), envRunMain+"=1")
-	s.cmd.Stderr = s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() { s.kill() })
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited before it was ready: %s", s.stderr.String())
-		default:
-		}
-		if resp, err := http.Get(s.mgmt + "/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve was not ready in 90s: %s", s.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// stop ends serve with SIGTERM and waits.
-func (s *storedServer) stop() {
-	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		s.t.Fatalf("serve did not stop on SIGTERM: %s", s.stderr.String())
-	}
-}
-
-// kill ends serve with SIGKILL (kill -9) and waits.
-func (s *storedServer) kill() {
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-}
-
-// call sends a management API request and decodes a JSON answer into out
-// (when not nil), failing the test unless the status is want.
-func (s *storedServer) call(method, path string, body any, want int, out any) {
-	s.t.Helper()
-	var r io.Reader
-	ctype := "application/json"
-	switch b := body.(type) {
-	case nil:
-	case *multipartBody:
-		r, ctype = bytes.NewReader(b.data), b.ctype
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		r = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.mgmt+path, r)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		s.t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, raw)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			s.t.Fatalf("%s %s: %v: %s", method, path, err, raw)
-		}
-	}
-}
-
-type multipartBody struct {
-	data  []byte
-	ctype string
+`, up), global), p
 }
 
 // upload is a multipart form with a file and its purpose.
@@ -381,9 +258,9 @@ const question = "How many days of paid vacation leave does an employee get?"
 // restart on the same data directory.
 func TestServeRAGEndToEnd(t *testing.T) {
 	up := newUpstream(t)
-	cfg, gw, mg := storageConfig(t, up.URL)
+	cfg, p := storageConfig(t, up.URL, "")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startServe(t, cfg, data, gw, mg)
+	s := startServe(t, cfg, data, p)
 	if st, err := os.Stat(data); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("data directory: %v %v", st, err)
 	}
@@ -404,7 +281,7 @@ func TestServeRAGEndToEnd(t *testing.T) {
 	}
 	s.stop()
 
-	s = startServe(t, cfg, data, gw, mg)
+	s = startServe(t, cfg, data, p)
 	after := s.search(storeID, question)
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("search after the restart differs:\nbefore %+v\nafter  %+v", before, after)
@@ -456,9 +333,9 @@ func TestServeRAGEndToEnd(t *testing.T) {
 // not yet ingested is ingested after the restart.
 func TestServeStoredDataSurvivesKill(t *testing.T) {
 	up := newUpstream(t)
-	cfg, gw, mg := storageConfig(t, up.URL)
+	cfg, p := storageConfig(t, up.URL, "")
 	data := filepath.Join(t.TempDir(), "data")
-	s := startServe(t, cfg, data, gw, mg)
+	s := startServe(t, cfg, data, p)
 	fileID, storeID := s.addHandbook()
 	before := s.search(storeID, question)
 	s.chat("ada", "My name is Ada and I live in Lisbon.")
@@ -487,7 +364,7 @@ func TestServeStoredDataSurvivesKill(t *testing.T) {
 	s.call("POST", "/api/v1/storage/vector-stores/"+vs2.ID+"/files", map[string]any{"file_id": f2.ID}, http.StatusOK, nil)
 	s.kill()
 
-	s = startServe(t, cfg, data, gw, mg)
+	s = startServe(t, cfg, data, p)
 	var f fileObject
 	s.call("GET", "/api/v1/storage/files/"+fileID, nil, http.StatusOK, &f)
 	if f.Filename != "handbook.md" || f.Bytes != int64(len(handbook)) {
