@@ -468,9 +468,8 @@ func (x *exchange) attempt(parent context.Context, rt *dataplane.Routing, c *ups
 	c.timer.Reset(idle) // the status line came: from here on the timeout bounds gaps
 	c.timeout = idle
 	if c.stream && isEventStream(resp.Header) {
-		rd := newSSEReader(resp.Body)
-		raw, data, err := rd.next()
-		if err != nil {
+		events := newStreamEvents(resp.Body)
+		if err := events.readAhead(); err != nil {
 			resp.Body.Close()
 			if err == io.EOF {
 				err = errors.New("the stream ended before its first event")
@@ -486,7 +485,7 @@ func (x *exchange) attempt(parent context.Context, rt *dataplane.Routing, c *ups
 			defer func() { x.dp.EndModelSpan(span, resp.StatusCode, upstreamErrorType(ctx)) }()
 		}
 		defer resp.Body.Close()
-		x.relayStreamFrom(rt, c, resp, rd, raw, data)
+		x.relayStreamFrom(rt, c, resp, &events)
 		return nil
 	}
 	buf := getAnswerBuffer()

@@ -25,14 +25,15 @@ var errEventTooLarge = fmt.Errorf("an SSE event exceeds %d bytes", maxEventBytes
 // with data: [DONE] when the backend closed without it; a stream that breaks
 // mid-way is reported as an error event (the status line is already out).
 func (x *exchange) relayStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response) {
-	x.relayStreamFrom(rt, c, resp, newSSEReader(resp.Body), nil, nil)
+	events := newStreamEvents(resp.Body)
+	x.relayStreamFrom(rt, c, resp, &events)
 }
 
-// relayStreamFrom is relayStream for a stream whose first event (raw, data)
-// the caller already read from rd (raw nil: none was).
-func (x *exchange) relayStreamFrom(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, rd *sseReader, raw, data []byte) {
+// relayStreamFrom is relayStream for a stream the caller began reading
+// (events.readAhead).
+func (x *exchange) relayStreamFrom(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, events *streamEvents) {
 	if x.dp.HoldsStream() {
-		x.relayHeldStream(rt, c, resp, rd, raw, data)
+		x.relayHeldStream(rt, c, resp, events)
 		return
 	}
 	h := x.w.Header()
@@ -66,40 +67,26 @@ func (x *exchange) relayStreamFrom(rt *dataplane.Routing, c *upstreamCall, resp 
 		x.w.Flush()
 		return true
 	}
-	var out []byte
 	for {
-		var err error
-		if raw == nil {
-			raw, data, err = rd.next()
+		out, ok, err := x.nextEvent(c, events)
+		if err != nil {
+			x.streamBroke(c, err)
+			return
 		}
-		if err == io.EOF {
+		if !ok {
 			break
-		}
-		if err != nil {
-			x.streamBroke(c, err)
-			return
-		}
-		c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
-		out, err = x.dp.Event(out[:0], raw, data, true)
-		raw, data = nil, nil
-		if err != nil {
-			x.streamBroke(c, err)
-			return
 		}
 		if !write(out) {
 			return
 		}
-		if x.dp.Done() {
-			delivered = true
-			return
-		}
-		if x.dp.StreamFinished() {
-			break // an error event ended the stream
-		}
+	}
+	if x.dp.Done() {
+		delivered = true
+		return
 	}
 	// The stream ended without the upstream's [DONE]: one is added, and
 	// StreamEnded does not count it as delivered whole.
-	if write(x.dp.EndStream(out[:0], true)) {
+	if write(x.dp.EndStream(events.out[:0], true)) {
 		delivered = true
 	}
 }
@@ -130,6 +117,66 @@ func (x *exchange) streamBroke(c *upstreamCall, err error) {
 	x.w.Flush()
 }
 
+// streamEvents is the read loop of both relays, the live one and the held
+// one (exchange.nextEvent): it reads the upstream's events and passes each
+// through the data plane (dataplane.Exchange.Event), which says what the
+// client gets of it. The relays differ only in what they do with that.
+// The reader is held by value and the exchange and call are passed to
+// nextEvent rather than kept: beside the event buffers, which the data
+// plane may keep, escape analysis would move them to the heap too.
+type streamEvents struct {
+	rd        sseReader
+	raw, data []byte // an event read ahead (readAhead; raw nil: none)
+	out       []byte // what the data plane made of the last event, reused
+	ended     bool   // the last event ended the stream
+}
+
+func newStreamEvents(body io.Reader) streamEvents {
+	return streamEvents{rd: newSSEReader(body)}
+}
+
+// readAhead reads the stream's first event, for nextEvent to hand on: the
+// stream is known to have begun (or not) before the relay commits to it.
+func (s *streamEvents) readAhead() error {
+	var err error
+	s.raw, s.data, err = s.rd.next()
+	return err
+}
+
+// nextEvent returns what the client is to get of the upstream's next event
+// of s (empty for a dropped usage chunk or a translation with nothing to
+// say yet), valid until the next call; false once the stream ended: its
+// [DONE] went through (Exchange.Done), an error event ended it
+// (StreamFinished) or the upstream closed it. An error means the stream
+// broke off: the upstream failed, or sent an event the data plane could
+// not translate.
+func (x *exchange) nextEvent(c *upstreamCall, s *streamEvents) ([]byte, bool, error) {
+	if s.ended {
+		return nil, false, nil
+	}
+	raw, data := s.raw, s.data
+	s.raw, s.data = nil, nil
+	if raw == nil {
+		var err error
+		raw, data, err = s.rd.next()
+		if err == io.EOF {
+			s.ended = true
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	c.timer.Reset(c.timeout) // the backend is alive: the timeout bounds gaps
+	out, err := x.dp.Event(s.out[:0], raw, data, true)
+	s.out = out
+	if err != nil {
+		return nil, false, err
+	}
+	s.ended = x.dp.Done() || x.dp.StreamFinished()
+	return out, true, nil
+}
+
 // sseReader splits a text/event-stream into events.
 type sseReader struct {
 	br    *bufio.Reader
@@ -138,8 +185,8 @@ type sseReader struct {
 	long  []byte // a line longer than br's buffer
 }
 
-func newSSEReader(r io.Reader) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10)}
+func newSSEReader(r io.Reader) sseReader {
+	return sseReader{br: bufio.NewReaderSize(r, 32<<10)}
 }
 
 // next returns one event and its data (nil when it has no data line, e.g. a
@@ -216,42 +263,26 @@ const maxHeldStream = 2 * dataplane.MaxResponsePhaseBody
 // error, a redacted stream). The client waits for the whole answer: that is
 // the price of checking it before release. A stream that breaks off is
 // answered as an error with its own status, since no status line went out.
-func (x *exchange) relayHeldStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, rd *sseReader, raw, data []byte) {
+func (x *exchange) relayHeldStream(rt *dataplane.Routing, c *upstreamCall, resp *http.Response, events *streamEvents) {
 	x.dp.StartStream()
 	defer x.dp.RecordUsage()
-	var held, out []byte
+	var held []byte
 	complete := false
 	for {
-		var err error
-		if raw == nil {
-			raw, data, err = rd.next()
+		out, ok, err := x.nextEvent(c, events)
+		if err != nil {
+			x.heldStreamBroke(rt, c, err)
+			return
 		}
-		if err == io.EOF {
+		if !ok {
+			complete = x.dp.Done()
 			break
-		}
-		if err != nil {
-			x.heldStreamBroke(rt, c, err)
-			return
-		}
-		c.timer.Reset(c.timeout)
-		out, err = x.dp.Event(out[:0], raw, data, true)
-		raw, data = nil, nil
-		if err != nil {
-			x.heldStreamBroke(rt, c, err)
-			return
 		}
 		if len(held)+len(out) > maxHeldStream {
 			x.dp.StreamTooLarge()
 			break
 		}
 		held = append(held, out...)
-		if x.dp.Done() {
-			complete = true
-			break
-		}
-		if x.dp.StreamFinished() {
-			break
-		}
 	}
 	if !complete && !x.dp.Done() {
 		held = append(held, x.dp.EndStream(nil, true)...)
