@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/junction-router/junction/engine/reasoning"
@@ -426,68 +427,140 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 		return results
 	}
 
-	pending := make([]compiledSet, 0, npending)
+	// The pending sets that call a model (signal.ModelSet) run one after
+	// another on one goroutine, whose model calls run directly on it
+	// (signal.Detached): this goroutine stops waiting for it at the signal
+	// deadline, so no model call needs a goroutine of its own to abandon.
+	// The other pending sets (CPU work bounded by their input limits, such
+	// as language detection) run here meanwhile. The sets whose model asks a
+	// deployment questions (signal.Stage) each get their own goroutine,
+	// since a participant waits for the others to ask and would wait for
+	// one queued behind it. A goroutine per set, and one more per model
+	// call, cost more than most sets: each start, hand-off and wake-up is
+	// a futex call and a scheduling round on a busy server
+	// (docs/benchmarks.md, "Issue 16, session 12: semantic path").
+	r := &pendingRun{sets: make([]compiledSet, 0, npending), res: make([][]signal.Result, npending), fin: make([]bool, npending), left: npending}
+	var staged, local []int
 	for i, cs := range cr.sets {
-		if !inline[i] {
-			pending = append(pending, cs)
-		}
-	}
-	type done struct {
-		cs  compiledSet
-		res []signal.Result
-	}
-	ch := make(chan done, len(pending))
-	// The sets whose model asks a deployment questions gather them in one
-	// stage per request (signal.Stage: one decisions call per deployment).
-	// Every participant joins before any starts, so that none asks alone.
-	var parts []stagePart
-	if cr.staged {
-		stage := signal.NewStage()
-		for i, cs := range pending {
-			if cs.staged {
-				ctx, p := stage.Join(sctx)
-				parts = append(parts, stagePart{i, ctx, p})
-			}
-		}
-	}
-	for i, cs := range pending {
-		if len(parts) > 0 && parts[0].index == i {
-			sp := parts[0]
-			parts = parts[1:]
-			go func(cs compiledSet) {
-				res := cs.set.Evaluate(sp.ctx, in)
-				sp.p.Finish()
-				ch <- done{cs, res}
-			}(cs)
+		if inline[i] {
 			continue
 		}
-		go func(cs compiledSet) { ch <- done{cs, cs.set.Evaluate(sctx, in)} }(cs)
+		k := len(r.sets)
+		r.sets = append(r.sets, cs)
+		switch ms, ok := cs.set.(signal.ModelSet); {
+		case cs.staged:
+			staged = append(staged, k)
+		case ok && ms.CallsModel():
+			r.models = append(r.models, k)
+		default:
+			local = append(local, k)
+		}
+	}
+	// Every participant of the stage joins before any starts, so that none
+	// asks alone.
+	if len(staged) > 0 {
+		stage := signal.NewStage()
+		parts := make([]stagePart, len(staged))
+		for k, i := range staged {
+			ctx, p := stage.Join(sctx)
+			parts[k] = stagePart{i, ctx, p}
+		}
+		for _, sp := range parts {
+			go func(sp stagePart) {
+				res := r.sets[sp.index].set.Evaluate(sp.ctx, in)
+				sp.p.Finish()
+				r.finish(sp.index, res)
+			}(sp)
+		}
+	}
+	if len(r.models) > 0 {
+		go r.work(signal.Detached(sctx), in)
 	}
 	for i, cs := range cr.sets {
 		if inline[i] {
 			copy(results[cs.base:cs.base+cs.n], cs.set.Evaluate(sctx, in))
 		}
 	}
-	finished := make([]bool, len(pending))
-	for n := 0; n < len(pending); n++ {
+	for _, i := range local {
+		if sctx.Err() != nil {
+			break
+		}
+		r.finish(i, r.sets[i].set.Evaluate(sctx, in))
+	}
+	if !r.finished() {
 		select {
-		case d := <-ch:
-			copy(results[d.cs.base:d.cs.base+d.cs.n], d.res)
-			for i := range pending {
-				if pending[i].base == d.cs.base {
-					finished[i] = true
-				}
-			}
+		case <-r.waitDone():
 		case <-sctx.Done():
-			for i, cs := range pending {
-				if !finished[i] {
-					copy(results[cs.base:cs.base+cs.n], cs.set.Missing("deadline"))
-				}
-			}
-			return results
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.abandoned = true
+	for i, cs := range r.sets {
+		if r.fin[i] {
+			copy(results[cs.base:cs.base+cs.n], r.res[i])
+		} else {
+			copy(results[cs.base:cs.base+cs.n], cs.set.Missing("deadline"))
 		}
 	}
 	return results
+}
+
+// pendingRun holds one request's sets that do not run inline and their
+// results until the evaluating goroutine copies them out; a set that
+// finishes after the signal deadline (abandoned) is not read.
+type pendingRun struct {
+	sets   []compiledSet
+	models []int // indexes into sets of the ModelSets, run in turn
+
+	mu        sync.Mutex
+	res       [][]signal.Result
+	fin       []bool
+	left      int
+	done      chan struct{} // made by a waiter, closed when left reaches 0
+	abandoned bool
+}
+
+// work evaluates the model sets in turn until ctx is done.
+func (r *pendingRun) work(ctx context.Context, in *signal.Input) {
+	for _, i := range r.models {
+		if ctx.Err() != nil {
+			return
+		}
+		r.finish(i, r.sets[i].set.Evaluate(ctx, in))
+	}
+}
+
+func (r *pendingRun) finish(i int, res []signal.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.abandoned {
+		return
+	}
+	r.res[i], r.fin[i] = res, true
+	r.left--
+	if r.left == 0 && r.done != nil {
+		close(r.done)
+	}
+}
+
+func (r *pendingRun) finished() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.left == 0
+}
+
+// waitDone returns a channel closed once every set has finished.
+func (r *pendingRun) waitDone() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done == nil {
+		r.done = make(chan struct{})
+		if r.left == 0 {
+			close(r.done)
+		}
+	}
+	return r.done
 }
 
 // stagePart is a pending set's place in the request's signal.Stage.

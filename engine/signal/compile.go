@@ -140,10 +140,16 @@ func errorCode(ctx context.Context, err error) string {
 // done even if the model does not honor ctx: the deadline bounds the wait, not
 // the forward pass already running (the spec's long-input rule 6). The result
 // channel is buffered so that an abandoned call's goroutine still exits.
+//
+// Under a Detached context the call runs directly: the goroutine evaluating
+// the Set is itself the one its caller abandons at the deadline.
 func callModel[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if err := ctx.Err(); err != nil {
 		return zero, err
+	}
+	if IsDetached(ctx) {
+		return call(ctx)
 	}
 	type result struct {
 		v   T
@@ -160,6 +166,24 @@ func callModel[T any](ctx context.Context, call func(context.Context) (T, error)
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	}
+}
+
+type detachedKey struct{}
+
+// Detached marks ctx as that of an evaluation whose caller stops waiting for
+// it at ctx's deadline by itself (the engine runs a request's ModelSets on
+// one goroutine and waits for it under the signal deadline): model calls
+// under it run on the evaluating goroutine instead of on one of their own
+// that the Set abandons at the deadline. The deadline still bounds the
+// request's wait, and a forward pass already running is not interrupted.
+func Detached(ctx context.Context) context.Context {
+	return context.WithValue(ctx, detachedKey{}, true)
+}
+
+// IsDetached reports whether ctx was marked by Detached.
+func IsDetached(ctx context.Context) bool {
+	v, _ := ctx.Value(detachedKey{}).(bool)
+	return v
 }
 
 // stamp sets the elapsed time on every result.

@@ -101,6 +101,9 @@ func newComplexitySet(ctx context.Context, cfg []recipes.ComplexitySignal, emb *
 func (s *complexitySet) Kind() string { return recipes.KindComplexity }
 func (s *complexitySet) Cheap() bool  { return false }
 
+// CallsModel is true unless the set embeds with the lexical embedder.
+func (s *complexitySet) CallsModel() bool { return !s.emb.lexical() }
+
 func (s *complexitySet) Missing(code string) []Result {
 	out := make([]Result, len(s.signals))
 	for i, cs := range s.signals {

@@ -74,6 +74,9 @@ func newDomainSet(cfg []recipes.DomainSignal, clf Classifier) (Set, error) {
 func (s *domainSet) Kind() string { return recipes.KindDomain }
 func (s *domainSet) Cheap() bool  { return false }
 
+// CallsModel is true unless the set runs the lexical fallback.
+func (s *domainSet) CallsModel() bool { return !isLexical(s.clf) }
+
 // CheapFor is true for a short text to the lexical fallback; a model call
 // always runs on its own goroutine.
 func (s *domainSet) CheapFor(in *Input) bool {

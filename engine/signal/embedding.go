@@ -85,13 +85,25 @@ func (s *sharedEmbedder) embed(ctx context.Context, text string) ([]float32, err
 		if !ok {
 			c = &embedCall{done: make(chan struct{})}
 			s.calls[key] = c
-			go s.run(ctx, key, text, c)
+			s.mu.Unlock()
+			if IsDetached(ctx) {
+				// The caller abandons this goroutine at the deadline by
+				// itself: the call need not run on one of its own.
+				s.run(ctx, key, text, c)
+			} else {
+				go s.run(ctx, key, text, c)
+			}
+		} else {
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		select {
 		case <-c.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		default:
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 		// A call started by another request may have failed on that
 		// request's deadline; this one still has time, so it tries itself.
@@ -102,8 +114,9 @@ func (s *sharedEmbedder) embed(ctx context.Context, text string) ([]float32, err
 	}
 }
 
-// run makes the call in its own goroutine, so that a caller whose deadline
-// passes stops waiting while the call finishes for the others.
+// run makes the call, in its own goroutine unless ctx is Detached, so that a
+// caller whose deadline passes stops waiting while the call finishes for the
+// others.
 func (s *sharedEmbedder) run(ctx context.Context, key uint64, text string, c *embedCall) {
 	v, err := s.embedAll(ctx, []string{text})
 	s.mu.Lock()
@@ -225,6 +238,9 @@ func newEmbeddingSet(ctx context.Context, cfg []recipes.EmbeddingSignal, emb *sh
 
 func (s *embeddingSet) Kind() string { return recipes.KindEmbedding }
 func (s *embeddingSet) Cheap() bool  { return false }
+
+// CallsModel is true unless the set embeds with the lexical embedder.
+func (s *embeddingSet) CallsModel() bool { return !s.emb.lexical() }
 
 func (s *embeddingSet) Missing(code string) []Result {
 	out := make([]Result, len(s.signals))

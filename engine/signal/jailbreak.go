@@ -99,6 +99,9 @@ func newJailbreakSet(cfg []recipes.JailbreakSignal, clf Classifier, scanBytes in
 func (s *jailbreakSet) Kind() string { return recipes.KindJailbreak }
 func (s *jailbreakSet) Cheap() bool  { return false }
 
+// CallsModel is true unless the set runs the lexical fallback.
+func (s *jailbreakSet) CallsModel() bool { return !isLexical(s.clf) }
+
 // CheapFor is true for short input to the lexical fallback; a model call
 // always runs on its own goroutine.
 func (s *jailbreakSet) CheapFor(in *Input) bool {

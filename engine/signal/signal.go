@@ -101,6 +101,18 @@ type InlineSet interface {
 	CheapFor(in *Input) bool
 }
 
+// ModelSet is implemented by Sets that may call a model (domain, jailbreak,
+// embedding, complexity). The engine runs a request's ModelSets that call
+// one (CallsModel) one after another on a single goroutine under a Detached
+// context and waits for it under the signal deadline, instead of a goroutine
+// per Set and one more per model call.
+type ModelSet interface {
+	Set
+	// CallsModel reports whether Evaluate calls a model rather than a
+	// lexical fallback of this package.
+	CallsModel() bool
+}
+
 // inlineScanBytes is how many bytes the pii scan reads inline (about 14ns a
 // byte: a few µs); inlineLexicalBytes how many the lexical naive Bayes
 // classifiers read inline (about 40ns a byte plus a few µs).

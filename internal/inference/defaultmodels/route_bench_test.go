@@ -4,7 +4,10 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/engine/signal"
@@ -50,7 +53,9 @@ func benchInput(text string) *signal.Input {
 // BenchmarkRouteExample is one routing decision of the example configuration
 // on the default ONNX models, as serve makes it (signals concurrent), for a
 // one-line and a ~500-token prompt; kind/* evaluates each signal kind alone,
-// one after another, to show where the time goes.
+// one after another, to show where the time goes (under signal.Detached, as
+// the engine runs the model kinds: the model call on the calling goroutine);
+// parallel/* routes several requests at once.
 func BenchmarkRouteExample(b *testing.B) {
 	models := benchModels(b)
 	doc, canon, err := recipes.LoadFile(exampleConfig)
@@ -84,19 +89,39 @@ func BenchmarkRouteExample(b *testing.B) {
 		b.Run("route/"+p.name, func(b *testing.B) {
 			next := texts(p.text)
 			b.ReportAllocs()
+			cpu := processCPU(b)
 			for b.Loop() {
 				req := &engine.Request{Model: engine.ModelMoM, Input: *next()}
 				if _, err := g.Route(ctx, "", req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+		})
+		// Several requests at once, as a busy server routes them: the CPU
+		// per request when the cores have other requests' work to take.
+		b.Run("parallel/"+p.name, func(b *testing.B) {
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			cpu := processCPU(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					in := benchInput(p.text + " (request " + strconv.FormatInt(n.Add(1), 10) + ")")
+					if _, err := g.Route(ctx, "", &engine.Request{Model: engine.ModelMoM, Input: *in}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 		})
 		for _, s := range sets {
 			b.Run("kind/"+s.Kind()+"/"+p.name, func(b *testing.B) {
 				next := texts(p.text)
 				b.ReportAllocs()
 				for b.Loop() {
-					for _, r := range s.Evaluate(ctx, next()) {
+					for _, r := range s.Evaluate(signal.Detached(ctx), next()) {
 						if r.Error != "" {
 							b.Fatal(r.Kind, r.Name, r.Error)
 						}
@@ -105,4 +130,15 @@ func BenchmarkRouteExample(b *testing.B) {
 			})
 		}
 	}
+}
+
+// processCPU is the CPU time (user and system, all threads) the process has
+// used: a request's CPU beside its wall time, which on a shared machine is
+// mostly waiting.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
