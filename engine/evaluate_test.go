@@ -57,9 +57,9 @@ func (c probeClassifier) Classify(ctx context.Context, texts []string) ([][]sign
 	return out, nil
 }
 
-// The model-backed sets of a request run one after another on one
-// goroutine, their model calls directly on it (Detached), beside the
-// language and lexical sets.
+// The model-backed sets of a request run on at most two goroutines, their
+// model calls directly on them (Detached), beside the language and lexical
+// sets.
 func TestModelSetsRunInTurn(t *testing.T) {
 	p := &probe{}
 	g := compileFile(t, example, engine.Options{Models: signal.Models{
@@ -75,8 +75,8 @@ func TestModelSetsRunInTurn(t *testing.T) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.calls != 6 || p.detached != 6 || p.most != 1 {
-		t.Fatalf("%d calls, %d detached, at most %d at once; want 6, 6, 1", p.calls, p.detached, p.most)
+	if p.calls != 6 || p.detached != 6 || p.most > 2 {
+		t.Fatalf("%d calls, %d detached, at most %d at once; want 6, 6, at most 2", p.calls, p.detached, p.most)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/junction-router/junction/engine/reasoning"
@@ -474,7 +475,10 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 		}
 	}
 	if len(r.models) > 0 {
-		go r.work(signal.Detached(sctx), in)
+		mctx := signal.Detached(sctx)
+		for range min(len(r.models), modelLanes) {
+			go r.work(mctx, in)
+		}
 	}
 	for i, cs := range cr.sets {
 		if inline[i] {
@@ -511,7 +515,8 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 // finishes after the signal deadline (abandoned) is not read.
 type pendingRun struct {
 	sets   []compiledSet
-	models []int // indexes into sets of the ModelSets, run in turn
+	models []int        // indexes into sets of the ModelSets, taken in turn
+	next   atomic.Int32 // the next of models to take
 
 	mu        sync.Mutex
 	res       [][]signal.Result
@@ -521,12 +526,22 @@ type pendingRun struct {
 	abandoned bool
 }
 
-// work evaluates the model sets in turn until ctx is done.
+// modelLanes is how many goroutines take a request's model sets: two, so
+// that on a server with a core to spare two models' forward passes overlap
+// (with language detection on the request's own goroutine beside them),
+// where one goroutine for all of them made a request wait for the sum of
+// its model calls.
+const modelLanes = 2
+
+// work evaluates model sets, taking them in turn with the other lanes,
+// until none is left or ctx is done.
 func (r *pendingRun) work(ctx context.Context, in *signal.Input) {
-	for _, i := range r.models {
-		if ctx.Err() != nil {
+	for ctx.Err() == nil {
+		k := int(r.next.Add(1)) - 1
+		if k >= len(r.models) {
 			return
 		}
+		i := r.models[k]
 		r.finish(i, r.sets[i].set.Evaluate(ctx, in))
 	}
 }
