@@ -5,6 +5,11 @@
 // full again. When Redis does not answer, a take fails open (admitted) or
 // closed (refused) as configured, counted in junction_state_errors_total
 // and logged, never an error the request sees.
+//
+// On a Redis Cluster the buckets are one key group (redisstate.Client.Group,
+// a hash tag), so the buckets of any request share a slot and the script
+// stays atomic; they live on one shard, as they must for one script to take
+// from several of them.
 package redisstore
 
 import (
@@ -66,7 +71,7 @@ func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, 
 	args := make([]any, 0, 2+3*len(takes))
 	args = append(args, now.UnixNano())
 	for i, t := range takes {
-		keys[i] = s.c.Prefix + "rl:" + t.Bucket.ID
+		keys[i] = s.c.Group("rl") + ":" + t.Bucket.ID
 		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
 	}
 	mode := "1"

@@ -15,7 +15,11 @@ import (
 )
 
 func TestConcurrentTakesAdmitExactlyTheLimit(t *testing.T) {
-	s := redisstore.New(redistest.New(t), false)
+	testConcurrentTakesAdmitExactlyTheLimit(t, redistest.New(t))
+}
+
+func testConcurrentTakesAdmitExactlyTheLimit(t *testing.T, c *redisstate.Client) {
+	s := redisstore.New(c, false)
 	b := ratelimit.Bucket{ID: "key=a", Capacity: 20, Window: time.Hour}
 	now := time.Now()
 	var admitted atomic.Int64
@@ -40,8 +44,10 @@ func TestConcurrentTakesAdmitExactlyTheLimit(t *testing.T) {
 	}
 }
 
-func TestAllOrNoneAndRefill(t *testing.T) {
-	s := redisstore.New(redistest.New(t), false)
+func TestAllOrNoneAndRefill(t *testing.T) { testAllOrNoneAndRefill(t, redistest.New(t)) }
+
+func testAllOrNoneAndRefill(t *testing.T, c *redisstate.Client) {
+	s := redisstore.New(c, false)
 	small := ratelimit.Bucket{ID: "small", Capacity: 2, Window: time.Second}
 	big := ratelimit.Bucket{ID: "big", Capacity: 100, Window: time.Second}
 	now := time.Unix(1000, 0)

@@ -17,6 +17,12 @@
 //     names the entry, a flush or invalidation carries its filter, an
 //     eviction names the entry.
 //
+// On a Redis Cluster the entries spread over the shards (their keys carry
+// no hash tag); the epochs hash and the stream are single keys. No command
+// names keys of more than one entry: reads and deletes of several entries
+// are pipelined single-key commands, which the cluster client sends to
+// each key's node, and the load and the flushes scan every master.
+//
 // Consistency. A store is in Redis when Store returns (one pipelined round
 // trip), so an exact lookup on any replica finds it at once: a key missing
 // from the local index is read from Redis before the lookup counts a miss.
@@ -180,7 +186,7 @@ func (b *Backend) failed(op string, err error) {
 	}
 	b.c.Failed(Feature, op, err)
 	b.downUntil.Store(time.Now().Add(pause).UnixNano())
-	e := fmt.Errorf("redis at %s (global.state.redis) does not answer: %w; the response cache serves this replica's entries only until it does", b.c.Options().Addr, err)
+	e := fmt.Errorf("redis at %s (global.state.redis) does not answer: %w; the response cache serves this replica's entries only until it does", b.c.Addr(), err)
 	b.lastErr.Store(&e)
 }
 
@@ -265,27 +271,29 @@ func (b *Backend) load(ctx context.Context) (string, error) {
 		if len(batch) == 0 {
 			return nil
 		}
-		vals, err := b.c.MGet(ctx, batch...).Result()
+		vals, err := b.getMany(ctx, batch)
 		if err != nil {
 			return err
 		}
 		for i, v := range vals {
-			if r, ok := parseRow(strings.TrimPrefix(batch[i], b.keys.entry), str(v)); ok {
+			if r, ok := parseRow(strings.TrimPrefix(batch[i], b.keys.entry), v); ok {
 				rows = append(rows, r)
 			}
 		}
 		batch = batch[:0]
 		return nil
 	}
-	it := b.c.Scan(ctx, 0, escapeGlob(b.keys.entry)+"*", 1000).Iterator()
-	for it.Next(ctx) {
-		if batch = append(batch, it.Val()); len(batch) == loadBatch {
-			if err := read(); err != nil {
-				return from, err
+	err = b.c.ScanKeys(ctx, escapeGlob(b.keys.entry)+"*", 1000, func(keys []string) error {
+		for _, k := range keys {
+			if batch = append(batch, k); len(batch) == loadBatch {
+				if err := read(); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := it.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return from, err
 	}
 	if err := read(); err != nil {
@@ -302,6 +310,39 @@ func (b *Backend) load(ctx context.Context) (string, error) {
 		}
 	})
 	return from, b.share(ctx, evicted)
+}
+
+// getMany reads the strings of keys ("" for those missing): one GET a key,
+// pipelined (on a cluster, to each key's node), where an MGET would be
+// refused across slots.
+func (b *Backend) getMany(ctx context.Context, keys []string) ([]string, error) {
+	cmds, _ := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Get(ctx, k)
+		}
+		return nil
+	})
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		// Each command's own error: on a cluster one node may fail
+		// while another answers (a missing key is redis.Nil, not one).
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, err
+		}
+		out[i] = c.(*redis.StringCmd).Val()
+	}
+	return out, nil
+}
+
+// delMany deletes keys: one DEL a key, pipelined, as getMany reads.
+func (b *Backend) delMany(ctx context.Context, keys []string) error {
+	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return err
 }
 
 // share deletes removed members from Redis and tells the other replicas.
@@ -421,7 +462,7 @@ func (b *Backend) redisOp(op string, f func(ctx context.Context) error) error {
 	defer cancel()
 	if err := f(ctx); err != nil {
 		b.failed(op, err)
-		return fmt.Errorf("response cache %s on redis at %s: %w (retry once Redis answers)", op, b.c.Options().Addr, err)
+		return fmt.Errorf("response cache %s on redis at %s: %w (retry once Redis answers)", op, b.c.Addr(), err)
 	}
 	b.ok()
 	return nil
@@ -523,17 +564,19 @@ func (b *Backend) deleteSelected(ctx context.Context, f respcache.Filter) error 
 		if len(gone) == 0 {
 			return nil
 		}
-		return b.c.Del(ctx, gone...).Err()
+		return b.delMany(ctx, gone)
 	}
-	it := b.c.Scan(ctx, 0, escapeGlob(b.keys.entry+f.NamespacePrefix)+"*", 1000).Iterator()
-	for it.Next(ctx) {
-		if batch = append(batch, it.Val()); len(batch) == loadBatch {
-			if err := del(); err != nil {
-				return err
+	err := b.c.ScanKeys(ctx, escapeGlob(b.keys.entry+f.NamespacePrefix)+"*", 1000, func(keys []string) error {
+		for _, k := range keys {
+			if batch = append(batch, k); len(batch) == loadBatch {
+				if err := del(); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := it.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	return del()
@@ -556,7 +599,7 @@ func (b *Backend) Retain(keep func(string) bool) (int, error) {
 			for i, m := range chunk {
 				ks[i] = b.entryKey(m)
 			}
-			if err := b.c.Del(ctx, ks...).Err(); err != nil {
+			if err := b.delMany(ctx, ks); err != nil {
 				return err
 			}
 		}
@@ -676,12 +719,12 @@ func (b *Backend) apply(ctx context.Context, msgs []redis.XMessage) {
 		for i, m := range stores {
 			ks[i] = b.entryKey(m)
 		}
-		vals, err := b.c.MGet(ctx, ks...).Result()
+		vals, err := b.getMany(ctx, ks)
 		if err != nil {
 			b.failed("follow", err)
 		}
 		for i, v := range vals {
-			rows[stores[i]] = str(v)
+			rows[stores[i]] = v
 		}
 	}
 	for _, msg := range msgs {

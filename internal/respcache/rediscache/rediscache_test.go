@@ -48,8 +48,9 @@ func eventually(t *testing.T, what string, f func() bool) {
 // are. An exact store on one is a hit on the other at once; a semantic
 // lookup finds it once the change stream delivered it; an eviction, an
 // invalidation and a flush on one reach the other.
-func TestReplicasShareEntries(t *testing.T) {
-	c := redistest.New(t)
+func TestReplicasShareEntries(t *testing.T) { testReplicasShareEntries(t, redistest.New(t)) }
+
+func testReplicasShareEntries(t *testing.T, c *redisstate.Client) {
 	ctx := context.Background()
 	a := rediscache.Open(ctx, c, respcache.Options{MaxEntries: 3})
 	defer a.Close()

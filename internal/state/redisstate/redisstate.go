@@ -1,11 +1,24 @@
 // Package redisstate connects to the Redis that global.state names when the
 // state of several replicas (the response cache, the rate-limit counters)
-// is shared: one client from the configuration (address, database, a
-// password read from the environment variable password_env names, TLS
-// files, a key prefix every key starts with), and the errors counter
+// is shared: one client from the configuration (a single server's address
+// and database, or a Redis Cluster's seed addresses; a password read from
+// the environment variable password_env names, TLS files, a key prefix
+// every key starts with), and the errors counter
 // (junction_state_errors_total{feature,op}) the shared stores record into
 // when Redis does not answer, so a Redis outage is a metric and a log line,
 // never a failed request.
+//
+// Redis Cluster. A cluster refuses a command, a transaction or a Lua script
+// whose keys hash to different slots. The stores keep every key that one
+// script or transaction touches in one group (Client.Group), which in
+// cluster mode carries a hash tag, so the group shares a slot; keys that
+// are never touched together (the response cache's entries) carry none and
+// spread over the cluster's shards. A store never sends a multi-key command
+// (MGET, DEL of several keys) across groups: it pipelines single-key
+// commands instead, which the cluster client sends to each key's node.
+// Client.ScanKeys scans every master. With one server the groups are the
+// same key names as before cluster mode existed (no tag), so switching
+// modes is a new key layout while upgrading keeps the old one.
 package redisstate
 
 import (
@@ -16,6 +29,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +40,15 @@ import (
 
 // Config is global.state.redis.
 type Config struct {
-	Address     string
-	DB          int
+	// Address is the server's host:port (Mode standalone).
+	Address string
+	// Mode is ModeStandalone (empty: the same) or ModeCluster.
+	Mode string
+	// Addresses are a cluster's seed nodes (Mode cluster): one is enough
+	// (a managed cluster's endpoint); the client learns the others from
+	// it. With Mode cluster and no Addresses, Address is the one seed.
+	Addresses   []string
+	DB          int    // standalone only: a cluster has database 0 alone
 	PasswordEnv string // the environment variable holding the password; empty: none
 	TLS         TLS
 	KeyPrefix   string // every key starts with it; empty: DefaultKeyPrefix
@@ -41,16 +62,25 @@ type TLS struct {
 	KeyFile  string
 }
 
+// Modes (Config.Mode).
+const (
+	ModeStandalone = "standalone"
+	ModeCluster    = "cluster"
+)
+
 // DefaultKeyPrefix is the key prefix when none is configured.
 const DefaultKeyPrefix = "junction:"
 
-// Client is a Redis connection pool with the key prefix and the errors
-// counter of the stores built on it. Safe for concurrent use.
+// Client is a Redis connection pool (one server's, or a cluster's) with the
+// key prefix and the errors counter of the stores built on it. Safe for
+// concurrent use.
 type Client struct {
-	*redis.Client
-	Prefix string
-	errors *prometheus.CounterVec
-	log    *slog.Logger
+	redis.UniversalClient
+	Prefix  string
+	cluster *redis.ClusterClient // nil for one server
+	addr    string               // for messages: the address, or the seeds joined
+	errors  *prometheus.CounterVec
+	log     *slog.Logger
 
 	mu     sync.Mutex
 	logged map[string]time.Time // feature/op → when last logged
@@ -58,31 +88,45 @@ type Client struct {
 
 // New builds a client from c (it does not connect: Ping does). log may be nil.
 func New(c Config, log *slog.Logger) (*Client, error) {
-	if c.Address == "" {
-		return nil, errors.New("global.state.redis.address is empty: set it to host:port of the Redis server")
+	var seeds []string
+	switch c.Mode {
+	case "", ModeStandalone:
+		if c.Address == "" {
+			return nil, errors.New("global.state.redis.address is empty: set it to host:port of the Redis server")
+		}
+		if len(c.Addresses) > 0 {
+			return nil, errors.New("global.state.redis.addresses lists a cluster's nodes but mode is standalone: set mode: cluster, or name the one server as address")
+		}
+	case ModeCluster:
+		seeds = c.Addresses
+		switch {
+		case len(seeds) > 0 && c.Address != "":
+			return nil, errors.New("global.state.redis: set address or addresses, not both: in cluster mode both name seed nodes")
+		case len(seeds) == 0 && c.Address == "":
+			return nil, errors.New("global.state.redis.addresses is empty: list one or more of the cluster's nodes as host:port")
+		case len(seeds) == 0:
+			seeds = []string{c.Address}
+		}
+		if c.DB != 0 {
+			return nil, fmt.Errorf("global.state.redis.db is %d, but a Redis Cluster has database 0 only: remove db", c.DB)
+		}
+	default:
+		return nil, fmt.Errorf("global.state.redis.mode must be standalone or cluster (got %q)", c.Mode)
 	}
-	o := &redis.Options{
-		Addr:         c.Address,
-		DB:           c.DB,
-		DialTimeout:  2 * time.Second,
-		ReadTimeout:  500 * time.Millisecond,
-		WriteTimeout: 500 * time.Millisecond,
-		PoolTimeout:  time.Second,
-		MaxRetries:   -1, // a request does not wait out retries; the store degrades instead
-	}
+	var password string
 	if c.PasswordEnv != "" {
 		pw, ok := os.LookupEnv(c.PasswordEnv)
 		if !ok {
 			return nil, fmt.Errorf("global.state.redis.password_env names %s, which is not set in the environment: export it or remove password_env", c.PasswordEnv)
 		}
-		o.Password = pw
+		password = pw
 	}
+	var tc *tls.Config
 	if c.TLS.Enabled {
-		tc, err := tlsConfig(c.TLS)
-		if err != nil {
+		var err error
+		if tc, err = tlsConfig(c.TLS); err != nil {
 			return nil, err
 		}
-		o.TLSConfig = tc
 	} else if c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.KeyFile != "" {
 		return nil, errors.New("global.state.redis.tls names files but enabled is false: set enabled: true or remove the files")
 	}
@@ -93,16 +137,39 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	return &Client{
-		Client: redis.NewClient(o),
+	const (
+		dial = 2 * time.Second
+		rw   = 500 * time.Millisecond
+		pool = time.Second
+	)
+	cl := &Client{
 		Prefix: prefix,
+		addr:   c.Address,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junction_state_errors_total",
 			Help: "Operations on the shared state (Redis) that failed, by feature and operation; the feature degraded instead (a cache miss, a rate limit failing open or closed).",
 		}, []string{"feature", "op"}),
 		log:    log,
 		logged: map[string]time.Time{},
-	}, nil
+	}
+	if seeds == nil {
+		cl.UniversalClient = redis.NewClient(&redis.Options{
+			Addr: c.Address, DB: c.DB, Password: password, TLSConfig: tc,
+			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
+			MaxRetries: -1, // a request does not wait out retries; the store degrades instead
+		})
+		return cl, nil
+	}
+	// MaxRetries -1 as above; redirects are still followed (the default
+	// 3), so a slot that moved (resharding, a failover) is answered by its
+	// new node.
+	cl.cluster = redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: seeds, Password: password, TLSConfig: tc,
+		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
+		MaxRetries: -1,
+	})
+	cl.UniversalClient, cl.addr = cl.cluster, "cluster "+strings.Join(seeds, ",")
+	return cl, nil
 }
 
 func tlsConfig(t TLS) (*tls.Config, error) {
@@ -131,12 +198,81 @@ func tlsConfig(t TLS) (*tls.Config, error) {
 	return tc, nil
 }
 
-// Ping checks that Redis answers, with an error that says where it looked.
+// Ping checks that Redis answers, with an error that says where it looked:
+// one server answers PING; a cluster answers PING on every master and
+// reports cluster_state:ok.
 func (c *Client) Ping(ctx context.Context) error {
-	if err := c.Client.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis at %s (global.state.redis) does not answer: %w", c.Options().Addr, err)
+	var err error
+	if c.cluster == nil {
+		err = c.UniversalClient.Ping(ctx).Err()
+	} else {
+		err = c.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(info, "cluster_state:ok") {
+				return fmt.Errorf("node %s reports the cluster is not ok (cluster_state is not ok: slots unassigned or a shard down)", n.Options().Addr)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("redis at %s (global.state.redis) does not answer: %w", c.addr, err)
 	}
 	return nil
+}
+
+// Addr says where the client connects, for messages: the server's address,
+// or "cluster" and the seed addresses.
+func (c *Client) Addr() string { return c.addr }
+
+// Cluster reports whether the client is a Redis Cluster's.
+func (c *Client) Cluster() bool { return c.cluster != nil }
+
+// Group is the start of the names of a group of keys that a script or a
+// transaction touches together: Prefix and name, with name as a hash tag
+// in cluster mode ({name}), so the group's keys share a slot. With one
+// server it is Prefix+name, the names the stores always used. (A key
+// prefix that holds a hash tag of its own puts every key in its slot,
+// which works too, on one shard.)
+func (c *Client) Group(name string) string {
+	if c.cluster == nil {
+		return c.Prefix + name
+	}
+	return c.Prefix + "{" + name + "}"
+}
+
+// ScanKeys calls f with the keys matching the SCAN pattern match, count at
+// a time or fewer, on every master of a cluster (one at a time: f need not
+// be safe for concurrent use) or on the one server.
+func (c *Client) ScanKeys(ctx context.Context, match string, count int, f func(keys []string) error) error {
+	scan := func(ctx context.Context, n redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := n.Scan(ctx, cursor, match, int64(count)).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				if err := f(keys); err != nil {
+					return err
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	if c.cluster == nil {
+		return scan(ctx, c.UniversalClient)
+	}
+	var mu sync.Mutex
+	return c.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return scan(ctx, n)
+	})
 }
 
 // Collector is the errors counter, for the serving registry.
@@ -168,5 +304,5 @@ func (c *Client) Failed(feature, op string, err error) {
 	}
 	c.logged[k] = now
 	c.mu.Unlock()
-	c.log.Warn("shared state unavailable; degrading", "feature", feature, "op", op, "redis", c.Options().Addr, "err", err)
+	c.log.Warn("shared state unavailable; degrading", "feature", feature, "op", op, "redis", c.addr, "err", err)
 }

@@ -3,9 +3,12 @@ package redisstate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junction-router/junction/internal/state/redisstate"
 	"github.com/junction-router/junction/internal/state/redisstate/redistest"
@@ -21,6 +24,11 @@ func TestNewSaysWhatIsWrong(t *testing.T) {
 		{redisstate.Config{Address: "x:1", TLS: redisstate.TLS{CAFile: "/ca.pem"}}, "enabled is false"},
 		{redisstate.Config{Address: "x:1", TLS: redisstate.TLS{Enabled: true, CertFile: "/c.pem"}}, "go together"},
 		{redisstate.Config{Address: "x:1", TLS: redisstate.TLS{Enabled: true, CAFile: "/nonexistent/ca.pem"}}, "ca_file"},
+		{redisstate.Config{Address: "x:1", Addresses: []string{"y:1"}}, "set mode: cluster"},
+		{redisstate.Config{Mode: "cluster"}, "addresses is empty"},
+		{redisstate.Config{Mode: "cluster", Address: "x:1", Addresses: []string{"y:1"}}, "not both"},
+		{redisstate.Config{Mode: "cluster", Addresses: []string{"y:1"}, DB: 2}, "database 0 only"},
+		{redisstate.Config{Mode: "sentinel", Address: "x:1"}, "standalone or cluster"},
 	} {
 		_, err := redisstate.New(tc.c, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -36,8 +44,42 @@ func TestPasswordFromTheEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Options().Password != "s3cret" || c.Prefix != redisstate.DefaultKeyPrefix {
-		t.Fatalf("password %q, prefix %q", c.Options().Password, c.Prefix)
+	o := c.UniversalClient.(*redis.Client).Options()
+	if o.Password != "s3cret" || c.Prefix != redisstate.DefaultKeyPrefix {
+		t.Fatalf("password %q, prefix %q", o.Password, c.Prefix)
+	}
+	cl, err := redisstate.New(redisstate.Config{Mode: redisstate.ModeCluster, Address: "127.0.0.1:1", PasswordEnv: "JUNCTION_TEST_REDIS_PASSWORD"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	co := cl.UniversalClient.(*redis.ClusterClient).Options()
+	if co.Password != "s3cret" || len(co.Addrs) != 1 || co.Addrs[0] != "127.0.0.1:1" || !cl.Cluster() {
+		t.Fatalf("cluster options: password %q, seeds %v", co.Password, co.Addrs)
+	}
+}
+
+// TestGroupNames: with one server a group is the key names the stores
+// always used; in cluster mode it is a hash tag.
+func TestGroupNames(t *testing.T) {
+	one, err := redisstate.New(redisstate.Config{Address: "127.0.0.1:1", KeyPrefix: "p:"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	many, err := redisstate.New(redisstate.Config{Mode: redisstate.ModeCluster, Addresses: []string{"127.0.0.1:1", "127.0.0.1:2"}, KeyPrefix: "p:"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer many.Close()
+	if g := one.Group("rl"); g != "p:rl" {
+		t.Errorf("standalone group %q, want p:rl", g)
+	}
+	if g := many.Group("rl"); g != "p:{rl}" {
+		t.Errorf("cluster group %q, want p:{rl}", g)
+	}
+	if a := many.Addr(); !strings.Contains(a, "127.0.0.1:1,127.0.0.1:2") {
+		t.Errorf("cluster Addr %q names no seeds", a)
 	}
 }
 
@@ -64,5 +106,44 @@ func TestPingAndFailed(t *testing.T) {
 	down.Failed("cache", "lookup", errors.New("boom"))
 	if n := down.Errors("cache", "lookup"); n != 2 {
 		t.Fatalf("errors counted: %v", n)
+	}
+}
+
+// TestCluster: against a real three-node Redis Cluster, Ping checks every
+// master, keys without a group spread over the nodes, a group's keys share
+// a slot (a multi-key command on them is accepted), and ScanKeys finds the
+// keys of every node.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	ctx := context.Background()
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 60
+	for i := range n {
+		if err := c.Set(ctx, fmt.Sprintf("%sloose:%d", c.Prefix, i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := c.Group("g")
+	if err := c.MSet(ctx, g+":a", "1", g+":b", "2", g+":c", "3").Err(); err != nil {
+		t.Fatalf("a multi-key command on one group's keys: %v", err)
+	}
+	used := 0
+	for _, k := range cl.KeysPerNode(t, c.Prefix) {
+		if k > 0 {
+			used++
+		}
+	}
+	if used < 2 {
+		t.Fatalf("keys landed on %d node(s) of 3: %v", used, cl.KeysPerNode(t, c.Prefix))
+	}
+	found := 0
+	if err := c.ScanKeys(ctx, c.Prefix+"*", 7, func(keys []string) error { found += len(keys); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if found != n+3 {
+		t.Fatalf("ScanKeys found %d keys of %d", found, n+3)
 	}
 }

@@ -13,8 +13,11 @@
 // Memories have no TTL: they stay until deleted, as in the other backends
 // (Redis's persistence decides whether they survive a Redis restart).
 //
-// The scripts compute the keys they touch, which a Redis Cluster refuses
-// across slots: use a single Redis, as global.state does.
+// On a Redis Cluster every key of the store is one key group
+// (redisstate.Client.Group, a hash tag): the scripts declare the keys they
+// know in advance and compute the memories' keys from the prefix, which a
+// cluster allows within the declared keys' slot. The memories live on one
+// shard.
 package redismemories
 
 import (
@@ -47,44 +50,50 @@ type Store struct {
 var _ storage.Memories = (*Store)(nil)
 
 // New is a store on c (which it does not close).
-func New(c *redisstate.Client) *Store { return &Store{c: c, p: c.Prefix + "mem:"} }
+func New(c *redisstate.Client) *Store { return &Store{c: c, p: c.Group("mem") + ":"} }
 
-// remember: ARGV prefix, scope, text digest, new id, text, model, vector,
+// remember: KEYS the scope's dedup hash, the sequence, the new memory's
+// hash, the scope's set and the set of all (an existing memory's key is
+// computed); ARGV prefix, scope, text digest, new id, text, model, vector,
 // created (unix ns). It returns {0, id} when the scope holds the text
 // already, {1, id} when it kept the new one.
 var remember = redis.NewScript(`
 local p, scope, digest, id = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local existing = redis.call("HGET", p .. "dedup:" .. scope, digest)
+local existing = redis.call("HGET", KEYS[1], digest)
 if existing and redis.call("EXISTS", p .. "m:" .. existing) == 1 then return {0, existing} end
-local seq = redis.call("INCR", p .. "seq")
-redis.call("HSET", p .. "m:" .. id, "s", scope, "t", ARGV[5], "e", ARGV[6], "v", ARGV[7], "c", ARGV[8], "q", seq, "h", digest)
-redis.call("HSET", p .. "dedup:" .. scope, digest, id)
-redis.call("ZADD", p .. "scope:" .. scope, seq, id)
-redis.call("ZADD", p .. "all", seq, id)
+local seq = redis.call("INCR", KEYS[2])
+redis.call("HSET", KEYS[3], "s", scope, "t", ARGV[5], "e", ARGV[6], "v", ARGV[7], "c", ARGV[8], "q", seq, "h", digest)
+redis.call("HSET", KEYS[1], digest, id)
+redis.call("ZADD", KEYS[4], seq, id)
+redis.call("ZADD", KEYS[5], seq, id)
 return {1, id}
 `)
 
-// forget: ARGV prefix, id. It returns 1, or 0 when there is none.
+// forget: KEYS the memory's hash and the set of all (its scope's keys are
+// computed from the hash); ARGV prefix, id. It returns 1, or 0 when there
+// is none.
 var forget = redis.NewScript(`
 local p, id = ARGV[1], ARGV[2]
-local h = redis.call("HMGET", p .. "m:" .. id, "s", "h")
+local h = redis.call("HMGET", KEYS[1], "s", "h")
 if not h[1] then return 0 end
-redis.call("DEL", p .. "m:" .. id)
+redis.call("DEL", KEYS[1])
 redis.call("HDEL", p .. "dedup:" .. h[1], h[2])
 redis.call("ZREM", p .. "scope:" .. h[1], id)
-redis.call("ZREM", p .. "all", id)
+redis.call("ZREM", KEYS[2], id)
 return 1
 `)
 
-// forgetScope: ARGV prefix, scope. It returns how many went.
+// forgetScope: KEYS the scope's set, its dedup hash and the set of all
+// (the memories' keys are computed); ARGV prefix. It returns how many
+// went.
 var forgetScope = redis.NewScript(`
-local p, scope = ARGV[1], ARGV[2]
-local ids = redis.call("ZRANGE", p .. "scope:" .. scope, 0, -1)
+local p = ARGV[1]
+local ids = redis.call("ZRANGE", KEYS[1], 0, -1)
 for _, id in ipairs(ids) do
   redis.call("DEL", p .. "m:" .. id)
-  redis.call("ZREM", p .. "all", id)
+  redis.call("ZREM", KEYS[3], id)
 end
-redis.call("DEL", p .. "scope:" .. scope, p .. "dedup:" .. scope)
+redis.call("DEL", KEYS[1], KEYS[2])
 return #ids
 `)
 
@@ -92,7 +101,7 @@ func (s *Store) fail(op string, err error) error {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		s.c.Failed(Feature, op, err)
 	}
-	return fmt.Errorf("memories on redis at %s (global.state.redis): %s: %w", s.c.Options().Addr, op, err)
+	return fmt.Errorf("memories on redis at %s (global.state.redis): %s: %w", s.c.Addr(), op, err)
 }
 
 var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
@@ -110,7 +119,8 @@ func (s *Store) Remember(ctx context.Context, m storage.Memory) (storage.Memory,
 	}
 	kept := storage.Memory{ID: newID(), Scope: m.Scope, Text: strings.TrimSpace(m.Text), CreatedAt: time.Now().UTC(),
 		EmbeddingModel: m.EmbeddingModel, Vector: append([]float32(nil), m.Vector...)}
-	res, err := remember.Run(ctx, s.c, nil, s.p, kept.Scope, storage.MemoryHash(kept.Text), kept.ID, kept.Text, kept.EmbeddingModel,
+	keys := []string{s.p + "dedup:" + kept.Scope, s.p + "seq", s.p + "m:" + kept.ID, s.p + "scope:" + kept.Scope, s.p + "all"}
+	res, err := remember.Run(ctx, s.c, keys, s.p, kept.Scope, storage.MemoryHash(kept.Text), kept.ID, kept.Text, kept.EmbeddingModel,
 		storage.EncodeVector(nil, kept.Vector), kept.CreatedAt.UnixNano()).Slice()
 	if err != nil {
 		return storage.Memory{}, false, s.fail("remember", err)
@@ -299,7 +309,7 @@ func (s *Store) ListMemories(ctx context.Context, scope string, o storage.ListOp
 
 // DeleteMemory implements storage.Memories.
 func (s *Store) DeleteMemory(ctx context.Context, id string) error {
-	n, err := forget.Run(ctx, s.c, nil, s.p, id).Int()
+	n, err := forget.Run(ctx, s.c, []string{s.p + "m:" + id, s.p + "all"}, s.p, id).Int()
 	if err != nil {
 		return s.fail("delete", err)
 	}
@@ -311,7 +321,7 @@ func (s *Store) DeleteMemory(ctx context.Context, id string) error {
 
 // DeleteScope implements storage.Memories.
 func (s *Store) DeleteScope(ctx context.Context, scope string) (int, error) {
-	n, err := forgetScope.Run(ctx, s.c, nil, s.p, scope).Int()
+	n, err := forgetScope.Run(ctx, s.c, []string{s.p + "scope:" + scope, s.p + "dedup:" + scope, s.p + "all"}, s.p).Int()
 	if err != nil {
 		return 0, s.fail("delete scope", err)
 	}

@@ -18,8 +18,9 @@ func TestConformance(t *testing.T) {
 
 // TestReplicasRememberOnce: two stores on one Redis (two replicas) told the
 // same text at once keep one memory, which both recall.
-func TestReplicasRememberOnce(t *testing.T) {
-	c := redistest.New(t)
+func TestReplicasRememberOnce(t *testing.T) { testReplicasRememberOnce(t, redistest.New(t)) }
+
+func testReplicasRememberOnce(t *testing.T, c *redisstate.Client) {
 	a, b := redismemories.New(c), redismemories.New(c)
 	ctx := context.Background()
 	var wg sync.WaitGroup

@@ -13,9 +13,11 @@
 // that returns nil is in Redis: durable as Redis's own persistence
 // (appendonly) makes it.
 //
-// The scripts follow previous ids to keys they compute, which a Redis
-// Cluster refuses across slots: use a single Redis (or one with
-// replicas), as global.state does.
+// On a Redis Cluster every key of the store is one key group
+// (redisstate.Client.Group, a hash tag): the scripts follow previous ids to
+// keys they compute, which a cluster allows only within the slot of the
+// keys they declare. The store lives on one shard; the cluster spreads the
+// response cache's entries instead.
 //
 // Redis down: the calls fail with an error that names it (the data plane
 // answers 503, and a response it cannot keep is logged; the client has
@@ -82,11 +84,13 @@ func New(c *redisstate.Client, o Options) *Store {
 	if o.TTL <= 0 {
 		o.TTL = DefaultTTL
 	}
-	return &Store{c: c, o: o, renew: storage.RenewWithin(o.TTL), key: c.Prefix + "resp:", index: c.Prefix + "resp-index"}
+	g := c.Group("resp")
+	return &Store{c: c, o: o, renew: storage.RenewWithin(o.TTL), key: g + ":", index: g + "-index"}
 }
 
-// put stores a turn and renews its conversation: KEYS the index; ARGV the
-// key prefix, id, previous id, created (unix ns), response, input, TTL
+// put stores a turn and renews its conversation: KEYS the index, the
+// turn's key and the previous turn's (the turns before it are computed
+// from the key prefix, in the same slot); ARGV the key prefix, id, previous id, created (unix ns), response, input, TTL
 // (ms), renewal window (ms), now (ms, the index's score), max entries, max
 // turns. A previous turn is renewed (TTL and index) unless it was used
 // within the window (then so were the turns before it: renewal always
@@ -95,7 +99,7 @@ var put = redis.NewScript(`
 local prefix, id, prev = ARGV[1], ARGV[2], ARGV[3]
 local ttl, renew, now = tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
 local maxn, maxturns = tonumber(ARGV[10]), tonumber(ARGV[11])
-local k = prefix .. id
+local k = KEYS[2]
 redis.call("DEL", k)
 redis.call("HSET", k, "p", prev, "c", ARGV[4], "r", ARGV[5], "i", ARGV[6])
 redis.call("PEXPIRE", k, ttl)
@@ -119,8 +123,9 @@ end
 return 1
 `)
 
-// chain reads a conversation newest first: ARGV the key prefix, the id and
-// the most turns. It returns {"ok", id, previous, created, response, input,
+// chain reads a conversation newest first: KEYS the newest turn's key (the
+// others are computed from the key prefix, in the same slot); ARGV the key
+// prefix, the id and the most turns. It returns {"ok", id, previous, created, response, input,
 // ...}, {"missing", id} (the first id is not stored: not found; a later
 // one: the chain is broken) or {"long"}.
 var chain = redis.NewScript(`
@@ -142,7 +147,7 @@ func (s *Store) fail(op string, err error) error {
 	if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		s.c.Failed(Feature, op, err)
 	}
-	return fmt.Errorf("response store on redis at %s (global.state.redis): %s: %w", s.c.Options().Addr, op, err)
+	return fmt.Errorf("response store on redis at %s (global.state.redis): %s: %w", s.c.Addr(), op, err)
 }
 
 // PutResponse keeps r for the TTL and renews the conversation it
@@ -154,7 +159,7 @@ func (s *Store) PutResponse(ctx context.Context, r storage.StoredResponse) error
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
 	}
-	err := put.Run(ctx, s.c, []string{s.index}, s.key, r.ID, r.PreviousID, r.CreatedAt.UnixNano(), r.Response, r.Input,
+	err := put.Run(ctx, s.c, []string{s.index, s.key + r.ID, s.key + r.PreviousID}, s.key, r.ID, r.PreviousID, r.CreatedAt.UnixNano(), r.Response, r.Input,
 		s.o.TTL.Milliseconds(), s.renew.Milliseconds(), time.Now().UnixMilli(), s.o.MaxEntries, storage.MaxConversationTurns).Err()
 	if err != nil {
 		return s.fail("put", err)
@@ -204,7 +209,7 @@ func (s *Store) DeleteResponse(ctx context.Context, id string) error {
 // ResponseChain implements storage.ChainReader: the whole conversation in
 // one round trip.
 func (s *Store) ResponseChain(ctx context.Context, id string, maxTurns int) ([]storage.StoredResponse, error) {
-	res, err := chain.Run(ctx, s.c, nil, s.key, id, maxTurns).StringSlice()
+	res, err := chain.Run(ctx, s.c, []string{s.key + id}, s.key, id, maxTurns).StringSlice()
 	if err != nil {
 		return nil, s.fail("chain", err)
 	}

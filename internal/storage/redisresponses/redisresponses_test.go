@@ -23,9 +23,10 @@ func TestConformance(t *testing.T) {
 
 // TestBounds: past MaxEntries the least recently used go (on every replica:
 // the bound is the shared store's); a response over MaxBytes is refused.
-func TestBounds(t *testing.T) {
+func TestBounds(t *testing.T) { testBounds(t, redistest.New(t)) }
+
+func testBounds(t *testing.T, c *redisstate.Client) {
 	ctx := context.Background()
-	c := redistest.New(t)
 	a := redisresponses.New(c, redisresponses.Options{MaxEntries: 2, MaxBytes: 100})
 	b := redisresponses.New(c, redisresponses.Options{MaxEntries: 2, MaxBytes: 100})
 	for i, id := range []string{"a", "b", "c"} {
@@ -54,8 +55,11 @@ func TestBounds(t *testing.T) {
 // keeps the earlier turns alive past their own TTL, and it expires a TTL
 // after its newest turn.
 func TestConversationRenewedAcrossReplicas(t *testing.T) {
+	testConversationRenewedAcrossReplicas(t, redistest.New(t))
+}
+
+func testConversationRenewedAcrossReplicas(t *testing.T, c *redisstate.Client) {
 	ctx := context.Background()
-	c := redistest.New(t)
 	const ttl = 400 * time.Millisecond
 	replicas := []*redisresponses.Store{redisresponses.New(c, redisresponses.Options{TTL: ttl}), redisresponses.New(c, redisresponses.Options{TTL: ttl})}
 	prev := ""

@@ -9,6 +9,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/junction-router/junction/internal/state/redisstate"
 )
 
@@ -20,9 +22,7 @@ const TestAddress = "127.0.0.1:6379"
 // environment variable CI is set, where it fails (CI never skips silently).
 func New(t testing.TB) *redisstate.Client {
 	t.Helper()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	c, err := redisstate.New(redisstate.Config{Address: TestAddress, KeyPrefix: "junction-test:" + hex.EncodeToString(b[:]) + ":"}, nil)
+	c, err := redisstate.New(redisstate.Config{Address: TestAddress, KeyPrefix: freshPrefix()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +33,28 @@ func New(t testing.TB) *redisstate.Client {
 		}
 		t.Skipf("no Redis to test against: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, c.Prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
-		}
-		c.Close()
-	})
+	t.Cleanup(func() { deleteAll(c) })
 	return c
+}
+
+func freshPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "junction-test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// deleteAll deletes the keys under c's prefix (on every node of a
+// cluster: one DEL a key, pipelined) and closes c.
+func deleteAll(c *redisstate.Client) {
+	ctx := context.Background()
+	_ = c.ScanKeys(ctx, c.Prefix+"*", 1000, func(keys []string) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Del(ctx, k)
+			}
+			return nil
+		})
+		return err
+	})
+	c.Close()
 }

@@ -1,0 +1,70 @@
+package rediscache_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/junction-router/junction/internal/respcache"
+	"github.com/junction-router/junction/internal/respcache/cachetest"
+	"github.com/junction-router/junction/internal/respcache/rediscache"
+	"github.com/junction-router/junction/internal/state/redisstate"
+	"github.com/junction-router/junction/internal/state/redisstate/redistest"
+)
+
+// TestOnCluster runs the backends' suite and the two-replica test against
+// a real three-node Redis Cluster, and checks that the entries spread over
+// the nodes and that a replica opened later loads (and a flush deletes)
+// the entries of every node.
+func TestOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	t.Run("Conformance", func(t *testing.T) {
+		clients := map[*testing.T]*redisstate.Client{}
+		cachetest.Run(t, func(t *testing.T, o respcache.Options) respcache.Backend {
+			c, ok := clients[t]
+			if !ok {
+				c = cl.Client(t)
+				clients[t] = c
+			}
+			return rediscache.Open(context.Background(), c, o)
+		})
+	})
+	t.Run("ReplicasShareEntries", func(t *testing.T) { testReplicasShareEntries(t, cl.Client(t)) })
+	t.Run("EntriesSpread", func(t *testing.T) {
+		c := cl.Client(t)
+		ctx := context.Background()
+		a := rediscache.Open(ctx, c, respcache.Options{})
+		defer a.Close()
+		const n = 48
+		for i := range n {
+			if err := a.Store(ctx, "ns/x", fmt.Sprintf("k%d", i), []byte("v"), time.Minute, []float32{1, float32(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries := func() map[string]int { return cl.KeysPerNode(t, c.Prefix+"cache:e:") }
+		nodes, total := 0, 0
+		for _, k := range entries() {
+			total += k
+			if k > 0 {
+				nodes++
+			}
+		}
+		if total != n || nodes < 2 {
+			t.Fatalf("%d entries in Redis on %d node(s) of 3, want %d on several: %v", total, nodes, n, entries())
+		}
+		late := rediscache.Open(ctx, c, respcache.Options{})
+		defer late.Close()
+		if _, held := late.Counts(); held != n {
+			t.Fatalf("a replica opened later loaded %d entries of %d (the load scans every node)", held, n)
+		}
+		if _, _, err := late.Flush(respcache.Filter{NamespacePrefix: "ns/"}); err != nil {
+			t.Fatal(err)
+		}
+		for node, k := range entries() {
+			if k != 0 {
+				t.Fatalf("after a flush node %s still holds %d entries", node, k)
+			}
+		}
+	})
+}
