@@ -30,7 +30,7 @@ func openSharedState(ctx context.Context, doc *recipes.Document, reg prometheus.
 		return nil, nil
 	}
 	r := doc.Global.State.Redis
-	cfg := redisstate.Config{Address: r.Address, DB: r.DB, PasswordEnv: r.PasswordEnv, KeyPrefix: r.KeyPrefix}
+	cfg := redisstate.Config{Mode: r.Mode, Address: r.Address, Addresses: r.Addresses, DB: r.DB, PasswordEnv: r.PasswordEnv, KeyPrefix: r.KeyPrefix}
 	if t := r.TLS; t != nil {
 		cfg.TLS = redisstate.TLS{Enabled: t.Enabled, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
 	}
@@ -49,9 +49,9 @@ func openSharedState(ctx context.Context, doc *recipes.Document, reg prometheus.
 		mode = "closed"
 	}
 	if err := c.Ping(pctx); err != nil {
-		log.Warn("shared state: Redis does not answer; rate limits fail "+mode+" and the response cache serves this replica's entries until it does", "addr", r.Address, "err", err)
+		log.Warn("shared state: Redis does not answer; rate limits fail "+mode+" and the response cache serves this replica's entries until it does", "addr", c.Addr(), "err", err)
 	} else {
-		log.Info("shared state on Redis", "addr", r.Address, "db", r.DB, "key_prefix", c.Prefix, "rate_limits_on_failure", mode)
+		log.Info("shared state on Redis", "addr", c.Addr(), "db", r.DB, "key_prefix", c.Prefix, "rate_limits_on_failure", mode)
 	}
 	return &sharedState{c: c, failClosed: r.FailClosed}, nil
 }

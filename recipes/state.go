@@ -1,5 +1,10 @@
 package recipes
 
+import (
+	"fmt"
+	"net"
+)
+
 // State says where the state that several replicas must share lives (global.state): the rate-limit counters,
 // the response cache and the Responses API's store. With backend redis every replica counts against the same
 // buckets, so a limit of N admits N across all of them, an answer one replica cached is a hit on the others, and
@@ -20,10 +25,23 @@ const (
 	StateBackendRedis    = "redis"
 )
 
+// Redis modes (StateRedis.Mode).
+const (
+	StateRedisStandalone = "standalone"
+	StateRedisCluster    = "cluster"
+)
+
 // StateRedis is global.state.redis. The password is a secret, so the configuration names the environment variable
 // that holds it, never the password itself.
 type StateRedis struct {
-	Address     string    `json:"address"`
+	// Mode is standalone (default: one Redis server, or a primary with replicas behind one address) or cluster
+	// (a Redis Cluster, or a managed cluster endpoint).
+	Mode string `json:"mode,omitempty"`
+	// Address is the server's host:port; in cluster mode it may name the one seed node (a managed endpoint).
+	Address string `json:"address,omitempty"`
+	// Addresses are a cluster's seed nodes as host:port (mode cluster only): one is enough, the client learns the
+	// rest from it; more keep it starting when one is down.
+	Addresses   []string  `json:"addresses,omitempty"`
 	DB          int       `json:"db,omitempty"`
 	PasswordEnv string    `json:"password_env,omitempty"`
 	TLS         *StateTLS `json:"tls,omitempty"`
@@ -76,8 +94,30 @@ func (c *checker) state() {
 			c.add(p, CodeMissingField, "backend redis needs redis: {address: <host:port>}")
 			return
 		}
-		if r.Address == "" {
-			c.add(p+"/address", CodeMissingField, "name the Redis server as host:port (e.g. 127.0.0.1:6379)")
+		switch r.Mode {
+		case "", StateRedisStandalone:
+			if len(r.Addresses) > 0 {
+				c.add(p+"/addresses", CodeInvalidValue, "addresses lists a Redis Cluster's nodes: set mode: cluster, or name the one server as address")
+			} else if r.Address == "" {
+				c.add(p+"/address", CodeMissingField, "name the Redis server as host:port (e.g. 127.0.0.1:6379)")
+			}
+		case StateRedisCluster:
+			switch {
+			case len(r.Addresses) > 0 && r.Address != "":
+				c.add(p+"/address", CodeInvalidValue, "mode cluster takes its seed nodes from addresses: move address into addresses")
+			case len(r.Addresses) == 0 && r.Address == "":
+				c.add(p+"/addresses", CodeMissingField, "list one or more of the cluster's nodes as host:port (a managed cluster's endpoint is enough)")
+			}
+			for i, a := range r.Addresses {
+				if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+					c.add(fmt.Sprintf("%s/addresses/%d", p, i), CodeInvalidValue, "%q is not host:port", a)
+				}
+			}
+			if r.DB != 0 {
+				c.add(p+"/db", CodeInvalidValue, "a Redis Cluster has database 0 only: remove db (got %d)", r.DB)
+			}
+		default:
+			c.add(p+"/mode", CodeInvalidValue, "must be standalone or cluster (got %q)", r.Mode)
 		}
 		if r.DB < 0 || r.DB > 15 {
 			c.add(p+"/db", CodeInvalidValue, "must be a Redis database number from 0 to 15 (got %d)", r.DB)

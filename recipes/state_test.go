@@ -14,6 +14,20 @@ func TestStateLoad(t *testing.T) {
 		st.Redis.KeyPrefix != "prod:" || !st.Redis.FailClosed || !st.Redis.TLS.Enabled || st.Redis.TLS.CAFile != "ca.pem" {
 		t.Fatalf("global.state = %+v (redis %+v)", st, st.Redis)
 	}
+	set(t, v, "/global/state", y(t, `{backend: redis, redis: {mode: cluster, addresses: ["10.0.0.1:7000", "10.0.0.2:7000"], key_prefix: "prod:"}}`))
+	doc, err = Parse(toJSON(t, v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := doc.Global.State.Redis; r.Mode != StateRedisCluster || len(r.Addresses) != 2 || r.Addresses[1] != "10.0.0.2:7000" || r.Address != "" {
+		t.Fatalf("cluster global.state.redis = %+v", r)
+	}
+	for _, ok := range []string{`{backend: redis, redis: {mode: cluster, address: "cluster.example:6379"}}`, `{backend: redis, redis: {mode: standalone, address: "h:6379"}}`} {
+		set(t, v, "/global/state", y(t, ok))
+		if _, err := Parse(toJSON(t, v)); err != nil {
+			t.Fatalf("%s: %v", ok, err)
+		}
+	}
 	if StateBackend(nil) != StateBackendMemory {
 		t.Fatal("no global.state is not the memory backend")
 	}
@@ -31,6 +45,12 @@ func TestStateProblems(t *testing.T) {
 		{"cert without key", `{backend: redis, redis: {address: "h:6379", tls: {enabled: true, cert_file: c.pem}}}`, p + "/redis/tls", CodeInvalidValue, "key_file"},
 		{"redis settings without the backend", `{redis: {address: "h:6379"}}`, p + "/redis", CodeInvalidValue, "backend: redis"},
 		{"unknown field", `{backend: redis, redis: {address: "h:6379", cluster: true}}`, p + "/redis/cluster", CodeUnknownField, ""},
+		{"unknown mode", `{backend: redis, redis: {mode: sentinel, address: "h:6379"}}`, p + "/redis/mode", "", ""},
+		{"addresses without cluster mode", `{backend: redis, redis: {addresses: ["h:7000"]}}`, p + "/redis/addresses", CodeInvalidValue, "mode: cluster"},
+		{"cluster without nodes", `{backend: redis, redis: {mode: cluster}}`, p + "/redis/addresses", CodeMissingField, "host:port"},
+		{"cluster with address and addresses", `{backend: redis, redis: {mode: cluster, address: "h:7000", addresses: ["h:7001"]}}`, p + "/redis/address", CodeInvalidValue, "into addresses"},
+		{"cluster node without a port", `{backend: redis, redis: {mode: cluster, addresses: ["h:7000", "h"]}}`, p + "/redis/addresses/1", CodeInvalidValue, "host:port"},
+		{"cluster with a database", `{backend: redis, redis: {mode: cluster, addresses: ["h:7000"], db: 3}}`, p + "/redis/db", CodeInvalidValue, "database 0 only"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := exampleValue(t)
