@@ -1,6 +1,7 @@
 // Package controller reconciles JunctionRouter resources: the converted configuration in a ConfigMap, the
 // router's Deployment, one Service with its four ports, a HorizontalPodAutoscaler and an Ingress when
-// enabled, and the Ready and Degraded conditions read from the Deployment's status.
+// enabled, an Envoy Gateway EnvoyExtensionPolicy when a gateway is referenced, and the Ready and Degraded
+// conditions read from the router's pods and its Deployment.
 package controller
 
 import (
@@ -9,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -17,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,19 +46,26 @@ const (
 
 // Reasons of the conditions.
 const (
-	ReasonConfigRefused     = "ConfigRefused"
-	ReasonAvailable         = "Available"
-	ReasonProgressing       = "Progressing"
-	ReasonScaledToZero      = "ScaledToZero"
-	ReasonReplicasFailing   = "ReplicasFailing"
-	ReasonAsExpected        = "AsExpected"
-	ConditionGatewayWired   = "GatewayWired"
-	ReasonGatewayNotWritten = "EnvoyPolicyNotWritten"
+	ReasonConfigRefused   = "ConfigRefused"
+	ReasonAvailable       = "Available"
+	ReasonProgressing     = "Progressing"
+	ReasonScaledToZero    = "ScaledToZero"
+	ReasonReplicasFailing = "ReplicasFailing"
+	ReasonAsExpected      = "AsExpected"
 )
+
+// notReadyRecheck is how soon a resource whose pods are not all ready is looked at again without an event: a
+// pod failing its readiness probe changes nothing the controller watches until it passes.
+const notReadyRecheck = 30 * time.Second
 
 // The operator's ClusterRole (config/rbac/role.yaml, make operator-crd) is generated from these markers.
 // +kubebuilder:rbac:groups=junction-router.io,resources=junctionrouters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=junction-router.io,resources=junctionrouters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=junction-router.io,resources=junctionrouters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=core,resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=gateway.envoyproxy.io,resources=envoyextensionpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=referencegrants,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=core,resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
@@ -67,19 +77,41 @@ const (
 type Reconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// Now is the clock pod states are judged by (how long readiness has failed); nil is time.Now.
+	Now func() time.Time
 }
 
-// SetupWithManager registers the reconciler; a change to any owned object reconciles its owner again.
+// SetupWithManager registers the reconciler; a change to any owned object, or to one of the router's pods
+// (owned by a ReplicaSet, so mapped by label), reconciles its resource again. Envoy Gateway's policies are
+// watched when the cluster has the kind at start (they may live in another namespace: mapped by label too);
+// installed later, they are written all the same, and their status is read on the next reconcile.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.JunctionRouter{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Owns(&networkingv1.Ingress{}).
-		Named("junctionrouter").
-		Complete(r)
+		Watches(&corev1.Pod{}, labelOwner)
+	switch ok, err := r.hasKind(EnvoyExtensionPolicyGVK); {
+	case err != nil:
+		// Discovery failing at start should not keep the operator from running: the policies are still
+		// written, only Envoy Gateway's verdicts wait for the next reconcile.
+		mgr.GetLogger().Error(err, "cannot tell whether the cluster has Envoy Gateway; its policies are not watched")
+	case ok:
+		pol := &unstructured.Unstructured{}
+		pol.SetGroupVersionKind(EnvoyExtensionPolicyGVK)
+		b = b.Watches(pol, labelOwner)
+	}
+	return b.Named("junctionrouter").Complete(r)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // Reconcile brings the children of one resource to what its spec says and its status to what they show.
@@ -87,6 +119,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var jr v1alpha1.JunctionRouter
 	if err := r.Get(ctx, req.NamespacedName, &jr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !jr.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &jr)
 	}
 	doc, err := convert.ToYAML(&jr)
 	if err != nil {
@@ -115,9 +150,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.ingress(ctx, &jr); err != nil {
 		return ctrl.Result{}, fmt.Errorf("ingress: %w", err)
 	}
+	again, err := r.gateway(ctx, &jr)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("gateway wiring: %w", err)
+	}
+	pods, err := r.podsOf(ctx, &jr)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("pods: %w", err)
+	}
 	jr.Status.ConfigHash = hash
-	r.readStatus(&jr, dep)
-	return ctrl.Result{}, r.updateStatus(ctx, &jr)
+	if !r.readStatus(&jr, dep, pods, hash) && (again == 0 || again > notReadyRecheck) {
+		again = notReadyRecheck
+	}
+	return ctrl.Result{RequeueAfter: again}, r.updateStatus(ctx, &jr)
 }
 
 // Labels of every child of jr; the Deployment's selector is the last two.
@@ -355,6 +400,9 @@ func (r *Reconciler) ingress(ctx context.Context, jr *v1alpha1.JunctionRouter) e
 
 // deleteIfOwned removes a child that was turned off, and only one this resource owns.
 func (r *Reconciler) deleteIfOwned(ctx context.Context, jr *v1alpha1.JunctionRouter, obj client.Object) error {
+	if obj == nil {
+		return nil
+	}
 	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -367,16 +415,24 @@ func (r *Reconciler) deleteIfOwned(ctx context.Context, jr *v1alpha1.JunctionRou
 	return nil
 }
 
-// readStatus sets Ready and Degraded from the Deployment's status: Ready when every desired pod of the
-// current revision passes /ready; Degraded when the Deployment reports a failure (ReplicaFailure, a
-// progress deadline exceeded) or has fewer ready pods than desired after it finished rolling out.
-func (r *Reconciler) readStatus(jr *v1alpha1.JunctionRouter, dep *appsv1.Deployment) {
+// readStatus sets Ready, Degraded and the replica counts from the pods and the Deployment, and says whether
+// the resource is Ready.
+//
+// Ready: the Deployment has rolled out its current revision (observed, every desired pod updated) and as many
+// pods as desired pass /ready, counting only pods of the current configuration (the hash on their template).
+// Degraded: a pod needs a person (crash loop, image pull, OOMKilled, its container configuration failing,
+// readiness failing past ReadinessGrace, unschedulable; the message names the pod and its state), or the
+// Deployment reports a failure (ReplicaFailure: pods it cannot create; a progress deadline exceeded). A pod
+// that is merely starting is neither: Ready stays False until it passes /ready.
+func (r *Reconciler) readStatus(jr *v1alpha1.JunctionRouter, dep *appsv1.Deployment, pods []corev1.Pod, hash string) bool {
 	st := dep.Status
-	jr.Status.ReadyReplicas = st.ReadyReplicas
 	desired := int32(1)
 	if dep.Spec.Replicas != nil {
 		desired = *dep.Spec.Replicas
 	}
+	pc := countPods(pods, hash, r.now())
+	jr.Status.ReadyReplicas = pc.ready
+	jr.Status.DesiredReplicas = desired
 	current := st.ObservedGeneration >= dep.Generation
 	var failure string
 	for _, c := range st.Conditions {
@@ -388,31 +444,26 @@ func (r *Reconciler) readStatus(jr *v1alpha1.JunctionRouter, dep *appsv1.Deploym
 		}
 	}
 	rolledOut := current && st.UpdatedReplicas >= desired
+	ready := false
 	switch {
 	case desired == 0:
 		r.setCondition(jr, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonScaledToZero, "replicas is 0")
-	case current && st.ReadyReplicas >= desired && st.UpdatedReplicas >= desired:
-		r.setCondition(jr, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAvailable, fmt.Sprintf("%d of %d pods ready", st.ReadyReplicas, desired))
+	case rolledOut && pc.readyCurrent >= desired:
+		ready = true
+		r.setCondition(jr, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonAvailable, fmt.Sprintf("%d of %d pods ready", pc.readyCurrent, desired))
 	default:
-		r.setCondition(jr, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing, fmt.Sprintf("%d of %d pods ready, %d updated", st.ReadyReplicas, desired, st.UpdatedReplicas))
+		r.setCondition(jr, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonProgressing,
+			fmt.Sprintf("%d of %d pods ready with the current configuration (%d ready in all), %d of %d updated", pc.readyCurrent, desired, pc.ready, st.UpdatedReplicas, desired))
 	}
 	switch {
+	case len(pc.problems) > 0:
+		r.setCondition(jr, v1alpha1.ConditionDegraded, metav1.ConditionTrue, pc.problems[0].reason, problemsMessage(pc.problems))
 	case failure != "":
 		r.setCondition(jr, v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasFailing, failure)
-	case rolledOut && desired > 0 && st.ReadyReplicas < desired:
-		r.setCondition(jr, v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonReplicasFailing, fmt.Sprintf("only %d of %d pods ready", st.ReadyReplicas, desired))
 	default:
 		r.setCondition(jr, v1alpha1.ConditionDegraded, metav1.ConditionFalse, ReasonAsExpected, "")
 	}
-	if g := jr.Spec.Gateway; g != nil && g.ExistingRef != nil {
-		// Junction serves ext_proc on the Service's port 50051 in every pod; the Envoy side (an ext_proc filter or
-		// an Envoy Gateway policy naming that port) is not written by this operator yet, and says so.
-		r.setCondition(jr, ConditionGatewayWired, metav1.ConditionFalse, ReasonGatewayNotWritten,
-			fmt.Sprintf("point gateway %s/%s's ext_proc filter at %s.%s.svc:%d (docs/operator.md); the operator does not write Envoy policies",
-				g.ExistingRef.Namespace, g.ExistingRef.Name, ServiceName(jr), jr.Namespace, convert.ExtprocPort))
-	} else {
-		meta.RemoveStatusCondition(&jr.Status.Conditions, ConditionGatewayWired)
-	}
+	return ready || desired == 0
 }
 
 func (r *Reconciler) setCondition(jr *v1alpha1.JunctionRouter, typ string, status metav1.ConditionStatus, reason, msg string) {

@@ -15,6 +15,7 @@ import (
 // +kubebuilder:resource:shortName=jr,categories=junction
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredReplicas`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type JunctionRouter struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -35,6 +36,8 @@ type JunctionRouterList struct {
 
 // JunctionRouterSpec is where and how the router runs (replicas, image, resources, autoscaling, ingress, gateway,
 // metrics port) and what it routes (config, modelEndpoints).
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.gateway) && has(self.gateway.failOpen) && self.gateway.failOpen && has(self.config) && has(self.config.streamed_body) && has(self.config.streamed_body.enabled) && self.config.streamed_body.enabled)",message="gateway.failOpen cannot be combined with config.streamed_body: Envoy sends streamed bodies full duplex, which must fail closed"
 type JunctionRouterSpec struct {
 	// Replicas is the number of router pods when autoscaling is off (the autoscaler's starting point when on).
 	// +kubebuilder:default=1
@@ -184,17 +187,35 @@ type IngressTLS struct {
 
 // GatewaySpec references an existing Envoy gateway.
 type GatewaySpec struct {
-	// ExistingRef selects external-processing mode behind this gateway.
+	// ExistingRef selects external-processing mode behind this gateway: the controller writes an Envoy Gateway
+	// EnvoyExtensionPolicy that attaches the router's ext_proc service (port 50051) to it.
 	// +optional
 	ExistingRef *GatewayRef `json:"existingRef,omitempty"`
+	// FailOpen lets Envoy forward a request unrouted and unchecked when Junction cannot be reached or fails to
+	// answer (the policy's failOpen). Off by default: such a request gets a 5xx instead. It cannot be combined
+	// with config.streamed_body (Envoy Gateway refuses failOpen with full-duplex bodies).
+	// +kubebuilder:default=false
+	// +optional
+	FailOpen *bool `json:"failOpen,omitempty"`
+	// MessageTimeout is the longest Envoy waits for Junction's answer to one ext_proc message (the policy's
+	// messageTimeout); keep it above model_deployments.signal_timeout_ms when model-backed signals are bound.
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}(h|m|s|ms)){1,4}$`
+	// +optional
+	MessageTimeout string `json:"messageTimeout,omitempty"`
 }
 
-// GatewayRef names a Gateway.
+// GatewayRef names the Gateway API object (a Gateway, or one HTTPRoute) the router's ext_proc is attached to.
 type GatewayRef struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`
+	// Kind of the object: a Gateway (every route through it) or an HTTPRoute (that route only).
+	// +kubebuilder:validation:Enum=Gateway;HTTPRoute
+	// +kubebuilder:default=Gateway
+	// +optional
+	Kind string `json:"kind,omitempty"`
 }
 
 // MetricsPortSpec is the metrics port of the router's pods and Service.
@@ -300,11 +321,15 @@ type JunctionRouterStatus struct {
 	// ReadyReplicas are the router pods that pass /ready.
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// DesiredReplicas is the pod count the Deployment asks for (spec.replicas, or the autoscaler's).
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
 	// ConfigHash is the canonical hash of the configuration in the ConfigMap.
 	// +optional
 	ConfigHash string `json:"configHash,omitempty"`
 	// Conditions: Ready (every desired pod is ready), Degraded (the configuration was refused, or pods are
-	// missing or failing).
+	// missing or failing, naming the pod and its state), GatewayWired (with existingRef: whether the Envoy
+	// Gateway policy is written and accepted).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -56,8 +59,14 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		LeaderElection:         *leader,
 		LeaderElectionID:       "junction-operator.junction-router.io",
 	}
+	// Only the router's pods are cached (the controller watches them for its status), not every pod of the
+	// cluster. Envoy Gateway's and the Gateway API's objects are unstructured, which the client reads from
+	// the API server: a policy may live in the gateway's namespace, outside a --namespace cache.
+	opts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "junction-operator"})},
+	}}
 	if *namespace != "" {
-		opts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{*namespace: {}}}
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{*namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {

@@ -99,6 +99,16 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("defaulted spec lacks %q:\n%s", want, b)
 		}
 	}
+	obj, _ = read(t, "testdata/valid/gateway.yaml")
+	if errs := s.Check(context.Background(), obj); len(errs) > 0 {
+		t.Fatal(errs.ToAggregate())
+	}
+	b, _ = yaml.Marshal(obj["spec"])
+	for _, want := range []string{"kind: Gateway", "failOpen: false", "messageTimeout: 5s"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("defaulted spec lacks %q:\n%s", want, b)
+		}
+	}
 }
 
 // TestCRDIsAdmissible: the API server would accept the generated CRD (CEL rules within their cost budget
