@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,24 +41,46 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		return errUsage
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(*devLog), zap.WriteTo(stderr)))
-
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("no cluster to talk to: %w (set KUBECONFIG, or run in a pod with a service account)", err)
 	}
+	mgr, err := newManager(cfg, managerFlags{metricsAddr: *metricsAddr, probeAddr: *probeAddr, leader: *leader, namespace: *namespace})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// managerFlags are run's settings of the manager.
+type managerFlags struct {
+	metricsAddr, probeAddr string
+	leader                 bool
+	namespace              string
+	// skipNameCheck lets a test make several managers in one process (controller names are checked
+	// process-wide).
+	skipNameCheck bool
+}
+
+// newManager makes the controller manager for cfg's cluster with the JunctionRouter controller set up and
+// the health checks added; nothing runs until its Start.
+func newManager(cfg *rest.Config, f managerFlags) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	opts := ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress: *probeAddr,
-		LeaderElection:         *leader,
+		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
+		HealthProbeBindAddress: f.probeAddr,
+		LeaderElection:         f.leader,
 		LeaderElectionID:       "junction-operator.junction-router.io",
+	}
+	if f.skipNameCheck {
+		opts.Controller.SkipNameValidation = &f.skipNameCheck
 	}
 	// Only the router's pods are cached (the controller watches them for its status), not every pod of the
 	// cluster. Envoy Gateway's and the Gateway API's objects are unstructured, which the client reads from
@@ -65,21 +88,21 @@ func runCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	opts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Label: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "junction-operator"})},
 	}}
-	if *namespace != "" {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{*namespace: {}}
+	if f.namespace != "" {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{f.namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
-		return fmt.Errorf("start the manager: %w", err)
+		return nil, fmt.Errorf("start the manager: %w", err)
 	}
 	if err := (&controller.Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme()}).SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("set up the controller: %w", err)
+		return nil, fmt.Errorf("set up the controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
-	return mgr.Start(ctx)
+	return mgr, nil
 }
