@@ -194,7 +194,16 @@ func (l *Loader) AcquireBound(ctx context.Context, need Need, bound signal.Model
 	if len(need.Languages) > 0 {
 		lang = l.detectorLocked(need.Languages)
 	}
-	loaded := l.loadLocked(ctx, want)
+	// Two or three default models load as one joint model, whose one run
+	// per text answers for each (defaultmodels.JointGraph); should it not
+	// load, they load separately.
+	jointLoaded := false
+	if j := defaultmodels.JointName(want); j != "" && l.mode != ModelsLexical {
+		if jointLoaded = l.loadLocked(ctx, []string{j}); jointLoaded || l.held[j] != nil {
+			want = []string{j}
+		}
+	}
+	loaded := l.loadLocked(ctx, want) || jointLoaded
 	for _, name := range want {
 		h := l.held[name]
 		if h == nil {
@@ -337,21 +346,16 @@ func (l *Loader) releaseRuntimeLocked() {
 // fillLocked sets ls.Models' kinds that are neither bound nor loaded to the
 // lexical fallbacks, built once and shared.
 func (l *Loader) fillLocked(ls *Lease, need Need) error {
-	held := func(name string) *heldModel {
-		if h := l.held[name]; h != nil && slices.Contains(ls.names, name) {
-			return h
-		}
-		return nil
-	}
-	model := func(name string) *defaultmodels.Model {
+	held := func(name string) *heldModel { return l.answeringLocked(name, ls.names) }
+	model := func(name string) signal.Classifier {
 		if h := held(name); h != nil {
-			return h.m
+			return classifierOf(h.m, name)
 		}
 		return nil
 	}
 	if ls.Models.Domain == nil && need.Domain {
 		if m := model(defaultmodels.DomainName); m != nil {
-			ls.Models.Domain = m.Classifier
+			ls.Models.Domain = m
 		} else if err := l.fallbackLocked(); err != nil {
 			return err
 		} else {
@@ -360,7 +364,7 @@ func (l *Loader) fillLocked(ls *Lease, need Need) error {
 	}
 	if ls.Models.Jailbreak == nil && need.Jailbreak {
 		if m := model(defaultmodels.JailbreakName); m != nil {
-			ls.Models.Jailbreak = m.Classifier
+			ls.Models.Jailbreak = m
 		} else if err := l.fallbackLocked(); err != nil {
 			return err
 		} else {
@@ -377,6 +381,32 @@ func (l *Loader) fillLocked(ls *Lease, need Need) error {
 		}
 	}
 	return nil
+}
+
+// answeringLocked is the held model among names (all held models when
+// names is nil) that answers for the default model name: that model, or a
+// joint model that includes it; nil when none does.
+func (l *Loader) answeringLocked(name string, names []string) *heldModel {
+	if names == nil {
+		for n := range l.held {
+			names = append(names, n)
+		}
+		slices.Sort(names) // a fixed order: any of them gives the same answers
+	}
+	for _, n := range names {
+		if h := l.held[n]; h != nil && (n == name || slices.Contains(defaultmodels.JointModels(n), name)) {
+			return h
+		}
+	}
+	return nil
+}
+
+// classifierOf is m's classifier for the default model name.
+func classifierOf(m *defaultmodels.Model, name string) signal.Classifier {
+	if name == defaultmodels.JailbreakName {
+		return m.Jailbreak
+	}
+	return m.Domain
 }
 
 func (l *Loader) fallbackLocked() error {
@@ -559,8 +589,9 @@ var errNotLoaded = errors.New("the default ONNX model could not be loaded (see t
 func (l *Loader) demand(ctx context.Context, name string) (*heldModel, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if h := l.held[name]; h != nil {
-		// A generation holds it: use it without holding it beyond them.
+	if h := l.answeringLocked(name, nil); h != nil {
+		// A generation holds it (or a joint model that answers for it): use
+		// it without holding it beyond them.
 		return h, nil
 	}
 	if l.loadLocked(ctx, []string{name}) {
@@ -607,7 +638,7 @@ func (c *demandClassifier) Classify(ctx context.Context, texts []string) ([][]si
 	if err != nil {
 		return nil, err
 	}
-	return h.m.Classifier.Classify(ctx, texts)
+	return classifierOf(h.m, c.name).Classify(ctx, texts)
 }
 
 type demandEmbedder struct {
@@ -664,13 +695,13 @@ func LocalModels(ctx context.Context, mode string, log *slog.Logger) (models sig
 	// own fallbacks.
 	l.mu.Lock()
 	models = signal.Models{}
-	if h := l.held[defaultmodels.DomainName]; h != nil {
-		models.Domain = h.m.Classifier
+	if h := l.answeringLocked(defaultmodels.DomainName, nil); h != nil {
+		models.Domain = h.m.Domain
 	}
-	if h := l.held[defaultmodels.JailbreakName]; h != nil {
-		models.Jailbreak = h.m.Classifier
+	if h := l.answeringLocked(defaultmodels.JailbreakName, nil); h != nil {
+		models.Jailbreak = h.m.Jailbreak
 	}
-	if h := l.held[defaultmodels.EmbedderName]; h != nil {
+	if h := l.answeringLocked(defaultmodels.EmbedderName, nil); h != nil {
 		models.Embedder = h.emb
 	}
 	l.mu.Unlock()

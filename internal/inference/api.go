@@ -29,6 +29,9 @@ const (
 	TaskTokenClassification    Task = "token-classification"    // logits [B,T,labels] → spans
 	TaskEmbedding              Task = "embedding"               // last_hidden_state [B,T,H] or a pooled [B,H]
 	TaskRerank                 Task = "rerank"                  // cross-encoder logits [B,1] (or [B,2])
+	// TaskHeads is a graph with several [B,k] float32 outputs read together (Model.Heads): several small
+	// models that share their input and most of their work, merged into one graph (the default models).
+	TaskHeads Task = "heads"
 )
 
 // Pooling turns per-token hidden states into one vector.

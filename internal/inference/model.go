@@ -191,9 +191,9 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 		o.Task = cfg.Junction.Task
 	}
 	switch o.Task {
-	case "", TaskSequenceClassification, TaskTokenClassification, TaskEmbedding, TaskRerank:
+	case "", TaskSequenceClassification, TaskTokenClassification, TaskEmbedding, TaskRerank, TaskHeads:
 	default:
-		return nil, invalid("task %q is not one of %s, %s, %s, %s", o.Task, TaskSequenceClassification, TaskTokenClassification, TaskEmbedding, TaskRerank)
+		return nil, invalid("task %q is not one of %s, %s, %s, %s, %s", o.Task, TaskSequenceClassification, TaskTokenClassification, TaskEmbedding, TaskRerank, TaskHeads)
 	}
 	if o.Overflow == "" {
 		o.Overflow = OverflowTruncate
@@ -273,6 +273,20 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 		return nil, fmt.Errorf("cannot tell the task: config.json architectures %v and graph outputs %v match none; set junction.task in config.json or ModelOptions.Task", cfg.Architectures, outputNames(outs))
 	}
 	info.Task = task
+	if task == TaskHeads {
+		// Every output is a head, read together by Heads.
+		for _, out := range outs {
+			if out.DataType != ort.TensorElementDataTypeFloat || len(out.Dimensions) != 2 {
+				return nil, fmt.Errorf("task %s reads every graph output as float32 [batch, k]; %q has element type %v and shape %v", task, out.Name, out.DataType, out.Dimensions)
+			}
+			m.outputs = append(m.outputs, out.Name)
+		}
+		if len(m.outputs) == 0 {
+			return nil, errors.New("the graph has no outputs")
+		}
+		info.Output = strings.Join(m.outputs, ",")
+		return r.finishLoad(m, o, cfg, dev, threads, onnxPath, shared, &loaded)
+	}
 	output := cfg.Junction.Output
 	if output == "" {
 		output = pickOutput(task, byName, outs)
@@ -386,6 +400,13 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 		return nil, fmt.Errorf("config.json junction.activation %q is not one of softmax, sigmoid, none", a)
 	}
 
+	return r.finishLoad(m, o, cfg, dev, threads, onnxPath, shared, &loaded)
+}
+
+// finishLoad sets the token budget and creates the session.
+func (r *Runtime) finishLoad(m *Model, o ModelOptions, cfg hfConfig, dev device, threads int, onnxPath string, shared *sharedTokenizer, loaded *bool) (*Model, error) {
+	info := &m.info
+	dir, tok := info.Dir, shared.tok
 	// Token budget.
 	info.ModelMaxTokens = maxTokensOf(dir, cfg, m.fixedT)
 	info.MaxTokens = info.ModelMaxTokens
@@ -435,7 +456,7 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	}
 	m.session = sess
 	info.Device, info.DeviceNote = used, note
-	loaded = true
+	*loaded = true
 	return m, nil
 }
 
@@ -696,6 +717,9 @@ func (m *Model) selfCheck(ctx context.Context) error {
 		return nil
 	case TaskRerank:
 		_, err := m.Rerank(ctx, "self", []string{"check"}, RerankOptions{})
+		return err
+	case TaskHeads:
+		_, err := m.Heads(ctx, []string{"self check"}, InputOptions{})
 		return err
 	}
 	return nil

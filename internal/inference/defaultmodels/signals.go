@@ -26,9 +26,24 @@ type Models struct {
 }
 
 // Open writes the committed bundle's model directories (once, under
-// cacheRoot, or the user cache directory when empty) and loads them into rt
-// with threads intra-op threads each (0: the runtime's default).
+// cacheRoot, or the user cache directory when empty) and loads the three
+// models into rt as one joint model (JointGraph: one run per text answers
+// all three) with threads intra-op threads (0: the runtime's default).
 func Open(ctx context.Context, rt *inference.Runtime, cacheRoot string, threads int) (*Models, error) {
+	dir, err := CacheDir(cacheRoot)
+	if err != nil {
+		return nil, err
+	}
+	jm, err := OpenModel(ctx, rt, dir, JointName(ModelNames), threads)
+	if err != nil {
+		return nil, err
+	}
+	return &Models{Signals: signal.Models{Domain: jm.Domain, Jailbreak: jm.Jailbreak, Embedder: jm.Embedder}, loaded: []*inference.Model{jm.md}}, nil
+}
+
+// OpenEach is Open with the three models loaded separately (one session and
+// one run each): what a caller that asks one model alone loads.
+func OpenEach(ctx context.Context, rt *inference.Runtime, cacheRoot string, threads int) (*Models, error) {
 	dir, err := CacheDir(cacheRoot)
 	if err != nil {
 		return nil, err

@@ -35,7 +35,7 @@ func (b *Bundle) ArtifactDigests() (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, m := range ModelNames {
+	for _, m := range append(slices.Clone(ModelNames), JointNames...) {
 		for _, f := range ArtifactFiles {
 			d, err := fileDigest(filepath.Join(tmp, m, f))
 			if err != nil {
@@ -68,7 +68,7 @@ func VerifyModel(dir, name string) error {
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(ModelNames, name) {
+	if !slices.Contains(ModelNames, name) && !slices.Contains(JointNames, name) {
 		return fmt.Errorf("defaultmodels: %q is not a built-in model (%s)", name, strings.Join(ModelNames, ", "))
 	}
 	if len(man.Artifacts) == 0 {
@@ -95,9 +95,9 @@ func VerifyModel(dir, name string) error {
 	return nil
 }
 
-// Verify checks every built-in model in dir (see VerifyModel).
+// Verify checks every built-in model in dir, the joint ones too (see VerifyModel).
 func Verify(dir string) error {
-	for _, name := range ModelNames {
+	for _, name := range append(slices.Clone(ModelNames), JointNames...) {
 		if err := VerifyModel(dir, name); err != nil {
 			return err
 		}

@@ -24,7 +24,7 @@ func TestManifestArtifactsMatchWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != len(ModelNames)*len(ArtifactFiles) || !maps.Equal(got, man.Artifacts) {
+	if len(got) != (len(ModelNames)+len(JointNames))*len(ArtifactFiles) || !maps.Equal(got, man.Artifacts) {
 		t.Fatalf("written files %v, the manifest records %v; run `make models`", got, man.Artifacts)
 	}
 }

@@ -69,9 +69,30 @@ func embedderConfig() ([]byte, error) {
 	}, "", "  ")
 }
 
-// Write creates dir/embed-glove, dir/domain-glove and dir/jailbreak-glove, each
-// with model.onnx, config.json and tokenizer.json. The same bundle gives the
-// same files.
+// jointConfig is a joint model's config.json: task heads, and each
+// classifier head's labels in output order (under "heads", which only this
+// package reads).
+func (b *Bundle) jointConfig(heads []string) ([]byte, error) {
+	labels := map[string][]string{}
+	for _, h := range heads {
+		switch h {
+		case HeadDomain:
+			labels[h] = b.Domain.Outputs
+		case HeadJailbreak:
+			labels[h] = b.Jailbreak.Outputs
+		}
+	}
+	return json.MarshalIndent(map[string]any{
+		"architectures": []string{"GloveJointHeads"},
+		"model_type":    "glove-joint",
+		"heads":         labels,
+		"junction":      map[string]any{"task": "heads", "max_tokens": MaxTokens},
+	}, "", "  ")
+}
+
+// Write creates dir/embed-glove, dir/domain-glove and dir/jailbreak-glove, and
+// the joint models of JointNames, each with model.onnx, config.json and
+// tokenizer.json. The same bundle gives the same files.
 func (b *Bundle) Write(dir string) error {
 	tok, err := b.Vectors.TokenizerJSON()
 	if err != nil {
@@ -86,6 +107,10 @@ func (b *Bundle) Write(dir string) error {
 		{EmbedderName, EmbedderGraph(b.Vectors), embedderConfig},
 		{DomainName, ClassifierGraph(DomainName, b.Vectors, b.Domain), func() ([]byte, error) { return classifierConfig(b.Domain) }},
 		{JailbreakName, ClassifierGraph(JailbreakName, b.Vectors, b.Jailbreak), func() ([]byte, error) { return classifierConfig(b.Jailbreak) }},
+	}
+	for _, name := range JointNames {
+		heads := jointHeads(name)
+		models = append(models, model{name, JointGraph(name, b, heads), func() ([]byte, error) { return b.jointConfig(heads) }})
 	}
 	for _, m := range models {
 		d := filepath.Join(dir, m.name)
