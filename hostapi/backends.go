@@ -110,6 +110,28 @@ type Classifier interface {
 	Classify(ctx context.Context, binding, text string) ([]abi.Class, error)
 }
 
+// RemoteClassifier is a Classifier some of whose bindings ask a model
+// behind an endpoint with a timeout of its own (serve's guardrail and nli
+// bindings: global.external_models' llm_timeout_seconds). RemoteTimeout is
+// that timeout for binding, 0 for a binding that is not remote.
+//
+// A trusted or native plugin's classify call on a remote binding runs under
+// the request's context bounded by RemoteTimeout (plus a little slack for
+// the backend to report its own timeout), not under the handler call's
+// deadline, and the time it waits is not counted against that deadline: the
+// plugin's own work keeps Limits.CallTimeout, the wait gets the endpoint's
+// timeout, and the request's own deadline bounds both. An interruptible
+// module's deadline is enforced by closing its instance, so its remote
+// calls keep the call's deadline.
+type RemoteClassifier interface {
+	Classifier
+	RemoteTimeout(binding string) time.Duration
+}
+
+// remoteSlack is how much longer than its RemoteTimeout a remote call may
+// run, so the backend's own timeout (and its error) comes first.
+const remoteSlack = 250 * time.Millisecond
+
 // TokenCounter counts tokens the way the router does.
 type TokenCounter interface {
 	CountTokens(text string) int

@@ -219,6 +219,7 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	cancel := context.CancelFunc(func() {})
 	if b.m.trusted {
 		st.deadline = start.Add(b.limits.CallTimeout)
+		st.parent = ctx // remote classify calls wait under it (RemoteClassifier)
 		cctx = context.WithValue(ctx, stateKey{}, st)
 	} else {
 		cctx, cancel = context.WithTimeout(context.WithValue(ctx, stateKey{}, st), b.limits.CallTimeout)
@@ -234,7 +235,7 @@ func (b *Binding) Call(ctx context.Context, req *abi.Request) (CallResult, error
 	elapsed := time.Since(start)
 	// Trusted code is not interrupted; a late answer is still a fault. The
 	// clock decides, not the context: its timer may not have fired yet.
-	if err == nil && b.m.trusted && (elapsed > b.limits.CallTimeout || ctx.Err() != nil) {
+	if err == nil && b.m.trusted && (elapsed-st.remote > b.limits.CallTimeout || ctx.Err() != nil) {
 		if ctx.Err() == nil {
 			err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (trusted module: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
 		} else {

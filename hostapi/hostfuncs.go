@@ -34,6 +34,13 @@ type callState struct {
 	deadline time.Time
 	// pii is what the router's pii signals detected (nil: no scan).
 	pii *abi.PIISpans
+	// parent is the request's context, which a remote classify call runs
+	// under instead of the call's deadline (RemoteClassifier); nil for an
+	// interruptible module, whose deadline closes its instance.
+	parent context.Context
+	// remote is the time spent waiting for remote calls; it moved deadline
+	// back by as much and is not counted against Limits.CallTimeout.
+	remote time.Duration
 }
 
 type stateKey struct{}
@@ -413,7 +420,29 @@ func (h *Host) hostClassify(ctx context.Context, st *callState, in []byte) ([]by
 		return nil, abi.StatusUnavailable
 	}
 	st.backendCalls++ // the mode allowed it (checked above)
+	if rc, ok := c.(RemoteClassifier); ok && st.parent != nil {
+		if t := rc.RemoteTimeout(a.Binding); t > 0 {
+			return remoteClassify(st, rc, t, a.Binding, a.Text)
+		}
+	}
 	classes, err := c.Classify(ctx, a.Binding, a.Text)
+	if err != nil {
+		return nil, backendStatus(err)
+	}
+	return abi.Classes(classes).Append(nil), abi.StatusOK
+}
+
+// remoteClassify runs a classify call on a remote binding under the
+// request's context bounded by the binding's timeout, and moves the call's
+// deadline back by the time it waited (RemoteClassifier).
+func remoteClassify(st *callState, rc RemoteClassifier, t time.Duration, binding, text string) ([]byte, abi.Status) {
+	ctx, cancel := context.WithTimeout(st.parent, t+remoteSlack)
+	defer cancel()
+	start := time.Now()
+	classes, err := rc.Classify(ctx, binding, text)
+	waited := time.Since(start)
+	st.remote += waited
+	st.deadline = st.deadline.Add(waited)
 	if err != nil {
 		return nil, backendStatus(err)
 	}

@@ -45,9 +45,12 @@ type HostCalls struct {
 	// make none) and canceled when the handler call returns.
 	ctx    context.Context
 	cancel context.CancelFunc
-	st     *callState // &state during the handler call, nil after
-	h      *Host
-	state  callState // in the same allocation: one per call
+	// ctxDeadline is ctx's deadline: a remote call that moves the call's
+	// deadline makes ctx anew.
+	ctxDeadline time.Time
+	st          *callState // &state during the handler call, nil after
+	h           *Host
+	state       callState // in the same allocation: one per call
 }
 
 // Call runs the host function named name (an abi.Import* name) on its
@@ -68,8 +71,13 @@ func (c *HostCalls) Call(name string, in []byte) ([]byte, abi.Status) {
 
 // context is the context host functions run under (ctx, made on first use).
 func (c *HostCalls) context() context.Context {
-	if c.ctx == nil {
+	if c.ctx == nil || !c.ctxDeadline.Equal(c.st.deadline) {
+		// First use, or a remote call moved the deadline back.
+		if c.cancel != nil {
+			c.cancel()
+		}
 		c.ctx, c.cancel = context.WithDeadline(context.WithValue(c.parent, stateKey{}, c.st), c.st.deadline)
+		c.ctxDeadline = c.st.deadline
 	}
 	return c.ctx
 }
@@ -130,7 +138,7 @@ func (b *NativeBinding) Call(ctx context.Context, req *abi.Request, handle func(
 	}
 	calls := &HostCalls{parent: ctx, h: b.h}
 	st := &calls.state
-	*st = callState{typ: b.typ, config: b.config, limits: &b.limits, mode: req.Mode, deadline: start.Add(b.limits.CallTimeout)}
+	*st = callState{typ: b.typ, config: b.config, limits: &b.limits, mode: req.Mode, deadline: start.Add(b.limits.CallTimeout), parent: ctx}
 	if req.Phase == abi.PhaseRequest {
 		st.pii = req.PII // as Binding.Call: the response phase has no spans
 	}
@@ -146,7 +154,7 @@ func (b *NativeBinding) Call(ctx context.Context, req *abi.Request, handle func(
 	switch {
 	case ctx.Err() != nil:
 		err = &Fault{Kind: FaultCanceled, Err: errors.New("the request was canceled during the call")}
-	case elapsed > b.limits.CallTimeout:
+	case elapsed-st.remote > b.limits.CallTimeout: // remote waits had their own bound
 		err = &Fault{Kind: FaultDeadline, Err: fmt.Errorf("the call ran past its deadline of %v (native plugin: it could not be stopped, its answer was dropped)", b.limits.CallTimeout)}
 	case r.Size() > b.limits.MaxOutput:
 		err = &Fault{Kind: FaultOutput, Err: fmt.Errorf("the plugin returned %d bytes, more than the limit of %d", r.Size(), b.limits.MaxOutput)}

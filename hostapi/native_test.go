@@ -187,3 +187,63 @@ func TestVectorCallsAnswerAsRecordCalls(t *testing.T) {
 		}
 	}
 }
+
+// slowRemote is a RemoteClassifier whose "remote" binding answers after
+// delay, honouring its context; "local" answers at once.
+type slowRemote struct {
+	delay, timeout time.Duration
+}
+
+func (s slowRemote) Classify(ctx context.Context, binding, _ string) ([]abi.Class, error) {
+	if binding == "remote" {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return []abi.Class{{Label: "ok", Score: 1}}, nil
+}
+
+func (s slowRemote) RemoteTimeout(binding string) time.Duration {
+	if binding == "remote" {
+		return s.timeout
+	}
+	return 0
+}
+
+// A classify call on a remote binding waits for the binding's timeout, not
+// the call's deadline, and its wait is not counted against the deadline;
+// past the binding's timeout (and its slack) it fails; a canceled request
+// ends it at once.
+func TestRemoteClassifyHasItsOwnTimeout(t *testing.T) {
+	ctx := context.Background()
+	remote := (&abi.ClassifyArgs{Binding: "remote", Text: "x"}).Append(nil)
+	local := (&abi.ClassifyArgs{Binding: "local", Text: "x"}).Append(nil)
+	call := func(cls slowRemote, ctx context.Context) ([2]abi.Status, error) {
+		h := newHost(t, hostapi.Config{Registerer: prometheus.NewRegistry(), Backends: hostapi.Backends{Classifier: cls}})
+		b := h.BindNative("t", nil, hostapi.Limits{CallTimeout: 50 * time.Millisecond})
+		var got [2]abi.Status
+		_, err := b.Call(ctx, &abi.Request{Phase: abi.PhaseResponse, Mode: abi.ModeLive}, func(c *hostapi.HostCalls) abi.Result {
+			_, got[0] = c.Call(abi.ImportClassify, remote)
+			_, got[1] = c.Call(abi.ImportClassify, local) // after the remote wait, within the moved deadline
+			return abi.Result{}
+		})
+		return got, err
+	}
+	if got, err := call(slowRemote{delay: 150 * time.Millisecond, timeout: time.Second}, ctx); err != nil || got != [2]abi.Status{abi.StatusOK, abi.StatusOK} {
+		t.Fatalf("a 150 ms remote call with a 1 s timeout under a 50 ms call deadline: %v %v", got, err)
+	}
+	start := time.Now()
+	got, err := call(slowRemote{delay: 2 * time.Second, timeout: 100 * time.Millisecond}, ctx)
+	if took := time.Since(start); err != nil || got[0] != abi.StatusBackendError || took > time.Second {
+		t.Fatalf("a 2 s remote call with a 100 ms timeout: %v %v after %v", got, err, took)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	got, _ = call(slowRemote{delay: 2 * time.Second, timeout: 10 * time.Second}, cctx)
+	if took := time.Since(start); got[0] != abi.StatusBackendError || took > time.Second {
+		t.Fatalf("the request's deadline bounds a remote call: %v after %v", got, took)
+	}
+}

@@ -56,11 +56,8 @@ func New(m recipes.ExternalModel, hc *http.Client) (*Client, error) {
 		name:    m.Name,
 		model:   m.LLMModelName,
 		url:     m.LLMEndpoint.BaseURL() + "/v1/chat/completions",
-		timeout: time.Duration(m.LLMTimeoutSeconds) * time.Second,
+		timeout: Timeout(m),
 		http:    hc,
-	}
-	if c.timeout <= 0 {
-		c.timeout = recipes.DefaultExternalModelTimeoutSeconds * time.Second
 	}
 	if m.APIKeyEnv != "" {
 		c.apiKey = os.Getenv(m.APIKeyEnv)
@@ -69,6 +66,15 @@ func New(m recipes.ExternalModel, hc *http.Client) (*Client, error) {
 		}
 	}
 	return c, nil
+}
+
+// Timeout is how long one call to m may take: llm_timeout_seconds, or
+// recipes.DefaultExternalModelTimeoutSeconds when it is unset.
+func Timeout(m recipes.ExternalModel) time.Duration {
+	if m.LLMTimeoutSeconds > 0 {
+		return time.Duration(m.LLMTimeoutSeconds) * time.Second
+	}
+	return recipes.DefaultExternalModelTimeoutSeconds * time.Second
 }
 
 // Name is the external_models entry's name.

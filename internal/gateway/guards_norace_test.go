@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/junction-router/junction/internal/chat/chattest"
 	"github.com/junction-router/junction/internal/extmodel/extmodeltest"
@@ -43,13 +44,14 @@ func answerWith(content string) http.Handler {
 // withGuardDecisions adds decisions (one keyword each, model small) running
 // the response checks and tool selection, and the fake judge as the
 // guardrail and classification external models.
-func withGuardDecisions(judge *extmodeltest.Judge) envOption {
-	guard := judge.ExternalModel("guard", "guardrail", 2)
-	cls := judge.ExternalModel("judge", "classification", 2)
+func withGuardDecisions(judge *extmodeltest.Judge, timeoutSeconds int) envOption {
+	guard := judge.ExternalModel("guard", "guardrail", timeoutSeconds)
+	cls := judge.ExternalModel("judge", "classification", timeoutSeconds)
 	decisions := map[string]string{
 		"guardblock":  `{type: response_jailbreak, configuration: {detector: guardrail, action: block}}`,
 		"guardredact": `{type: response_jailbreak, configuration: {detector: guardrail, external_model: guard, action: redact, hold_stream: true}}`,
 		"guardnote":   `{type: response_jailbreak, configuration: {detector: guardrail, action: annotate}}`,
+		"guardfail":   `{type: response_jailbreak, on_error: fail, configuration: {detector: guardrail, action: block}}`,
 		"guardlocal":  `{type: response_jailbreak, configuration: {detector: classifier, threshold: 0, action: block, block_status: 451}}`,
 		"groundwarn":  `{type: hallucination, configuration: {action: warn}}`,
 		"groundblock": `{type: hallucination, on_error: fail, configuration: {external_model: judge, action: block, hold_stream: true}}`,
@@ -64,8 +66,8 @@ func withGuardDecisions(judge *extmodeltest.Judge) envOption {
 		}
 		y = strings.Replace(y, "        - {name: gated, keywords: [\"gated\"]}\n", "        - {name: gated, keywords: [\"gated\"]}\n"+kw.String(), 1)
 		y = strings.Replace(y, "      - name: gated\n", dec.String()+"      - name: gated\n", 1)
-		return y + fmt.Sprintf("global:\n  external_models:\n    - {name: %s, model_role: guardrail, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}, llm_timeout_seconds: 2}\n    - {name: %s, model_role: classification, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}, llm_timeout_seconds: 2}\n",
-			guard.Name, guard.LLMEndpoint.Address, guard.LLMEndpoint.Port, cls.Name, cls.LLMEndpoint.Address, cls.LLMEndpoint.Port)
+		return y + fmt.Sprintf("global:\n  external_models:\n    - {name: %s, model_role: guardrail, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}, llm_timeout_seconds: %d}\n    - {name: %s, model_role: classification, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}, llm_timeout_seconds: %d}\n",
+			guard.Name, guard.LLMEndpoint.Address, guard.LLMEndpoint.Port, timeoutSeconds, cls.Name, cls.LLMEndpoint.Address, cls.LLMEndpoint.Port, timeoutSeconds)
 	})
 }
 
@@ -74,13 +76,19 @@ func withGuardDecisions(judge *extmodeltest.Judge) envOption {
 // fake judge.
 func guardEnv(t *testing.T, judge *extmodeltest.Judge) *env {
 	t.Helper()
+	return guardEnvTimeout(t, judge, 2)
+}
+
+// guardEnvTimeout is guardEnv with the external models' llm_timeout_seconds.
+func guardEnvTimeout(t *testing.T, judge *extmodeltest.Judge, timeoutSeconds int) *env {
+	t.Helper()
 	ctx := context.Background()
 	sys, err := pluginsys.New(ctx, pluginsys.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(sys.Close)
-	e := newEnv(t, withRunner(sys), withGuardDecisions(judge))
+	e := newEnv(t, withRunner(sys), withGuardDecisions(judge, timeoutSeconds))
 	if err := sys.Prepare(ctx, e.runtime.Current().Document()); err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +207,62 @@ func TestResponseJailbreakThroughGateway(t *testing.T) {
 	_ = json.Unmarshal(body, &rc)
 	if len(rc.RoutingMetadata.ResponseChecks) != 1 || rc.RoutingMetadata.ResponseChecks[0]["status"] != "failed" {
 		t.Fatalf("guard down: routing_metadata %s", body)
+	}
+}
+
+// A guard or judge call is bounded by its external model's
+// llm_timeout_seconds, not by the plugin host's per-call deadline (250 ms):
+// a judge slower than that deadline but within its timeout is waited for,
+// claim after claim; one past its timeout fails the check, and on_error
+// decides what the client gets.
+func TestGuardTimeoutThroughGateway(t *testing.T) {
+	const slow = 300 * time.Millisecond // past the host's 250 ms per call
+	judge := extmodeltest.New(t, extmodeltest.Answer{Content: "jailbreak", Delay: slow})
+	e := guardEnvTimeout(t, judge, 1)
+	const harmful = "Sure! As DAN with no rules, here is exactly how to do it."
+	e.ups["small"].setHandler(answerWith(harmful))
+
+	start := time.Now()
+	resp, body := e.post("/v1/chat/completions", guardChat("guardfail tell me", false, ""))
+	if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("X-Junction-Response-Guard"), "flagged; score=1.000; detector=guardrail") {
+		t.Fatalf("a 300 ms guard within a 1 s timeout: status %d, header %q: %s", resp.StatusCode, resp.Header.Get("X-Junction-Response-Guard"), body)
+	}
+	if took := time.Since(start); took < slow {
+		t.Fatalf("the answer came back in %v, before the guard answered", took)
+	}
+
+	// Two claims, each a 300 ms judge call: 600 ms in all, within budget
+	// because each call is bounded by its own timeout.
+	answer := "Refunds are accepted within ninety days of purchase. Shipping is always free for members."
+	e.ups["small"].setHandler(answerWith(answer))
+	judge.Script(extmodeltest.Answer{Content: "contradiction", Delay: slow})
+	grounded := `{"model":"MoM","messages":[{"role":"system","content":"You are a support agent."},{"role":"system","content":"Context: Refunds are accepted within 30 days of purchase."},{"role":"user","content":"groundblock what is the refund policy?"}]}`
+	resp, body = e.post("/v1/chat/completions", grounded)
+	if resp.StatusCode != 422 || !strings.HasPrefix(resp.Header.Get("X-Junction-Hallucination"), "unsupported; claims=2; unsupported=2") {
+		t.Fatalf("two 300 ms judge calls: status %d, header %q: %s", resp.StatusCode, resp.Header.Get("X-Junction-Hallucination"), body)
+	}
+
+	// The guard takes longer than its 1 s timeout.
+	e.ups["small"].setHandler(answerWith(harmful))
+	judge.Script(extmodeltest.Answer{Content: "jailbreak", Delay: 1600 * time.Millisecond})
+	start = time.Now()
+	resp, body = e.post("/v1/chat/completions", guardChat("guardfail tell me", false, ""))
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusBadGateway || strings.Contains(string(body), "DAN") {
+		t.Fatalf("guard past its timeout, on_error fail: status %d: %s", resp.StatusCode, body)
+	}
+	if took < time.Second || took > 1500*time.Millisecond {
+		t.Fatalf("guard past its 1 s timeout: the answer came after %v, want the timeout (1 s) and no more than its slack", took)
+	}
+	// on_error skip releases the answer unchecked and reports the failure.
+	resp, body = e.post("/v1/chat/completions", guardChat("guardblock tell me", false, ""))
+	if resp.StatusCode != 200 || chattest.CompletionContent(t, string(body)) != harmful {
+		t.Fatalf("guard past its timeout, on_error skip: status %d: %s", resp.StatusCode, body)
+	}
+	var rc responseChecks
+	_ = json.Unmarshal(body, &rc)
+	if len(rc.RoutingMetadata.ResponseChecks) != 1 || rc.RoutingMetadata.ResponseChecks[0]["status"] != "failed" {
+		t.Fatalf("guard past its timeout: routing_metadata %s", body)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
@@ -24,7 +25,11 @@ import (
 //     "nli:<name>": the text is a JSON object {"premise", "hypothesis"};
 //     labels entailment, neutral and contradiction, the chosen one scored 1.
 //
-// The entries come from the configuration the latest Prepare saw.
+// The entries come from the configuration the latest Prepare saw. Each
+// call is bounded by its entry's llm_timeout_seconds (default
+// recipes.DefaultExternalModelTimeoutSeconds), which the plugin host lets it
+// wait instead of the handler call's deadline (hostapi.RemoteClassifier),
+// within the request's own deadline.
 const (
 	BindingGuardrail = "guardrail"
 	BindingNLI       = "nli"
@@ -43,6 +48,8 @@ var (
 
 // externalClassifiers serves the external-model bindings and hands every
 // other binding to base.
+var _ hostapi.RemoteClassifier = (*externalClassifiers)(nil)
+
 type externalClassifiers struct {
 	base   hostapi.Classifier
 	models atomic.Pointer[[]recipes.ExternalModel]
@@ -97,6 +104,27 @@ func (e *externalClassifiers) Classify(ctx context.Context, binding, text string
 		}
 	}
 	return out, nil
+}
+
+// RemoteTimeout implements hostapi.RemoteClassifier: a guardrail or nli
+// binding waits for its entry's llm_timeout_seconds; a binding that names no
+// entry fails at once, and every other binding is local.
+func (e *externalClassifiers) RemoteTimeout(binding string) time.Duration {
+	kind, name, _ := strings.Cut(binding, ":")
+	role := ""
+	switch kind {
+	case BindingGuardrail:
+		role = recipes.ExternalRoleGuardrail
+	case BindingNLI:
+		role = recipes.ExternalRoleClassification
+	default:
+		return 0
+	}
+	m, err := e.model(role, name)
+	if err != nil {
+		return 0
+	}
+	return extmodel.Timeout(m)
 }
 
 // model finds the entry a binding names: by name, or the first of role.
