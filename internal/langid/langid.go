@@ -42,6 +42,9 @@ type Detector struct {
 	// charLangs maps a character of lingua's charsToLanguagesMapping to the
 	// languages its entry names.
 	charLangs map[rune][]lingua.Language
+	// alphas are alphabetsOf each candidate (by index), computed once:
+	// filterByRules reads them on every detection.
+	alphas [][]alphabet
 }
 
 // table is an open-addressing hash table from n-gram hashes to postings.
@@ -114,6 +117,7 @@ func newDetector(languages []lingua.Language) (*Detector, error) {
 		if uniqueCharacters(l) != "" {
 			d.unique = append(d.unique, l)
 		}
+		d.alphas = append(d.alphas, alphabetsOf(l))
 	}
 	d.charLangs = map[rune][]lingua.Language{}
 	for chars, ls := range charsToLanguages {
@@ -232,14 +236,6 @@ func (d *Detector) hashString(s string) uint64 {
 	return nonzero(fmix64(h))
 }
 
-func (d *Detector) hashBytes(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h = (h ^ uint64(c)) * 1099511628211
-	}
-	return nonzero(fmix64(h))
-}
-
 func fmix64(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
@@ -321,9 +317,10 @@ func (d *Detector) fill(text string, vals []Confidence) {
 	sum := make([]float64, nl)   // per length
 	found := make([]bool, nl)    // per n-gram
 	var grams [][maxNgram]uint64 // per length: prefix hashes of each distinct n-gram
-	buf := make([]byte, 0, 4*maxNgram)
+	var seen hashSet
+	seen.reset(chars) // a length's distinct n-grams are at most the text's characters
 	for _, n := range lengths {
-		grams = d.ngrams(words, n, grams[:0], buf)
+		grams = d.ngrams(words, n, grams[:0], &seen)
 		clear(sum)
 		for _, g := range grams {
 			clear(found)
@@ -419,27 +416,78 @@ func (d *Detector) countUnigrams(grams [][maxNgram]uint64, filtered []lingua.Lan
 }
 
 // ngrams appends, for each distinct n-gram of words, the hashes of its
-// prefixes (lengths 1..n), in no particular order.
-func (d *Detector) ngrams(words []string, n int, out [][maxNgram]uint64, buf []byte) [][maxNgram]uint64 {
-	seen := map[uint64]bool{}
-	var runes []rune
+// prefixes (lengths 1..n), in the order of their first occurrence (fill sums
+// their log-probabilities in this order, so it is part of the answer).
+//
+// A prefix's hash is FNV-1a over its UTF-8 bytes, so the hashes of one
+// n-gram's prefixes are the steps of one FNV pass (hashBytes of each prefix,
+// in n steps rather than 1+2+…+n, as hashString hashes a model's n-gram). seen is the scratch set of hashes already
+// taken, cleared here; reset sizes it for the text.
+func (d *Detector) ngrams(words []string, n int, out [][maxNgram]uint64, seen *hashSet) [][maxNgram]uint64 {
+	seen.clear()
+	var enc [utf8.UTFMax]byte
 	for _, w := range words {
-		runes = append(runes[:0], []rune(w)...)
-		for i := 0; i+n <= len(runes); i++ {
+		for i := 0; i < len(w); {
 			var g [maxNgram]uint64
-			buf = buf[:0]
-			for k := 0; k < n; k++ {
-				buf = utf8.AppendRune(buf, runes[i+k])
-				g[k] = d.hashBytes(buf)
+			h := uint64(14695981039346656037)
+			j, k := i, 0
+			for ; k < n && j < len(w); k++ {
+				r, size := utf8.DecodeRuneInString(w[j:])
+				j += size
+				// The rune's encoding, as utf8.AppendRune gives it ([]rune
+				// of an invalid byte is U+FFFD, and so is this).
+				for _, c := range enc[:utf8.EncodeRune(enc[:], r)] {
+					h = (h ^ uint64(c)) * 1099511628211
+				}
+				g[k] = nonzero(fmix64(h))
 			}
-			if seen[g[n-1]] {
-				continue
+			if k < n {
+				break // fewer than n runes left in the word
 			}
-			seen[g[n-1]] = true
-			out = append(out, g)
+			_, size := utf8.DecodeRuneInString(w[i:])
+			i += size
+			if seen.add(g[n-1]) {
+				out = append(out, g)
+			}
 		}
 	}
 	return out
+}
+
+// hashSet is a set of nonzero, well-mixed hashes (open addressing, 0 empty):
+// one detection's scratch, reused across its n-gram lengths.
+type hashSet struct {
+	slots []uint64
+	mask  uint64
+}
+
+// reset makes the set empty with room for at least n hashes at half load.
+func (s *hashSet) reset(n int) {
+	size := 16
+	for size < 2*n {
+		size <<= 1
+	}
+	if len(s.slots) < size {
+		s.slots = make([]uint64, size)
+	} else {
+		clear(s.slots)
+	}
+	s.mask = uint64(size - 1)
+}
+
+func (s *hashSet) clear() { clear(s.slots) }
+
+// add adds h and reports whether it was not there.
+func (s *hashSet) add(h uint64) bool {
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case h:
+			return false
+		case 0:
+			s.slots[i] = h
+			return true
+		}
+	}
 }
 
 // splitWords is lingua's splitTextIntoWords over lower-cased text: the
@@ -610,8 +658,8 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 		}
 	}
 	var filtered []lingua.Language
-	for _, l := range d.langs {
-		if slices.Contains(alphabetsOf(l), best) {
+	for i, l := range d.langs {
+		if slices.Contains(d.alphas[i], best) {
 			filtered = append(filtered, l)
 		}
 	}
