@@ -27,6 +27,9 @@ type Member struct {
 // Name returns the member name decoded, as encoding/json decodes object keys.
 func (m Member) Name() string {
 	if bytes.IndexByte(m.Key, '\\') < 0 {
+		if s, ok := known(m.Key); ok {
+			return s
+		}
 		return string(m.Key)
 	}
 	var s string
@@ -139,5 +142,52 @@ func plainString(raw []byte) (string, bool) {
 	if bytes.IndexByte(s, '\\') >= 0 {
 		return "", false
 	}
+	if k, ok := known(s); ok {
+		return k, true
+	}
 	return string(s), true
+}
+
+// known returns b as a string without allocating when it is one of the
+// strings nearly every request repeats (its keys, its roles, the routing
+// model names): string(b) would copy it on every request. The answer is the
+// same string either way.
+func known(b []byte) (string, bool) {
+	switch string(b) { // compared in place: no conversion is allocated
+	case "model":
+		return "model", true
+	case "messages":
+		return "messages", true
+	case "max_tokens":
+		return "max_tokens", true
+	case "max_completion_tokens":
+		return "max_completion_tokens", true
+	case "stream":
+		return "stream", true
+	case "stream_options":
+		return "stream_options", true
+	case "temperature":
+		return "temperature", true
+	case "top_p":
+		return "top_p", true
+	case "tools":
+		return "tools", true
+	case "tool_choice":
+		return "tool_choice", true
+	case "user":
+		return "user", true
+	case "system":
+		return "system", true
+	case "assistant":
+		return "assistant", true
+	case "tool":
+		return "tool", true
+	case "developer":
+		return "developer", true
+	case "MoM":
+		return "MoM", true
+	case "auto":
+		return "auto", true
+	}
+	return "", false
 }

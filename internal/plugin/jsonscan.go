@@ -101,16 +101,19 @@ func (m member) is(name string) bool {
 }
 
 // objectMembers lists the members of a JSON object in document order.
-func objectMembers(obj []byte) ([]member, error) {
+func objectMembers(obj []byte) ([]member, error) { return appendMembers(nil, obj) }
+
+// appendMembers is objectMembers appending to ms (a caller's stack buffer:
+// a message has a handful of members).
+func appendMembers(ms []member, obj []byte) ([]member, error) {
 	i := skipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	i = skipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		return nil, nil
+		return ms, nil
 	}
-	var ms []member
 	for {
 		if i >= len(obj) || obj[i] != '"' {
 			return nil, errBadJSON

@@ -198,7 +198,8 @@ func releaseRequest(in *abi.Request) {
 // checks (every value is valid JSON already: parsed, or checked when a
 // plugin set it), which would cost more than the plugin call itself.
 func rawBody(c *chat.Request) []byte {
-	keys := make([]string, 0, len(c.Fields))
+	var kb [16]string // a request has a handful of fields: no allocation
+	keys := kb[:0]
 	n := 2
 	for k, v := range c.Fields {
 		keys = append(keys, k)
@@ -356,7 +357,8 @@ func checkMessage(raw []byte) (chat.Message, error) {
 	if !chat.Valid(raw) {
 		return chat.Message{}, errors.New("the message is not valid JSON")
 	}
-	ms, err := objectMembers(raw)
+	var buf [8]member
+	ms, err := appendMembers(buf[:0], raw)
 	if err != nil {
 		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
 	}
