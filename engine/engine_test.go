@@ -325,6 +325,28 @@ func BenchmarkRouteExampleLexical(b *testing.B) {
 	}
 }
 
+// BenchmarkRouteExampleLexicalUrgent is BenchmarkRouteExampleLexical on
+// cmd/junction-bench's example request, which reaches urgent_support by
+// its keyword: the decision behind the load tool's example figures.
+func BenchmarkRouteExampleLexicalUrgent(b *testing.B) {
+	if _, err := os.Stat(example); err != nil {
+		b.Skip(err)
+	}
+	g := compileFile(b, example, engine.Options{})
+	req := ask("MoM", "Urgent: where is my parcel? Answer in one word, please.")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := g.Route(ctx, "", req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Decision != "urgent_support" {
+			b.Fatalf("decision %q, want urgent_support", res.Decision)
+		}
+	}
+}
+
 // BenchmarkRouteModelFreeNoLanguage is BenchmarkRouteModelFree without the
 // language signal, to separate lingua's cost from the rest of routing.
 func BenchmarkRouteModelFreeNoLanguage(b *testing.B) {

@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // Request is a parsed chat-completion request.
@@ -303,7 +301,7 @@ func flatten(raw json.RawMessage) (string, error) {
 		// Escapes (a newline is one) are common in prompts: decode them
 		// without encoding/json's reflection, which costs about a
 		// microsecond a message.
-		s, err := jsonscan.Unquote(raw)
+		s, err := unquote(raw)
 		if err != nil {
 			return "", fmt.Errorf("is not a valid string")
 		}

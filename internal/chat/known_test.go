@@ -1,7 +1,11 @@
 package chat
 
 import (
+	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // TestKnownStrings checks that known answers exactly string(b) for the
@@ -35,5 +39,36 @@ func TestKnownStrings(t *testing.T) {
 		if _, ok := r.Fields[k]; !ok {
 			t.Errorf("field %q missing from %v", k, r.Fields)
 		}
+	}
+}
+
+// TestUnquoteMatchesJSONScan compares unquote with jsonscan.Unquote (the
+// answer it must give, error or not) on edge literals and on random ones
+// built from escapes, quotes, control characters, multi-byte and invalid
+// bytes.
+func TestUnquoteMatchesJSONScan(t *testing.T) {
+	cases := []string{`""`, `"a"`, `"a\nb"`, `"\\"`, `"\""`, `"\/"`, `"\u00e9\n"`, `"\ud83d\ude00"`, `"\ud83d"`,
+		`"\x"`, `"a\"`, `"` + "\x01" + `"`, `"a"b"`, `"é\tü"`, "\"\xff\\n\"", `"`, `x`, `"abc`, `"\b\f\r\t"`}
+	pieces := []string{"a", "Z", " ", "é", "日本", `\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0041`, `\ud83d\ude00`,
+		`\ud800`, `\q`, `\`, `"`, "\x00", "\x1f", "\xff", "\xe2\x82", strings.Repeat("x", 300)}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		b.WriteByte('"')
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		b.WriteByte('"')
+		cases = append(cases, b.String())
+	}
+	for _, c := range cases {
+		want, werr := jsonscan.Unquote([]byte(c))
+		got, gerr := unquote([]byte(c))
+		if got != want || (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			t.Fatalf("unquote(%q) = %q, %v; jsonscan.Unquote %q, %v", c, got, gerr, want, werr)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = unquote([]byte(`"line one\nline two\n\"quoted\""`)) }); n != 1 {
+		t.Errorf("unquote of a short escaped string allocates %v times, want 1 (the string)", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"unicode/utf8"
 
 	"github.com/junction-router/junction/sdk/jsonscan"
 )
@@ -190,4 +191,52 @@ func known(b []byte) (string, bool) {
 		return "auto", true
 	}
 	return "", false
+}
+
+// unquote is jsonscan.Unquote's answer for a JSON string literal, faster on
+// the usual escaped prompt (valid UTF-8, escapes of one character such as
+// \n): the runs between escapes are copied whole and one string is
+// allocated. Anything else (\u escapes, invalid UTF-8, a malformed literal)
+// is jsonscan.Unquote's to decode or refuse.
+func unquote(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || !utf8.Valid(raw) {
+		return jsonscan.Unquote(raw)
+	}
+	s := raw[1 : len(raw)-1]
+	var buf [512]byte
+	out := buf[:0]
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '"' || c < ' ' {
+			return jsonscan.Unquote(raw) // refused there
+		}
+		if c != '\\' {
+			continue
+		}
+		if i+1 >= len(s) {
+			return jsonscan.Unquote(raw)
+		}
+		var e byte
+		switch s[i+1] {
+		case '"', '\\', '/':
+			e = s[i+1]
+		case 'n':
+			e = '\n'
+		case 'r':
+			e = '\r'
+		case 't':
+			e = '\t'
+		case 'b':
+			e = '\b'
+		case 'f':
+			e = '\f'
+		default: // \u (surrogate pairs and all) or an invalid escape
+			return jsonscan.Unquote(raw)
+		}
+		out = append(append(out, s[start:i]...), e)
+		i++
+		start = i + 1
+	}
+	return string(append(out, s[start:]...)), nil
 }

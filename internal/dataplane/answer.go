@@ -166,7 +166,9 @@ func withMetadata(body []byte, a AnswerInfo, md json.RawMessage, inPlace bool) [
 		if err := json.Unmarshal(body, &obj); err != nil || obj == nil {
 			return body
 		}
-		obj["routing_metadata"] = md
+		// A copy, so that md does not escape: callers build it in a
+		// stack buffer for the common case below.
+		obj["routing_metadata"] = bytes.Clone(md)
 		if b, err := json.Marshal(obj); err == nil {
 			return b
 		}
