@@ -34,17 +34,29 @@ const maxNgram = 5
 // Detector is a language detector over a fixed set of candidate languages,
 // with their models loaded. It is immutable and safe for concurrent use.
 type Detector struct {
-	langs    []lingua.Language // candidates, in the order given (deduplicated)
-	index    map[lingua.Language]int
-	tables   [maxNgram + 1]table // by n-gram length; [0] unused
-	oneAlpha map[alphabet]lingua.Language
-	unique   []lingua.Language // candidates with unique characters
+	langs  []lingua.Language // candidates, in the order given (deduplicated)
+	index  map[lingua.Language]int
+	tables [maxNgram + 1]table // by n-gram length; [0] unused
+	// oneAlpha are the alphabets of one candidate language each, with the
+	// candidate's index (lingua's alphabets are disjoint scripts: a
+	// character matches one at most, so their order does not matter).
+	oneAlpha []oneAlphabet
+	// zhSlot and jaSlot are where detectWithRules counts Chinese and
+	// Japanese: their candidate index, or the slots after the candidates.
+	zhSlot, jaSlot int
+	unique         []lingua.Language // candidates with unique characters
 	// charLangs maps a character of lingua's charsToLanguagesMapping to the
 	// languages its entry names.
 	charLangs map[rune][]lingua.Language
 	// alphas are alphabetsOf each candidate (by index), computed once:
 	// filterByRules reads them on every detection.
 	alphas [][]alphabet
+}
+
+// oneAlphabet is an alphabet only one candidate (index slot) is written in.
+type oneAlphabet struct {
+	a    alphabet
+	slot int
 }
 
 // table is an open-addressing hash table from n-gram hashes to postings.
@@ -107,11 +119,18 @@ func newDetector(languages []lingua.Language) (*Detector, error) {
 	if len(d.langs) == 0 || len(d.langs) > 255 {
 		return nil, fmt.Errorf("langid: %d candidate languages; give between 1 and 255", len(d.langs))
 	}
-	d.oneAlpha = map[alphabet]lingua.Language{}
 	for a, l := range singleLanguageAlphabets() {
-		if _, ok := d.index[l]; ok {
-			d.oneAlpha[a] = l
+		if i, ok := d.index[l]; ok {
+			d.oneAlpha = append(d.oneAlpha, oneAlphabet{a, i})
 		}
+	}
+	slices.SortFunc(d.oneAlpha, func(x, y oneAlphabet) int { return int(x.a) - int(y.a) })
+	d.zhSlot, d.jaSlot = len(d.langs), len(d.langs)+1
+	if i, ok := d.index[lingua.Chinese]; ok {
+		d.zhSlot = i
+	}
+	if i, ok := d.index[lingua.Japanese]; ok {
+		d.jaSlot = i
 	}
 	for _, l := range d.langs {
 		if uniqueCharacters(l) != "" {
@@ -529,16 +548,34 @@ func isCJK(r rune) bool {
 		unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
 }
 
-// detectWithRules is lingua's detectLanguageWithRules.
+// detectWithRules is lingua's detectLanguageWithRules. Its counts are kept
+// by slot (slots) rather than in maps: the candidates, then Chinese and
+// Japanese where they are not candidates (lingua counts them all the same),
+// then Unknown.
 func (d *Detector) detectWithRules(words []string) lingua.Language {
-	total := map[lingua.Language]int{}
+	nl := len(d.langs)
+	ns, unknown := nl+3, nl+2
+	var tb, cb [32]int
+	var total, counts []int
+	if ns <= len(tb) {
+		total, counts = tb[:ns], cb[:ns]
+	} else {
+		total, counts = make([]int, ns), make([]int, ns)
+	}
 	for _, w := range words {
-		counts := map[lingua.Language]int{}
+		clear(counts)
+		distinct := 0
+		inc := func(slot int) {
+			if counts[slot] == 0 {
+				distinct++
+			}
+			counts[slot]++
+		}
 		for _, r := range w {
 			matched := false
-			for a, l := range d.oneAlpha {
-				if a.matchesRune(r) {
-					counts[l]++
+			for _, oa := range d.oneAlpha {
+				if oa.a.matchesRune(r) {
+					inc(oa.slot)
 					matched = true
 					break
 				}
@@ -548,103 +585,129 @@ func (d *Detector) detectWithRules(words []string) lingua.Language {
 			}
 			switch {
 			case unicode.Is(unicode.Han, r):
-				counts[lingua.Chinese]++
+				inc(d.zhSlot)
 			case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
-				counts[lingua.Japanese]++
+				inc(d.jaSlot)
 			case unicode.Is(unicode.Latin, r) || unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Devanagari, r):
 				for _, l := range d.unique {
 					if strings.ContainsRune(uniqueCharacters(l), r) {
-						counts[l]++
+						inc(d.index[l])
 					}
 				}
 			}
 		}
-		switch len(counts) {
+		switch distinct {
 		case 0:
-			total[lingua.Unknown]++
+			total[unknown]++
 		case 1:
-			for l := range counts {
-				if _, ok := d.index[l]; ok {
-					total[l]++
-				} else {
-					total[lingua.Unknown]++
-				}
+			s := slices.IndexFunc(counts, func(c int) bool { return c > 0 })
+			if s < nl {
+				total[s]++
+			} else {
+				total[unknown]++
 			}
 		default:
-			_, zh := counts[lingua.Chinese]
-			_, ja := counts[lingua.Japanese]
-			if zh && ja {
-				total[lingua.Japanese]++
+			if counts[d.zhSlot] > 0 && counts[d.jaSlot] > 0 {
+				total[d.jaSlot]++
 				continue
 			}
-			top, second, topLang := mostFrequent(counts)
-			if _, ok := d.index[topLang]; ok && top > second {
-				total[topLang]++
+			top, second, s := mostFrequentSlot(counts)
+			if s < nl && top > second {
+				total[s]++
 			} else {
-				total[lingua.Unknown]++
+				total[unknown]++
 			}
 		}
 	}
-	if float64(total[lingua.Unknown]) < float64(len(words))*0.5 {
-		delete(total, lingua.Unknown)
+	if float64(total[unknown]) < float64(len(words))*0.5 {
+		total[unknown] = 0
 	}
-	switch len(total) {
+	distinct := 0
+	for _, c := range total {
+		if c > 0 {
+			distinct++
+		}
+	}
+	switch distinct {
 	case 0:
 		return lingua.Unknown
 	case 1:
-		for l := range total {
-			return l
-		}
+		return d.slotLanguage(slices.IndexFunc(total, func(c int) bool { return c > 0 }))
 	case 2:
-		_, zh := total[lingua.Chinese]
-		_, ja := total[lingua.Japanese]
-		if zh && ja {
+		if total[d.zhSlot] > 0 && total[d.jaSlot] > 0 {
 			return lingua.Japanese
 		}
 	}
-	top, second, topLang := mostFrequent(total)
+	top, second, s := mostFrequentSlot(total)
 	if top == second {
 		return lingua.Unknown
 	}
-	return topLang
+	return d.slotLanguage(s)
 }
 
-// mostFrequent returns the two highest counts and a language with the
-// highest (which one, on a tie, does not matter to the callers: a tie is
-// answered as unknown).
-func mostFrequent(counts map[lingua.Language]int) (top, second int, lang lingua.Language) {
-	top, second = -1, -1
-	for l, c := range counts {
+// slotLanguage is the language of a detectWithRules slot.
+func (d *Detector) slotLanguage(s int) lingua.Language {
+	switch nl := len(d.langs); {
+	case s < nl:
+		return d.langs[s]
+	case s == nl:
+		return lingua.Chinese
+	case s == nl+1:
+		return lingua.Japanese
+	}
+	return lingua.Unknown
+}
+
+// mostFrequentSlot returns the two highest counts of those above zero and a
+// slot with the highest (which one, on a tie, does not matter to the
+// callers: a tie is answered as unknown).
+func mostFrequentSlot(counts []int) (top, second, slot int) {
+	top, second, slot = -1, -1, -1
+	for s, c := range counts {
 		switch {
+		case c <= 0:
 		case c > top:
-			top, second, lang = c, top, l
+			top, second, slot = c, top, s
 		case c > second:
 			second = c
 		}
 	}
-	return top, second, lang
+	return top, second, slot
 }
 
-// filterByRules is lingua's filterLanguagesByRules.
+// filterByRules is lingua's filterLanguagesByRules (its maps kept as arrays
+// by alphabet and by candidate index).
 func (d *Detector) filterByRules(words []string) []lingua.Language {
-	alphas := map[alphabet]int{}
+	var alphas [numAlphabets]int
+	nalphas := 0
 	for _, w := range words {
 		for a := alphabet(0); a < numAlphabets; a++ {
 			if a.matchesWord(w) {
+				if alphas[a] == 0 {
+					nalphas++
+				}
 				alphas[a]++
 				break
 			}
 		}
 	}
-	if len(alphas) == 0 {
+	if nalphas == 0 {
 		return d.langs
 	}
-	if len(alphas) > 1 {
-		distinct := map[int]bool{}
+	if nalphas > 1 {
+		// Every alphabet counted the same number of words: no filter.
+		first, same := -1, true
 		for _, c := range alphas {
-			distinct[c] = true
+			if c == 0 {
+				continue
+			}
+			if first < 0 {
+				first = c
+			} else if c != first {
+				same = false
+			}
 		}
-		if len(distinct) == 1 {
+		if same {
 			return d.langs
 		}
 	}
@@ -653,18 +716,33 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 	// is random. The lowest alphabet is taken here.
 	best, bestCount := alphabet(0), -1
 	for a := alphabet(0); a < numAlphabets; a++ {
-		if c, ok := alphas[a]; ok && c > bestCount {
+		if c := alphas[a]; c > 0 && c > bestCount {
 			best, bestCount = a, c
 		}
 	}
 	var filtered []lingua.Language
+	var inFiltered [32]bool
+	var in []bool
+	if len(d.langs) <= len(inFiltered) {
+		in = inFiltered[:len(d.langs)]
+	} else {
+		in = make([]bool, len(d.langs))
+	}
 	for i, l := range d.langs {
 		if slices.Contains(d.alphas[i], best) {
 			filtered = append(filtered, l)
+			in[i] = true
 		}
 	}
-	counts := map[lingua.Language]int{}
-	var distinct []rune
+	var cb [32]int
+	var counts []int
+	if len(d.langs) <= len(cb) {
+		counts = cb[:len(d.langs)]
+	} else {
+		counts = make([]int, len(d.langs))
+	}
+	var db [16]rune
+	distinct := db[:0]
 	for _, w := range words {
 		distinct = distinct[:0]
 		for _, r := range w {
@@ -674,8 +752,8 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 		}
 		for _, r := range distinct {
 			for _, l := range d.charLangs[r] {
-				if slices.Contains(filtered, l) {
-					counts[l]++
+				if i, ok := d.index[l]; ok && in[i] {
+					counts[i]++
 				}
 			}
 		}
@@ -683,7 +761,7 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 	half := float64(len(words)) * 0.5
 	var subset []lingua.Language
 	for _, l := range filtered {
-		if c := counts[l]; c > 0 && float64(c) >= half {
+		if c := counts[d.index[l]]; c > 0 && float64(c) >= half {
 			subset = append(subset, l)
 		}
 	}
