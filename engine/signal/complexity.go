@@ -150,10 +150,12 @@ func (s *complexitySet) Evaluate(ctx context.Context, in *Input) []Result {
 		return stamp(s.Missing(errorCode(ctx, err)), start)
 	}
 	out := make([]Result, len(s.signals))
+	var buf [512]int32
+	nz := s.emb.lexicalNonzero(v, buf[:0])
 	for i := range s.signals {
 		cs := &s.signals[i]
-		hard, _, _, err1 := bestMatch(v, cs.hard)
-		easy, _, _, err2 := bestMatch(v, cs.easy)
+		hard, _, _, err1 := bestMatch(v, nz, cs.hard)
+		easy, _, _, err2 := bestMatch(v, nz, cs.easy)
 		if err1 != nil || err2 != nil {
 			return stamp(s.Missing(CodeModelError), start)
 		}

@@ -166,14 +166,63 @@ func dot(a, b []float32) (float64, error) {
 	return roundScore(d), nil
 }
 
+// sparseDot is dot over the components nz of a that are not zero (in
+// order), for vectors whose components are all finite: a zero component
+// adds ±0 to the running sum, which leaves it unchanged, so the answer is
+// dot's to the bit.
+func sparseDot(a []float32, nz []int32, b []float32) (float64, error) {
+	if len(a) != len(b) {
+		return 0, fmt.Errorf("vector sizes differ: %d and %d", len(a), len(b))
+	}
+	var d float64
+	for _, i := range nz {
+		d += float64(a[i]) * float64(b[i])
+	}
+	return roundScore(d), nil
+}
+
+// lexicalNonzero returns, for a vector of the lexical embedder (every
+// component finite, most of them zero: a short text's hashed n-grams fill
+// a few hundred of its 1,024 dimensions), the indices of its nonzero
+// components, appended to buf (never nil: an empty list is a zero vector);
+// nil for other embedders' vectors or when v is not sparse enough to gain,
+// which bestMatch then compares in full.
+func (s *sharedEmbedder) lexicalNonzero(v []float32, buf []int32) []int32 {
+	if !s.lexical() {
+		return nil
+	}
+	nz := buf[:0]
+	if nz == nil {
+		nz = []int32{}
+	}
+	for i, x := range v {
+		if x != 0 {
+			nz = append(nz, int32(i))
+		}
+	}
+	if 2*len(nz) > len(v) {
+		return nil
+	}
+	return nz
+}
+
 func roundScore(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 // bestMatch returns the highest similarity of v to any of cands, with its
 // index, and the mean similarity.
-func bestMatch(v []float32, cands [][]float32) (best float64, at int, mean float64, err error) {
+//
+// nz, when not nil, lists v's nonzero components (lexicalNonzero: v and
+// cands are the lexical embedder's, all finite), and only those are
+// multiplied; the answer is the same.
+func bestMatch(v []float32, nz []int32, cands [][]float32) (best float64, at int, mean float64, err error) {
 	best, at = math.Inf(-1), -1
 	for i, c := range cands {
-		d, err := dot(v, c)
+		var d float64
+		if nz != nil {
+			d, err = sparseDot(v, nz, c)
+		} else {
+			d, err = dot(v, c)
+		}
 		if err != nil {
 			return 0, -1, 0, err
 		}
@@ -264,8 +313,10 @@ func (s *embeddingSet) Evaluate(ctx context.Context, in *Input) []Result {
 	if err != nil {
 		return stamp(s.Missing(errorCode(ctx, err)), start)
 	}
+	var buf [512]int32
+	nz := s.emb.lexicalNonzero(v, buf[:0])
 	for i, es := range s.signals {
-		best, at, mean, err := bestMatch(v, es.vecs)
+		best, at, mean, err := bestMatch(v, nz, es.vecs)
 		if err != nil {
 			return stamp(s.Missing(CodeModelError), start)
 		}
