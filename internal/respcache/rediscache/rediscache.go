@@ -24,8 +24,10 @@
 // each key's node, and the load and the flushes scan every master.
 //
 // Consistency. A store is in Redis when Store returns (one pipelined round
-// trip), so an exact lookup on any replica finds it at once: a key missing
-// from the local index is read from Redis before the lookup counts a miss.
+// trip; on a cluster two, the entry then its change, so no replica reads
+// the change before the entry), so an exact lookup on any replica finds it
+// at once: a key missing from the local index is read from Redis before
+// the lookup counts a miss.
 // Semantic lookups search the local index only, so an entry another
 // replica stored answers them once the stream delivered it (the
 // replication lag: a millisecond or so on a LAN). Flushes and
@@ -350,13 +352,36 @@ func (b *Backend) share(ctx context.Context, removed []string) error {
 	if len(removed) == 0 {
 		return nil
 	}
-	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	return b.write(ctx, func(p redis.Pipeliner) {
 		for _, m := range removed {
 			p.Del(ctx, b.entryKey(m))
+		}
+	}, func(p redis.Pipeliner) {
+		for _, m := range removed {
 			b.publish(ctx, p, "t", "d", "m", m)
 		}
-		return nil
 	})
+}
+
+// write applies entry writes, then appends the changes that announce them
+// to the stream, so a replica that reads a change finds the write done.
+// With one server that is one pipeline (one connection runs it in order);
+// on a cluster the entries and the stream are on different nodes, which a
+// pipeline writes in parallel, so the changes go in a second round trip
+// once the writes are acknowledged.
+func (b *Backend) write(ctx context.Context, writes, changes func(p redis.Pipeliner)) error {
+	if !b.c.Cluster() {
+		_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			writes(p)
+			changes(p)
+			return nil
+		})
+		return err
+	}
+	if _, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error { writes(p); return nil }); err != nil {
+		return err
+	}
+	_, err := b.c.Pipelined(ctx, func(p redis.Pipeliner) error { changes(p); return nil })
 	return err
 }
 
@@ -410,20 +435,25 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	m := member(ns, key)
-	_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	err = b.write(ctx, func(p redis.Pipeliner) {
 		if ok { // else evicted at once (larger than the byte bound)
 			// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
 			p.Set(ctx, b.entryKey(m), encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
+		}
+		for _, e := range evicted {
+			if e != m {
+				p.Del(ctx, b.entryKey(e))
+			}
+		}
+	}, func(p redis.Pipeliner) {
+		if ok {
 			b.publish(ctx, p, "t", "s", "m", m)
 		}
 		for _, e := range evicted {
-			if e == m {
-				continue
+			if e != m {
+				b.publish(ctx, p, "t", "d", "m", e)
 			}
-			p.Del(ctx, b.entryKey(e))
-			b.publish(ctx, p, "t", "d", "m", e)
 		}
-		return nil
 	})
 	if err != nil {
 		b.failed("store", err)
