@@ -67,18 +67,7 @@ func New(c *redisstate.Client, failOpen bool) *Store { return &Store{c: c, FailO
 var _ ratelimit.Store = (*Store)(nil)
 
 func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, adjust bool) ([]float64, bool, error) {
-	keys := make([]string, len(takes))
-	args := make([]any, 0, 2+3*len(takes))
-	args = append(args, now.UnixNano())
-	for i, t := range takes {
-		keys[i] = s.c.Group("rl") + ":" + t.Bucket.ID
-		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
-	}
-	mode := "1"
-	if adjust {
-		mode = "0"
-	}
-	args = append(args, mode)
+	keys, args := s.script(now, takes, adjust)
 	res, err := take.Run(ctx, s.c, keys, args...).Slice()
 	if err != nil {
 		return nil, false, err
@@ -90,6 +79,22 @@ func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, 
 	}
 	ok, _ := res[len(res)-1].(int64)
 	return levels, ok == 1, nil
+}
+
+// script is the take script's KEYS and ARGV for takes.
+func (s *Store) script(now time.Time, takes []ratelimit.Take, adjust bool) ([]string, []any) {
+	keys := make([]string, len(takes))
+	args := make([]any, 0, 2+3*len(takes))
+	args = append(args, now.UnixNano())
+	for i, t := range takes {
+		keys[i] = s.c.Group("rl") + ":" + t.Bucket.ID
+		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
+	}
+	mode := "1"
+	if adjust {
+		mode = "0"
+	}
+	return keys, append(args, mode)
 }
 
 // Take implements ratelimit.Store.

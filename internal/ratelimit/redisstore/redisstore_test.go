@@ -103,9 +103,15 @@ func TestRedisDownFailsOpenOrClosed(t *testing.T) {
 }
 
 // BenchmarkTake is the added latency of one rate-limit take (two buckets)
-// against Redis over loopback.
+// against Redis over loopback: single on a redis-server, cluster on a
+// three-node Redis Cluster, both its own, without persistence.
 func BenchmarkTake(b *testing.B) {
-	s := redisstore.New(redistest.New(b), true)
+	b.Run("single", func(b *testing.B) { benchTake(b, redistest.StartVolatileServer(b).Client(b)) })
+	b.Run("cluster", func(b *testing.B) { benchTake(b, redistest.StartCluster(b, 3).Client(b)) })
+}
+
+func benchTake(b *testing.B, c *redisstate.Client) {
+	s := redisstore.New(c, true)
 	takes := []ratelimit.Take{
 		{Bucket: ratelimit.Bucket{ID: "key=k", Capacity: 1 << 40, Window: time.Minute}, N: 1},
 		{Bucket: ratelimit.Bucket{ID: "model=m", Capacity: 1 << 40, Window: time.Minute}, N: 1},

@@ -20,15 +20,24 @@ import (
 // it and start it again on the same port and directory, where it loads the
 // append-only file.
 type Server struct {
-	t    testing.TB
-	port int
-	dir  string
-	cmd  *exec.Cmd
+	t        testing.TB
+	port     int
+	dir      string
+	cmd      *exec.Cmd
+	volatile bool // no append-only file
 }
 
 // StartServer starts a redis-server, skipping the test when the binary is
 // absent (failing under CI, which installs it). It is killed when t ends.
-func StartServer(t testing.TB) *Server {
+func StartServer(t testing.TB) *Server { return startServer(t, false) }
+
+// StartVolatileServer starts a redis-server without persistence (no
+// append-only file, no snapshots), as the cluster nodes of StartCluster
+// run and as a Redis that holds only the cache and rate limits may: what
+// the benchmarks compare one server with a cluster on.
+func StartVolatileServer(t testing.TB) *Server { return startServer(t, true) }
+
+func startServer(t testing.TB, volatile bool) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -40,7 +49,7 @@ func StartServer(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir()}
+	s := &Server{t: t, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), volatile: volatile}
 	l.Close()
 	s.Start()
 	t.Cleanup(s.Kill)
@@ -54,8 +63,12 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 // it does once it has loaded its append-only file.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", "", "--appendonly", "yes", "--appendfsync", "always")
+	persist := []string{"--appendonly", "yes", "--appendfsync", "always"}
+	if s.volatile {
+		persist = []string{"--appendonly", "no"}
+	}
+	s.cmd = exec.Command("redis-server", append([]string{"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", ""}, persist...)...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
@@ -71,6 +84,18 @@ func (s *Server) Start() {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Client is a client of the server under a key prefix of its own, whose
+// keys are deleted when t ends.
+func (s *Server) Client(t testing.TB) *redisstate.Client {
+	t.Helper()
+	c, err := redisstate.New(redisstate.Config{Address: s.Addr(), KeyPrefix: freshPrefix()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteAll(c) })
+	return c
 }
 
 // Kill ends the server with SIGKILL: no shutdown, no last write; only what

@@ -1,0 +1,185 @@
+//go:build !race
+
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/hostapi/plugintest"
+	"github.com/junction-router/junction/internal/metrics"
+	"github.com/junction-router/junction/internal/plugin"
+	"github.com/junction-router/junction/internal/plugin/native"
+	"github.com/junction-router/junction/internal/plugin/wasm"
+	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/ratelimit/redisstore"
+	"github.com/junction-router/junction/internal/respcache"
+	"github.com/junction-router/junction/internal/respcache/rediscache"
+	"github.com/junction-router/junction/internal/state/redisstate"
+	"github.com/junction-router/junction/internal/state/redisstate/redistest"
+	"github.com/junction-router/junction/recipes"
+)
+
+// BenchmarkGatewaySharedState is the latency the shared state on Redis
+// (global.state.backend: redis) adds to the request path, as a client sees
+// it: the time ServeHTTP takes to answer through a gateway with the
+// response cache (mode exact, run natively as serve runs it) and a rate
+// limit, against the same path with both off (off), with both in process
+// (memory: the memory backend and the limiter's local store, so the
+// features' own work is apart from Redis's round trips), on one
+// redis-server (single) and on a three-node Redis Cluster (cluster), both
+// the benchmark's own and without persistence (redistest.StartVolatileServer,
+// redistest.StartCluster). Each iteration
+// sends one request through each of the four gateways, in an order that
+// rotates, and times each alone; the reported figures are the medians of
+// each and of the paired differences with off (single-added-µs,
+// cluster-added-µs), so a loaded machine slows each side of a pair alike.
+//
+// miss asks a new question every iteration: the rate-limit take (one
+// EVALSHA), then the cache's exact lookup (one GET of the key the index
+// lacks). The store of the answer runs in the response phase after the
+// answer was sent (not in the figure; BenchmarkHotPath in rediscache times
+// it), so in miss it overlaps the requests that follow, as under load,
+// and with it the change stream's reads it wakes; miss-nostore gets
+// answers the cache refuses (finish_reason content_filter), so nothing is
+// stored and the figure is the request path alone. hit asks one question
+// again: the take, then a hit from the replica's index (no round trip).
+// (No thread CPU time here, unlike BenchmarkGatewayCacheLatency: on a
+// locked thread every wait for Redis becomes two thread switches, which
+// would charge the Redis variants a cost serve does not pay.)
+func BenchmarkGatewaySharedState(b *testing.B) {
+	storable := []byte(`{"id":"chatcmpl-demo","object":"chat.completion","created":1767225600,"model":"small","choices":[{"index":0,"message":{"role":"assistant","content":"Paris."},"finish_reason":"stop"}],"usage":{"prompt_tokens":27,"completion_tokens":2,"total_tokens":29}}` + "\n")
+	refused := bytes.Replace(storable, []byte(`"stop"`), []byte(`"content_filter"`), 1)
+	single, cluster := redistest.StartVolatileServer(b).Client(b), redistest.StartCluster(b, 3).Client(b)
+	names := []string{"off", "memory", "single", "cluster"}
+	caches := []respcache.Backend{respcache.NewMemory(respcache.Options{})}
+	for _, c := range []*redisstate.Client{single, cluster} {
+		rc := rediscache.Open(context.Background(), c, respcache.Options{})
+		b.Cleanup(func() { rc.Close() })
+		caches = append(caches, rc)
+	}
+	set := func(answer []byte) []*Server {
+		return []*Server{
+			stateGateway(b, nil, nil, answer),
+			stateGateway(b, caches[0], ratelimit.New(nil, nil), answer),
+			stateGateway(b, caches[1], ratelimit.New(redisstore.New(single, true), nil), answer),
+			stateGateway(b, caches[2], ratelimit.New(redisstore.New(cluster, true), nil), answer),
+		}
+	}
+	stores, nostores := set(storable), set(refused)
+	for _, g := range stores[1:] { // question 0 cached, for hit
+		stateServe(b, g, 0, false)
+	}
+	time.Sleep(50 * time.Millisecond) // the stores run after the answers
+	asked := 0
+	for _, kind := range []string{"miss", "miss-nostore", "hit"} {
+		b.Run(kind, func(b *testing.B) {
+			gws := stores
+			if kind == "miss-nostore" {
+				gws = nostores
+			}
+			lat := make([][]float64, len(gws))
+			added := make([][]float64, len(gws))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				n := 0 // hit: question 0 every time
+				if kind != "hit" {
+					asked++
+					n = 1000000 + asked
+				}
+				d := make([]time.Duration, len(gws))
+				for j := range gws {
+					g := (i + j) % len(gws)
+					d[g] = stateServe(b, gws[g], n, kind == "hit" && g > 0)
+				}
+				for g := range gws {
+					lat[g] = append(lat[g], us(d[g]))
+					added[g] = append(added[g], us(d[g])-us(d[0]))
+				}
+			}
+			b.StopTimer()
+			for g, name := range names {
+				b.ReportMetric(median(lat[g]), name+"-µs")
+				if g > 0 {
+					b.ReportMetric(median(added[g]), name+"-added-µs")
+				}
+			}
+		})
+	}
+}
+
+// stateGateway is a gateway whose decision runs the response cache (mode
+// exact) on cache and whose global.rate_limits (one limit per model, too
+// large to refuse) count in limiter; with cache nil neither is configured.
+func stateGateway(b *testing.B, cache respcache.Backend, limiter *ratelimit.Limiter, answer []byte) *Server {
+	b.Helper()
+	ctx := context.Background()
+	plugins, limits := "", ""
+	if cache != nil {
+		plugins = "\n        plugins: [{type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}]"
+		limits = "\nglobal: {rate_limits: [{name: per-model, key: model, requests: 1000000000000, window: 1h}]}"
+	}
+	doc, err := recipes.Parse([]byte(benchProviders + limits + `
+recipes:
+  - name: default
+    decisions:
+      - name: general
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: small, use_reasoning: false}]` + plugins + "\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	backends, _, _, err := wasm.Backends(nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if cache != nil {
+		backends.Cache = respcache.Scoped{Backend: cache} // as serve wires it (internal/pluginsys)
+	}
+	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir(), Backends: backends, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = host.Close(ctx) })
+	ups := NewUpstreams(UpstreamOptions{Demo: fixedUpstream{answer: answer}})
+	b.Cleanup(ups.Close)
+	return New(Options{
+		Listener: doc.Listeners[0], Runtime: engine.NewRuntime(gen), Metrics: metrics.New(prometheus.NewRegistry()),
+		Plugins: plugin.New(native.WithHost(host, hostapi.Limits{})), Upstreams: ups, Logger: slog.New(slog.DiscardHandler),
+		Limiter: limiter,
+	})
+}
+
+// stateServe sends question n and returns how long the handler took to
+// answer it; hit says the answer must come from the cache.
+func stateServe(b *testing.B, gw *Server, n int, hit bool) time.Duration {
+	body := []byte(`{"model":"MoM","messages":[{"role":"user","content":"What is the capital of ` + word(n) + ` please?"}]}`)
+	req := &http.Request{
+		Method: http.MethodPost, URL: &url.URL{Path: "/v1/chat/completions"},
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: "gateway",
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+	}
+	w := &discardWriter{header: http.Header{}}
+	start := time.Now()
+	gw.ServeHTTP(w, req.WithContext(context.Background()))
+	d := time.Since(start)
+	if w.status != http.StatusOK || (w.header.Get("x-cache-status") == "hit") != hit {
+		b.Fatalf("status %d, x-cache-status %q (want a hit: %v)", w.status, w.header.Get("x-cache-status"), hit)
+	}
+	return d
+}
