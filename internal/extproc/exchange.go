@@ -94,6 +94,12 @@ type exchange struct {
 	respPieces int
 	respTooBig bool
 	respHeld   bool // full duplex: the pieces so far are held, not yet answered
+	// held: a response check holds the stream until it is checked
+	// (held.go); heldHeaders: its headers were answered with the override
+	// that makes Envoy hold them. gateStatus: the status of the error a
+	// response check answered instead of a JSON answer.
+	held, heldHeaders bool
+	gateStatus        int
 
 	// responsesAPI marks a POST /v1/responses (translated by dp). The
 	// answer of a translated request changes shape: a 2xx JSON answer is

@@ -75,6 +75,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.quiet = true
 		x.markComplete()
 		resp.ModeOverride = x.responseMode(modeNone)
+	case x.sse && x.dp.HoldsStream():
+		// A response check holds the stream until it is checked (held.go).
+		x.phase = phaseResponseBody
+		x.held, x.heldHeaders = true, true
+		x.dp.StartStream()
+		resp.ModeOverride = x.heldMode()
 	case x.sse:
 		x.phase = phaseResponseBody
 		x.rewriteSSE = x.dp.Out.DropUsage || translating
@@ -122,6 +128,7 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 		x.holdJSON = !x.sse && translating
 		if x.sse {
 			x.dp.StartStream()
+			x.held = x.dp.HoldsStream()
 		}
 		x.phase = phaseResponseBody
 	case phasePassthrough:
@@ -133,6 +140,9 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 		return x.send(x.continueBody(b, true))
 	default:
 		return x.protocolError("response_body", "a response body arrived while the request was "+phaseNames[x.phase])
+	}
+	if x.held {
+		return x.heldStreamBody(b)
 	}
 	if x.sse {
 		return x.eventsBody(b)
@@ -240,10 +250,17 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 	if x.respPieces == 0 && eos {
 		out, changed := x.finishJSON(chunk, true)
 		resp := x.bodyReply(true, out, changed, true)
-		if changed && !x.respFullDuplex() {
+		if !x.respFullDuplex() {
+			// Read whole: Envoy still holds the headers, so the response
+			// checks' verdict headers (and a block's status) go with them.
 			var m mutation
-			m.put("content-length", strconv.Itoa(len(out)), false)
-			resp.GetResponseBody().Response.HeaderMutation = m.proto()
+			if changed {
+				m.put("content-length", strconv.Itoa(len(out)), false)
+			}
+			x.gateHeaders(&m)
+			if len(m.block) > 0 || len(m.remove) > 0 {
+				resp.GetResponseBody().Response.HeaderMutation = m.proto()
+			}
 		}
 		return x.send(resp)
 	}
@@ -317,6 +334,7 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 		if st != 0 {
 			m.put(":status", strconv.Itoa(st), false)
 		}
+		x.gateMutation(&m)
 		resp.GetResponseBody().Response.HeaderMutation = m.proto()
 	}
 	return x.send(resp)
@@ -358,9 +376,10 @@ func (x *exchange) finishJSON(body []byte, splice bool) ([]byte, bool) {
 	if splice {
 		out, ch, e := x.dp.JSONAnswer(body, false) // nothing is translated: an error is a response check's
 		if e != nil {
-			// A response check withheld the answer. Behind Envoy the status
-			// line has gone out with the headers: the client gets the
-			// check's error as the body.
+			// A response check withheld the answer: the client gets the
+			// check's error as the body, and its status where Envoy still
+			// holds the headers (gateHeaders).
+			x.gateStatus = e.Status
 			return e.Body(), true
 		}
 		body, changed = out, ch
@@ -374,6 +393,9 @@ func (x *exchange) finishJSON(body []byte, splice bool) ([]byte, bool) {
 func (x *exchange) responseTrailers() error {
 	switch x.phase {
 	case phaseResponseBody:
+		if x.held {
+			return x.heldStreamTrailers()
+		}
 		// The answer ended with trailers instead of an end-of-stream body.
 		if x.sse {
 			x.dp.RecordUsage()
