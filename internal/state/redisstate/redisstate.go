@@ -156,17 +156,20 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 		cl.UniversalClient = redis.NewClient(&redis.Options{
 			Addr: c.Address, DB: c.DB, Password: password, TLSConfig: tc,
 			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
-			MaxRetries: -1, // a request does not wait out retries; the store degrades instead
+			// A request does not wait out retries (go-redis's default dials
+			// five times with backoff, 0.4 s on a refused connection); the
+			// store degrades instead.
+			MaxRetries: -1, DialerRetries: 1,
 		})
 		return cl, nil
 	}
-	// MaxRetries -1 as above; redirects are still followed (the default
-	// 3), so a slot that moved (resharding, a failover) is answered by its
-	// new node.
+	// No retries, as above; redirects are still followed (the default 3),
+	// so a slot that moved (resharding, a failover) is answered by its new
+	// node.
 	cl.cluster = redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: seeds, Password: password, TLSConfig: tc,
 		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
-		MaxRetries: -1,
+		MaxRetries: -1, DialerRetries: 1,
 	})
 	cl.UniversalClient, cl.addr = cl.cluster, "cluster "+strings.Join(seeds, ",")
 	return cl, nil
