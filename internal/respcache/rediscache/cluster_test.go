@@ -67,4 +67,33 @@ func TestOnCluster(t *testing.T) {
 			}
 		}
 	})
+	// Last: one shard killed. Lookups and stores of keys on every shard
+	// answer without an error and without waiting (a miss, or the
+	// replica's own index), the failures are counted, and health says so.
+	t.Run("ShardDown", func(t *testing.T) {
+		c := cl.Client(t)
+		ctx := context.Background()
+		a := rediscache.Open(ctx, c, respcache.Options{})
+		defer a.Close()
+		cl.KillNode(cl.Addrs()[2])
+		start := time.Now()
+		for i := range 24 {
+			key := fmt.Sprintf("down-%d", i)
+			if _, ok, err := a.Lookup(ctx, "ns/down", key, nil, 0.9); ok || err != nil {
+				t.Fatalf("lookup of %s with a shard down: %v %v, want a miss", key, ok, err)
+			}
+			if err := a.Store(ctx, "ns/down", key, []byte("v"), time.Minute, nil); err != nil {
+				t.Fatalf("store of %s with a shard down: %v, want nil", key, err)
+			}
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("24 lookups and stores with a shard down took %v", d)
+		}
+		if n := c.Errors(rediscache.Feature, "lookup") + c.Errors(rediscache.Feature, "store"); n < 1 {
+			t.Fatalf("junction_state_errors_total{feature=response_cache} with a shard down: %v", n)
+		}
+		if _, err := a.Stats(0); err == nil {
+			t.Fatal("stats with a shard down report no error (health would say ok)")
+		}
+	})
 }

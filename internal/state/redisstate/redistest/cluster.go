@@ -136,6 +136,21 @@ func (cl *Cluster) KeysPerNode(t testing.TB, prefix string) map[string]int {
 	return out
 }
 
+// KillNode ends the node at addr (one of Addrs) with SIGKILL: a shard
+// down, whose slots no other node serves (the cluster has no replicas).
+func (cl *Cluster) KillNode(addr string) {
+	cl.t.Helper()
+	for i, a := range cl.addrs {
+		if a == addr && cl.cmds[i].Process != nil {
+			_ = cl.cmds[i].Process.Kill()
+			_ = cl.cmds[i].Wait()
+			cl.cmds[i].Process = nil
+			return
+		}
+	}
+	cl.t.Fatalf("no live node at %s", addr)
+}
+
 func (cl *Cluster) kill() {
 	for _, c := range cl.cmds {
 		if c.Process != nil {
