@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,17 @@ func StartCluster(t testing.TB, n int) *Cluster {
 			t.Fatalf("CI is set and redis-server is not installed: %v", err)
 		}
 		t.Skipf("redis-server is not installed (apt-get install redis-server): %v", err)
+	}
+	// The bus port is chosen free too (--cluster-port, CLUSTER MEET with
+	// it), which Redis 7.0 brought.
+	if v, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		if m := regexp.MustCompile(`v=(\d+)\.`).FindSubmatch(v); m != nil && atoi(string(m[1])) < 7 {
+			msg := fmt.Sprintf("redis-server is %s; StartCluster needs Redis 7.0 or later (cluster-port)", strings.TrimSpace(string(v)))
+			if os.Getenv("CI") != "" {
+				t.Fatal("CI is set and " + msg)
+			}
+			t.Skip(msg)
+		}
 	}
 	cl := &Cluster{t: t}
 	t.Cleanup(cl.kill)
@@ -192,4 +205,9 @@ func waitFor(t testing.TB, what string, ok func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
