@@ -23,6 +23,7 @@ type Duration string
 // ConfigSpec is the routing configuration (spec 001 "Operator resource schema").
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.response_cache) && has(self.semantic_cache))",message="semantic_cache is the deprecated alias of response_cache: set one of them"
+// +kubebuilder:validation:XValidation:rule="has(self.complexity_model) || !has(self.complexity_rules) || self.complexity_rules.all(r, !has(r.hard_below) && !has(r.easy_above))",message="complexity_rules with hard_below/easy_above (lower score is harder) need a score-type backend in complexity_model; with local scoring use threshold or hard_above/easy_below"
 type ConfigSpec struct {
 	// Routing is a canonical Junction configuration document (version, listeners, providers, recipes, global)
 	// passed through; the other fields are layered onto it.
