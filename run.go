@@ -118,7 +118,7 @@ func (s *Server) run(ctx context.Context) error {
 		cacheDir = ""
 	}
 	plugins, err := pluginsys.New(ctx, pluginsys.Options{CacheDir: cacheDir, Dir: o.PluginDir, Models: models,
-		Retriever: stored.library.Retriever(), Memory: stored.library.Memory(), ResponseCache: cache, Registerer: reg, Logger: log})
+		Retriever: stored.library.Retriever(), Memory: stored.library.Memory(), ResponseCache: cache, Deployment: fleet.Pool, Registerer: reg, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/junction-router/junction/internal/inference/worker/client"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/recipes"
@@ -184,6 +185,18 @@ func (f *Fleet) Activated(set *Set) {
 		old.Report(nil)
 	}
 	f.Report(st)
+}
+
+// Pool is the client pool of the serving configuration's deployment named
+// name, or nil when it has none of that name.
+func (f *Fleet) Pool(name string) *client.Pool {
+	if f == nil {
+		return nil
+	}
+	f.mu.Lock()
+	s := f.serving
+	f.mu.Unlock()
+	return s.Pool(name)
 }
 
 // Close stops the Sets started for changed catalogs (not the first, which

@@ -11,6 +11,7 @@ import (
 	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/internal/extmodel"
+	"github.com/junction-router/junction/internal/inference/worker/client"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -24,6 +25,11 @@ import (
 //   - "nli" (the first entry with model_role classification) and
 //     "nli:<name>": the text is a JSON object {"premise", "hypothesis"};
 //     labels entailment, neutral and contradiction, the chosen one scored 1.
+//     When no entry is named <name>, "nli:<name>" is the model deployment
+//     of that name (global.model_catalog.deployments): its served model
+//     classifies the pair (premise, hypothesis) as a sequence pair, and its
+//     labels, lower-cased, are the answer's (not_entailment reads as
+//     neutral; any other label than the three is an error).
 //
 // The entries come from the configuration the latest Prepare saw. Each
 // call is bounded by its entry's llm_timeout_seconds (default
@@ -53,6 +59,9 @@ var _ hostapi.RemoteClassifier = (*externalClassifiers)(nil)
 type externalClassifiers struct {
 	base   hostapi.Classifier
 	models atomic.Pointer[[]recipes.ExternalModel]
+	// deployment is the client pool of a model deployment by name (nil,
+	// or nil answers: none).
+	deployment func(name string) *client.Pool
 }
 
 // set replaces the external models the bindings ask.
@@ -79,6 +88,11 @@ func (e *externalClassifiers) Classify(ctx context.Context, binding, text string
 			return nil, fmt.Errorf("%w: the nli binding's text must be a JSON object with premise and hypothesis", hostapi.ErrInvalidQuery)
 		}
 		q.Input = "Premise: " + *in.Premise + "\nHypothesis: " + *in.Hypothesis
+		if name != "" && !e.hasModel(name) {
+			if p := e.pool(name); p != nil {
+				return classifyNLI(ctx, p, name, *in.Premise, *in.Hypothesis)
+			}
+		}
 	default:
 		if e.base == nil {
 			return nil, fmt.Errorf("%w: %s", hostapi.ErrNoSuchBinding, binding)
@@ -127,6 +141,52 @@ func (e *externalClassifiers) RemoteTimeout(binding string) time.Duration {
 	return extmodel.Timeout(m)
 }
 
+// hasModel reports whether an external_models entry is named name.
+func (e *externalClassifiers) hasModel(name string) bool {
+	if p := e.models.Load(); p != nil {
+		for _, m := range *p {
+			if m.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// pool is the deployment named name's client pool, or nil.
+func (e *externalClassifiers) pool(name string) *client.Pool {
+	if e.deployment == nil {
+		return nil
+	}
+	return e.deployment(name)
+}
+
+// classifyNLI asks the deployment's served model to classify the pair and
+// returns its labels as the nli binding's.
+func classifyNLI(ctx context.Context, p *client.Pool, name, premise, hypothesis string) ([]abi.Class, error) {
+	c := client.NewClassifier(p, "nli:"+name, client.ClassifyOptions{Overflow: "truncate"})
+	dists, err := c.ClassifyPairs(ctx, []client.TextPair{{Text: premise, TextPair: hypothesis}})
+	if err != nil {
+		return nil, fmt.Errorf("the nli deployment %q failed: %w", name, err)
+	}
+	if len(dists) != 1 || len(dists[0]) == 0 {
+		return nil, fmt.Errorf("the nli deployment %q answered no labels", name)
+	}
+	out := make([]abi.Class, 0, len(dists[0]))
+	for _, ls := range dists[0] {
+		l := strings.ToLower(ls.Label)
+		switch l {
+		case "entailment", "neutral", "contradiction":
+		case "not_entailment":
+			l = "neutral"
+		default:
+			return nil, fmt.Errorf("the nli deployment %q serves a model whose label %q is not entailment, neutral, contradiction or not_entailment: it is not an NLI model", name, ls.Label)
+		}
+		out = append(out, abi.Class{Label: l, Score: float32(ls.Score)})
+	}
+	return out, nil
+}
+
 // model finds the entry a binding names: by name, or the first of role.
 func (e *externalClassifiers) model(role, name string) (recipes.ExternalModel, error) {
 	var models []recipes.ExternalModel
@@ -139,6 +199,9 @@ func (e *externalClassifiers) model(role, name string) (recipes.ExternalModel, e
 		}
 	}
 	if name != "" {
+		if role == recipes.ExternalRoleClassification {
+			return recipes.ExternalModel{}, fmt.Errorf("%w: no global.external_models entry and no model deployment is named %q", hostapi.ErrNoSuchBinding, name)
+		}
 		return recipes.ExternalModel{}, fmt.Errorf("%w: no global.external_models entry is named %q", hostapi.ErrNoSuchBinding, name)
 	}
 	return recipes.ExternalModel{}, fmt.Errorf("%w: no global.external_models entry has model_role %s; add one to enable this detector", hostapi.ErrNoSuchBinding, role)

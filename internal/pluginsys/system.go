@@ -29,6 +29,7 @@ import (
 
 	"github.com/junction-router/junction/engine/signal"
 	"github.com/junction-router/junction/hostapi"
+	"github.com/junction-router/junction/internal/inference/worker/client"
 	"github.com/junction-router/junction/internal/mgmt"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/internal/plugin/wasm"
@@ -92,6 +93,9 @@ type Options struct {
 	// scoped by the call context's respcache.Scope); nil is an in-memory
 	// one with the default bounds. The System does not close it.
 	ResponseCache respcache.Backend
+	// Deployment finds a model deployment's client pool by name, for the
+	// nli:<deployment> classify binding (external.go); nil: none.
+	Deployment func(name string) *client.Pool
 	// Registerer receives the host's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Logger receives load reports; nil discards them.
@@ -114,7 +118,7 @@ func New(ctx context.Context, o Options) (*System, error) {
 		cache = respcache.Memory(mem)
 	}
 	backends.Cache = respcache.Scoped{Backend: cache}
-	external := &externalClassifiers{base: backends.Classifier}
+	external := &externalClassifiers{base: backends.Classifier, deployment: o.Deployment}
 	backends.Classifier = external
 	backends.Retriever, backends.Memory = o.Retriever, o.Memory
 	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: cacheDir, Backends: backends, Logger: log, Registerer: reg})

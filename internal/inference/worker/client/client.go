@@ -500,6 +500,46 @@ func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]signal.L
 	return out, nil
 }
 
+// TextPair is one sequence-pair input (premise and hypothesis for NLI,
+// as the worker's classify reads {text, text_pair}).
+type TextPair struct {
+	Text     string `json:"text"`
+	TextPair string `json:"text_pair"`
+}
+
+type classifyPairsBody struct {
+	Model   string     `json:"model"`
+	Input   []TextPair `json:"input"`
+	Options struct {
+		Overflow  string `json:"overflow,omitempty"`
+		MaxTokens int    `json:"max_tokens,omitempty"`
+	} `json:"options"`
+}
+
+// ClassifyPairs is Classify for sequence pairs: the served model encodes
+// each pair together (a cross-encoder classifier, such as an NLI model).
+func (c *Classifier) ClassifyPairs(ctx context.Context, pairs []TextPair) ([][]signal.LabelScore, error) {
+	var ans classifyAnswer
+	body := func(r *replica) any {
+		b := classifyPairsBody{Model: c.opt.Head, Input: pairs}
+		if b.Model == "" {
+			b.Model = r.Model
+		}
+		b.Options.Overflow, b.Options.MaxTokens = c.opt.Overflow, c.opt.MaxTokens
+		return b
+	}
+	var out [][]signal.LabelScore
+	check := func() error {
+		var err error
+		out, err = c.read(&ans, len(pairs))
+		return err
+	}
+	if err := c.pool.call(ctx, "/v1/classify", body, &ans, check); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // read turns a classify answer into distributions, labels by falling score.
 func (c *Classifier) read(ans *classifyAnswer, n int) ([][]signal.LabelScore, error) {
 	if len(ans.Results) != n {
