@@ -75,7 +75,10 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 	if err != nil {
 		return nil, err
 	}
-	md, err := rt.Load(ctx, filepath.Join(dir, name), inference.ModelOptions{Name: name, Threads: threads, Device: "cpu", Task: inference.TaskHeads})
+	// As many passes at once as the separate models it replaces could run
+	// (a session each): one session must not become one queue for every
+	// request of a busy router.
+	md, err := rt.Load(ctx, filepath.Join(dir, name), inference.ModelOptions{Name: name, Threads: threads, Device: "cpu", Task: inference.TaskHeads, Concurrency: len(heads)})
 	if err != nil {
 		return nil, fmt.Errorf("defaultmodels: loading %s: %w", name, err)
 	}

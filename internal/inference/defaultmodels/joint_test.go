@@ -206,3 +206,54 @@ func TestJointRunsOncePerText(t *testing.T) {
 		t.Error("the jailbreak or embedding head ran the graph again for a text the domain head had just run")
 	}
 }
+
+// Concurrent signals and requests asking about the same and different texts
+// get the answers one caller alone gets (run with -race).
+func TestJointConcurrentCallers(t *testing.T) {
+	rt := openRuntime(t)
+	jm, err := OpenModel(context.Background(), rt, sharedDir(t), JointName(ModelNames), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jm.Close()
+	ctx := context.Background()
+	texts := heldOut[:8]
+	want := make([][]signal.LabelScore, len(texts))
+	for i, s := range texts {
+		d, err := jm.Domain.Classify(ctx, []string{s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[i] = d[0]
+	}
+	// Past the memo's reach, so that the callers below run the graph again.
+	for k := 0; k < jointMemo; k++ {
+		if _, err := jm.Embedder.Embed(ctx, []string{"filler " + strings.Repeat("x", k+1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 3*len(texts)*4)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		for i, s := range texts {
+			go func() {
+				d, err := jm.Domain.Classify(ctx, []string{s})
+				if err == nil && (len(d[0]) != len(want[i]) || d[0][0] != want[i][0]) {
+					err = context.Canceled
+				}
+				errs <- err
+			}()
+			go func() { _, err := jm.Jailbreak.Classify(ctx, []string{s}); errs <- err }()
+			go func() { _, err := jm.Embedder.Embed(ctx, []string{s}); errs <- err }()
+		}
+	}
+	go func() {
+		for k := 0; k < 3*len(texts)*4; k++ {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		close(done)
+	}()
+	<-done
+}
