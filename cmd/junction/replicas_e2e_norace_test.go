@@ -29,10 +29,11 @@ import (
 // continues on each and lists every turn's items; a memory kept on one is
 // listed on another; a replica killed loses none of the turns it
 // acknowledged; with Redis killed no request gets a 500 (a new question
-// misses, the limit fails open, the response store answers 503) and the
-// errors metric counts; once Redis is back (from its append-only file) the
-// turns acknowledged before it was killed are read through another
-// replica, the memory is still listed, and the replicas share again.
+// misses, the limit fails open, the response store answers 503), the
+// errors metric counts and each replica logs it; once Redis is back (from
+// its append-only file) the turns acknowledged before it was killed are
+// read through another replica, the memory is still listed, and the
+// replicas share again.
 func TestServeThreeReplicasOnRedisAndPostgres(t *testing.T) {
 	const env = "JUNCTION_E2E_POSTGRES_DSN"
 	t.Setenv(env, pgtest.Schema(t)) // the serve processes inherit it
@@ -239,6 +240,15 @@ recipes:
 	for _, feature := range []string{"response_cache", "rate_limit", "response_store"} {
 		if !strings.Contains(string(mb), `junction_state_errors_total{feature="`+feature+`"`) {
 			t.Errorf("metrics lack junction_state_errors_total for %s with Redis down", feature)
+		}
+	}
+	// And a log line (one a feature and operation every 10 s, not one a
+	// request) on every replica that met the outage.
+	for i, s := range r {
+		for _, feature := range []string{"response_cache", "rate_limit", "response_store"} {
+			if line := `msg="shared state unavailable; degrading" feature=` + feature; !strings.Contains(s.stderr.String(), line) {
+				t.Errorf("replica %d logged no %s with Redis down:\n%s", i, line, s.stderr.String())
+			}
 		}
 	}
 
