@@ -287,3 +287,69 @@ recipes:
 		s.stop()
 	}
 }
+
+// TestServeRedisDownFailsClosed: with global.state.redis.fail_closed, a
+// serve process whose Redis is killed refuses the requests under its rate
+// limit with 429 (never a 500), counts the failures in
+// junction_state_errors_total and logs them once, and admits again when
+// Redis is back. The fail-open side is TestServeThreeReplicasOnRedisAndPostgres's.
+func TestServeRedisDownFailsClosed(t *testing.T) {
+	rs := redistest.StartServer(t)
+	up := newUpstream(t)
+	p := newServePorts(t)
+	cfg := writeServeConfig(t, p, fmt.Sprintf(`providers:
+  defaults: {default_model: m}
+  models:
+    - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
+recipes:
+  - name: default
+    decisions:
+      - name: all
+        rules: {operator: AND, conditions: []}
+        modelRefs: [{model: m}]
+        plugins:
+          - {type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}
+`, up.URL), fmt.Sprintf(`  rate_limits:
+    - {name: per-team, key: "header:X-Team", requests: 1000, window: 1h}
+  state: {backend: redis, redis: {address: "%s", key_prefix: "closed:", fail_closed: true}}
+`, rs.Addr()))
+	s := startServe(t, cfg, filepath.Join(t.TempDir(), "data"), p)
+	if code, _ := s.ask("with Redis up", "X-Team", "red"); code != 200 {
+		t.Fatalf("with Redis up: %d", code)
+	}
+
+	rs.Kill()
+	for i := range 20 {
+		code, _, b := s.post("/v1/chat/completions", fmt.Sprintf(`{"model":"MoM","messages":[{"role":"user","content":"asked while Redis is down, %d"}]}`, i), "X-Team", "red")
+		if code != 429 {
+			t.Fatalf("request %d with Redis down and fail_closed: %d, want 429: %s", i, code, b)
+		}
+	}
+	mresp, err := http.Get(s.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(string(mb), `junction_state_errors_total{feature="rate_limit",op="take"}`) {
+		t.Errorf("metrics lack junction_state_errors_total for the rate limit's takes with Redis down")
+	}
+	line := `msg="shared state unavailable; degrading" feature=rate_limit op=take`
+	if n := strings.Count(s.stderr.String(), line); n < 1 || n > 2 {
+		t.Errorf("%d log lines %s for 20 refused requests, want one (one every 10 s; two on a machine slow enough to take 10 s):\n%s", n, line, s.stderr.String())
+	}
+
+	rs.Start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _ := s.ask("after the restart", "X-Team", "red")
+		if code == 200 {
+			break
+		}
+		if code != 429 || time.Now().After(deadline) {
+			t.Fatalf("after Redis came back: %d (waited until %v)", code, deadline)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.stop()
+}
