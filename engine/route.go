@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +28,14 @@ type Request struct {
 	// signal takes the recorded result of the same kind and name (a
 	// what-if replay of recorded traffic, where the request's text was not
 	// kept); a signal with none recorded does not match (Error
-	// ErrorNotRecorded). Input is not read then.
+	// ErrorNotRecorded). Input is not read then, unless Recompute is set.
 	Recorded []signal.Result
+	// Recompute, with Recorded, names the signal kinds evaluated from Input
+	// after all (a replay that kept the text re-evaluates the model-free
+	// kinds): a signal of another kind takes its recorded result, and one
+	// with none recorded (new in the configuration) is evaluated from Input
+	// as well.
+	Recompute []string
 }
 
 // ErrorNotRecorded is the Error of a signal Request.Recorded had no
@@ -148,9 +155,13 @@ func (g *Generation) Route(ctx context.Context, recipe string, req *Request) (*R
 	}
 	start := time.Now()
 	res := &Result{Recipe: cr.name, RequestedModel: req.Model}
-	if req.Recorded != nil {
+	switch {
+	case req.Recorded != nil && len(req.Recompute) > 0:
+		res.Signals = g.evaluate(ctx, cr, &req.Input)
+		standRecorded(cr, req.Recorded, req.Recompute, res.Signals)
+	case req.Recorded != nil:
 		res.Signals = recordedSignals(cr, req.Recorded)
-	} else {
+	default:
 		res.Signals = g.evaluate(ctx, cr, &req.Input)
 	}
 	applyComposers(cr.composers, res.Signals)
@@ -392,6 +403,26 @@ func recordedSignals(cr *compiledRecipe, rec []signal.Result) []signal.Result {
 		}
 	}
 	return results
+}
+
+// standRecorded replaces, in results (evaluated from the input), the
+// results of the signals whose kind is not in recompute by their recorded
+// ones, where one was recorded (Request.Recompute).
+func standRecorded(cr *compiledRecipe, rec []signal.Result, recompute []string, results []signal.Result) {
+	by := make(map[[2]string]int, len(rec))
+	for i := range rec {
+		by[[2]string{rec[i].Kind, rec[i].Name}] = i
+	}
+	for _, cs := range cr.sets {
+		for j, r := range cs.set.Missing(ErrorNotRecorded) {
+			if slices.Contains(recompute, r.Kind) {
+				continue
+			}
+			if i, ok := by[[2]string{r.Kind, r.Name}]; ok {
+				results[cs.base+j] = rec[i]
+			}
+		}
+	}
 }
 
 func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signal.Input) []signal.Result {

@@ -138,7 +138,7 @@ func (s *Server) routeTable() []route {
 			summary: "one decision record: signals, matched rules, decision, model, latency, usage, cost, status, the routing input when recorded (texts need secret_view), a shadow's outcome",
 			out:     ReplayObject{}, errs: []int{404, 503}, h: s.replayRoute(s.getReplay)},
 		{method: "POST", path: "/api/v1/observability/replays/evaluate", perm: PermDataRead, sensitivity: sensSensitive, tag: "observability",
-			summary: "route a window of recorded traffic with a candidate (config, patch or recipe_patch) using the model-free signals: which requests change decision or model, cost and latency deltas by decision; nothing is applied (needs config.read too)",
+			summary: "route a window of recorded traffic with a candidate (config, patch or recipe_patch) (the model-free signals from the recorded input, the model-backed ones from their recorded results): which requests change decision or model, cost and latency deltas by decision; nothing is applied (needs config.read too)",
 			in:      ReplayEvaluateRequest{}, out: ReplayEvaluation{}, errs: []int{400, 404, 408, 503}, h: s.replayRoute(s.evaluateReplays)},
 	}...)
 	// Stored data (503 while storage is not configured).

@@ -109,11 +109,21 @@ type Change struct {
 	CostDelta    *float64 `json:"cost_delta,omitempty"`
 }
 
-// MethodModelFree is the evaluation method: the recorded routing input
-// routed by engine.Compile + Route with the lexical fallbacks in place of
-// model-backed signals; a record without its input is routed from its
-// recorded signal results.
-const MethodModelFree = "recorded input re-routed with the model-free signals (lexical fallbacks); records without it routed from their recorded signal results"
+// MethodModelFree is the evaluation method: a record with its routing
+// input is re-routed by engine.Compile + Route evaluating the model-free
+// kinds (ModelFreeKinds) from it, its recorded results standing for the
+// model-backed signals (a model-backed signal with no recorded result, new
+// in the candidate, takes its lexical fallback); a record without its
+// input is routed from its recorded signal results.
+const MethodModelFree = "recorded input re-routed: keyword, context and language signals evaluated from it, model-backed signals from their recorded results (lexical fallbacks for those not recorded); records without it routed from their recorded signal results"
+
+// ModelFreeKinds are the signal kinds a replay evaluates from a record's
+// text: they need no model, so they answer as live routing did. The
+// others (domain, pii, jailbreak, embedding, complexity) may have been
+// answered by a model or a deployment the evaluation does not call: their
+// recorded results stand in, so a candidate's changed threshold on one of
+// them does not change its result.
+var ModelFreeKinds = []string{recipes.KindKeyword, recipes.KindContext, recipes.KindLanguage}
 
 // Evaluate routes the window's records with candidate and with active
 // (the serving document, for the baseline), both compiled model-free, and
@@ -313,16 +323,19 @@ func reroute(ctx context.Context, cand, base *engine.Generation, recs []Record, 
 
 func rerouteOne(ctx context.Context, cand, base *engine.Generation, r *Record) rerouted {
 	in := &engine.Request{Model: r.RequestedModel}
+	// The recorded signal results stand for the signals
+	// (engine.Request.Recorded): all of them without the text; with it, the
+	// model-backed ones, while the model-free kinds are evaluated from the
+	// text (Recompute), as is a model-backed signal nothing was recorded
+	// for (its model-free fallback).
+	in.Recorded = make([]signal.Result, len(r.Signals))
+	for i, s := range r.Signals {
+		in.Recorded[i] = signal.Result{Kind: s.Kind, Name: s.Name, Matched: s.Matched, Score: s.Score, Level: s.Level, Method: s.Method,
+			Unscanned: s.Unscanned, Error: s.Error, Entities: s.Entities}
+	}
 	if r.Input != nil {
 		in.Input = signal.Input{Text: r.Input.Text, UserTexts: r.Input.UserTexts, AllTexts: r.Input.AllTexts}
-	} else {
-		// Without the text, the recorded signal results stand for the
-		// signals (engine.Request.Recorded).
-		in.Recorded = make([]signal.Result, len(r.Signals))
-		for i, s := range r.Signals {
-			in.Recorded[i] = signal.Result{Kind: s.Kind, Name: s.Name, Matched: s.Matched, Score: s.Score, Level: s.Level, Method: s.Method,
-				Unscanned: s.Unscanned, Error: s.Error, Entities: s.Entities}
-		}
+		in.Recompute = ModelFreeKinds
 	}
 	if in.Model == "" {
 		in.Model = engine.ModelMoM

@@ -160,6 +160,25 @@ func TestRecorderNeverWaitsForTheStore(t *testing.T) {
 // and keeps a record of each, as the recorder would.
 func builtinRecords(t testing.TB, st storage.Replays, texts []string, n int, prompt bool) (*recipes.Document, *signal.LanguageDetector) {
 	t.Helper()
+	return builtinRecordsWith(t, st, texts, n, prompt, signal.Models{})
+}
+
+// csModel is a domain "model" that calls every text computer science.
+type csModel struct{}
+
+func (csModel) Classify(_ context.Context, texts []string) ([][]signal.LabelScore, error) {
+	out := make([][]signal.LabelScore, len(texts))
+	for i := range out {
+		out[i] = []signal.LabelScore{{Label: "computer science", Score: 0.99}, {Label: "math", Score: 0.01}}
+	}
+	return out, nil
+}
+
+func (csModel) Method() string { return "test:cs-model" }
+
+// builtinRecordsWith is builtinRecords routing with models.
+func builtinRecordsWith(t testing.TB, st storage.Replays, texts []string, n int, prompt bool, models signal.Models) (*recipes.Document, *signal.LanguageDetector) {
+	t.Helper()
 	doc, err := recipes.Builtin()
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +187,7 @@ func builtinRecords(t testing.TB, st storage.Replays, texts []string, n int, pro
 	if err != nil {
 		t.Skipf("no language detection in this build: %v", err)
 	}
-	gen, err := engine.Compile(doc, "", engine.Options{Language: lang})
+	gen, err := engine.Compile(doc, "", engine.Options{Language: lang, Models: models})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,6 +314,39 @@ func TestEvaluate(t *testing.T) {
 	}
 	if _, err := Evaluate(context.Background(), st, doc, doc, Window{Limit: MaxWindow + 1}, 0, lang); err == nil {
 		t.Fatal("a window past MaxWindow was accepted")
+	}
+}
+
+// A record with its text is re-routed with the model-free kinds evaluated
+// from the text and the model-backed signals' recorded results standing in:
+// traffic a domain model routed replays as it was routed, not as the
+// lexical fallback would have routed it; a keyword rule the candidate adds
+// is evaluated from the text.
+func TestEvaluateStandsRecordedModelResults(t *testing.T) {
+	st := openStore(t)
+	texts := []string{"hello, how are you?", "Ich brauche dringend Hilfe mit meiner Rechnung", "What is the derivative of x^3?"}
+	doc, lang := builtinRecordsWith(t, st, texts, 30, true, signal.Models{Domain: csModel{}})
+	ev, err := Evaluate(context.Background(), st, doc, doc, Window{}, 0, lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Evaluated != 30 || ev.Changed != 0 || ev.BaselineMismatches != 0 || ev.FromSignals != 0 {
+		t.Fatalf("the active configuration over records a domain model routed: %+v", ev)
+	}
+	// The candidate routes "hello" by a new keyword to small, ahead of code.
+	cand := *doc
+	cand.Recipes = append([]recipes.Recipe(nil), doc.Recipes...)
+	r := &cand.Recipes[0]
+	r.Signals.Keywords = append(append([]recipes.KeywordSignal(nil), r.Signals.Keywords...), recipes.KeywordSignal{Name: "greeting", Keywords: []string{"hello"}})
+	r.Decisions = append([]recipes.Decision{{Name: "greet", Priority: 1000, Rules: recipes.RuleNode{Operator: "OR", Conditions: []recipes.RuleNode{{Type: "keyword", Name: "greeting"}}},
+		ModelRefs: []recipes.ModelRef{{Model: "small"}}}}, r.Decisions...)
+	ev, err = Evaluate(context.Background(), st, &cand, doc, Window{}, 0, lang)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Changed != 10 || ev.DecisionChanged != 10 || ev.BaselineMismatches != 0 {
+		b, _ := json.Marshal(ev)
+		t.Fatalf("a keyword decision over recorded traffic: %s", b)
 	}
 }
 
