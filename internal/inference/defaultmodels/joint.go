@@ -3,11 +3,13 @@ package defaultmodels
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -142,6 +144,7 @@ func (j *joint) answers(ctx context.Context, texts []string) ([]*jointAnswer, er
 	if len(mine) > 0 {
 		j.run(ctx, mineTexts, mine)
 	}
+	var again []int
 	for _, i := range wait {
 		e := waitOn[i]
 		select {
@@ -149,7 +152,26 @@ func (j *joint) answers(ctx context.Context, texts []string) ([]*jointAnswer, er
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		// Another caller's run that ended with its own context (its
+		// request's deadline) is not this caller's answer: it runs the text
+		// itself.
+		if err := e.ans.err; err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && !slices.Contains(mine, e) {
+			again = append(again, i)
+			continue
+		}
 		out[i] = &e.ans
+	}
+	if len(again) > 0 {
+		sub := make([]string, len(again))
+		entries := make([]*jointEntry, len(again))
+		for k, i := range again {
+			sub[k] = texts[i]
+			entries[k] = &jointEntry{done: make(chan struct{})}
+		}
+		j.run(ctx, sub, entries)
+		for k, i := range again {
+			out[i] = &entries[k].ans
+		}
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"hash/maphash"
 	"math"
 	"os"
 	"path/filepath"
@@ -256,4 +257,39 @@ func TestJointConcurrentCallers(t *testing.T) {
 		close(done)
 	}()
 	<-done
+}
+
+// A run that ended with its caller's context (that request's deadline) is
+// forgotten, and a caller waiting on it with a live context runs the text
+// itself rather than take the other request's error.
+func TestJointOtherCallersDeadline(t *testing.T) {
+	rt := openRuntime(t)
+	jm, err := OpenModel(context.Background(), rt, sharedDir(t), JointName(ModelNames), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jm.Close()
+	text := "How do I reverse a linked list in Go without allocating?"
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := jm.Domain.Classify(gone, []string{text}); err == nil {
+		t.Fatal("a call with a cancelled context answered")
+	}
+	if _, err := jm.Domain.Classify(context.Background(), []string{text}); err != nil {
+		t.Fatalf("after another caller's cancelled run: %v", err)
+	}
+	// A waiter finding an entry that failed with another caller's deadline.
+	j := jm.Domain.(jointClassifier).j
+	other := "What were the main causes of the French Revolution?"
+	e := &jointEntry{key: maphash.String(j.seed, other), size: len(other), done: make(chan struct{})}
+	e.ans.err = context.DeadlineExceeded
+	close(e.done)
+	j.mu.Lock()
+	j.recent[j.next] = e
+	j.next = (j.next + 1) % jointMemo
+	j.mu.Unlock()
+	out, err := jm.Domain.Classify(context.Background(), []string{other})
+	if err != nil || len(out[0]) == 0 {
+		t.Fatalf("a waiter took another request's deadline: %v", err)
+	}
 }
