@@ -3,6 +3,7 @@ package extproc
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,11 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		// A response check holds the stream until it is checked (held.go).
 		x.phase = phaseResponseBody
 		x.held, x.heldHeaders = true, true
+		// The body's length changes (pieces cleared, the whole or an error
+		// at the end); read whole, the last answer sets it again.
+		if !slices.Contains(m.remove, "content-length") {
+			m.remove = append(m.remove, "content-length")
+		}
 		x.dp.StartStream()
 		resp.ModeOverride = x.heldMode()
 	case x.sse:
