@@ -20,7 +20,8 @@ import (
 
 // TestServeThreeReplicasOnRedisAndPostgres: three serve processes (each
 // with its own data directory) share one Redis through global.state and one
-// PostgreSQL schema through global.storage, as issue 18's deployment does.
+// PostgreSQL through global.storage, as issue 18's deployment does, both
+// started by the test on free ports in temporary directories.
 // An answer cached by one is a hit on another; a limit of 12 requests
 // admits exactly 12 of 36 sent at once across the three; a handbook
 // uploaded and ingested through one is found by another's search,
@@ -36,8 +37,8 @@ import (
 // replicas share again.
 func TestServeThreeReplicasOnRedisAndPostgres(t *testing.T) {
 	const env = "JUNCTION_E2E_POSTGRES_DSN"
-	t.Setenv(env, pgtest.Schema(t)) // the serve processes inherit it
-	rs := redistest.StartServer(t)  // appendonly yes, appendfsync always
+	t.Setenv(env, pgtest.StartServer(t).DSN()) // a PostgreSQL of its own; the serve processes inherit it
+	rs := redistest.StartServer(t)             // appendonly yes, appendfsync always
 	up := newUpstream(t)
 	replica := func() *storedServer {
 		p := newServePorts(t)
