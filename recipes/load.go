@@ -125,6 +125,9 @@ func ParseSource(data []byte) (*Document, []byte, error) {
 	if ps := doc.semanticProblems(); len(ps) > 0 {
 		return nil, nil, newValidationError(ps)
 	}
+	if ps := doc.resolveToolsDBPaths(); len(ps) > 0 {
+		return nil, nil, newValidationError(ps)
+	}
 	return doc, canon, nil
 }
 

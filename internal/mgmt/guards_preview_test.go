@@ -35,6 +35,13 @@ const guardDecisions = `      - name: guarded
 // for a configuration with guardDecisions and the judge's external models.
 func newGuardEnv(t *testing.T, judge *extmodeltest.Judge) *env {
 	t.Helper()
+	return newGuardEnvWith(t, judge, guardDecisions)
+}
+
+// newGuardEnvWith is newGuardEnv with other decisions in place of
+// guardDecisions.
+func newGuardEnvWith(t *testing.T, judge *extmodeltest.Judge, decisions string) *env {
+	t.Helper()
 	b, err := os.ReadFile("testdata/base.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,7 @@ func newGuardEnv(t *testing.T, judge *extmodeltest.Judge) *env {
 	ext := fmt.Sprintf("global:\n  external_models:\n    - {name: guard, model_role: guardrail, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}}\n"+
 		"    - {name: judge, model_role: classification, llm_model_name: fake-judge, llm_endpoint: {address: %q, port: %d, protocol: http}}\n",
 		g.LLMEndpoint.Address, g.LLMEndpoint.Port, c.LLMEndpoint.Address, c.LLMEndpoint.Port)
-	s := strings.Replace(string(b), "  - name: spare\n", guardDecisions+"  - name: spare\n", 1)
+	s := strings.Replace(string(b), "  - name: spare\n", decisions+"  - name: spare\n", 1)
 	s = strings.Replace(s, "global:\n", ext, 1)
 	path := writeConfig(t, s)
 	ctx := context.Background()
