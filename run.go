@@ -186,7 +186,7 @@ func (s *Server) run(ctx context.Context) error {
 	fail := func(err error) error { ls.abandon(); return err }
 	if mAddr != "" {
 		api, err := mgmt.New(mgmt.Options{Config: conf, Startup: startup, Logger: log, Version: o.Version, Plugins: plugins,
-			Storage: stored.management(), ResponseCache: plugins.Cache(), ContextRecovery: plugins.Recovery(), Backends: ups.Health().Snapshot, Tracer: tracer,
+			Storage: stored.management(), ResponseCache: plugins.Cache(), ContextRecovery: plugins.Recovery(), Backends: ups.Health().Snapshot, Deployment: fleet.Pool, Tracer: tracer,
 			Replays: &mgmt.ReplayOptions{Store: stored.store, Metrics: m, Flush: recorder.Flush}})
 		if err != nil {
 			return err

@@ -76,6 +76,12 @@ type ModelBindings struct {
 	Domain     *ModelBinding `json:"domain,omitempty"`
 	Jailbreak  *ModelBinding `json:"jailbreak,omitempty"`
 	Embeddings *ModelBinding `json:"embeddings,omitempty"`
+	// NLI, FactCheck and UserFeedback bind the management diagnostics of
+	// those names to a deployment's sequence classifier (classify only);
+	// a binding wins over the global.external_models classification model.
+	NLI          *ModelBinding `json:"nli,omitempty"`
+	FactCheck    *ModelBinding `json:"fact_check,omitempty"`
+	UserFeedback *ModelBinding `json:"user_feedback,omitempty"`
 }
 
 // ModelBinding binds a signal kind to a deployment.
@@ -115,14 +121,16 @@ func (d *ModelDeployment) EffectiveReplicas() []DeploymentReplica {
 	return []DeploymentReplica{{Device: d.Device}}
 }
 
-// Each returns the bindings by signal kind key (domain, jailbreak,
-// embeddings), skipping unset ones, in that order.
+// Each returns the bindings by kind key (domain, jailbreak, embeddings,
+// then the diagnostics nli, fact_check, user_feedback), skipping unset
+// ones, in that order.
 func (b *ModelBindings) Each() []NamedBinding {
 	if b == nil {
 		return nil
 	}
 	var out []NamedBinding
-	for _, nb := range []NamedBinding{{"domain", b.Domain}, {"jailbreak", b.Jailbreak}, {"embeddings", b.Embeddings}} {
+	for _, nb := range []NamedBinding{{"domain", b.Domain}, {"jailbreak", b.Jailbreak}, {"embeddings", b.Embeddings},
+		{"nli", b.NLI}, {"fact_check", b.FactCheck}, {"user_feedback", b.UserFeedback}} {
 		if nb.Binding != nil {
 			out = append(out, nb)
 		}
@@ -236,8 +244,11 @@ func (c *checker) deployments(mc *ModelCatalog) {
 		if nb.Kind == "embeddings" {
 			want = ContractEmbeddings
 		}
+		diagnostic := nb.Kind == "nli" || nb.Kind == "fact_check" || nb.Kind == "user_feedback"
 		switch {
 		case b.Contract == "" || b.Contract == want:
+		case diagnostic:
+			c.add(p+"/contract", CodeInvalidValue, "the %s diagnostic calls the worker's classify surface: write contract: classify or leave it out (got %q)", nb.Kind, b.Contract)
 		case b.Contract == ContractDecisions && want == ContractClassify:
 		case want == ContractClassify:
 			c.add(p+"/contract", CodeInvalidValue, "the %s signal calls the worker's classify surface, or asks a question with decisions: write contract: classify or decisions, or leave it out (got %q)", nb.Kind, b.Contract)

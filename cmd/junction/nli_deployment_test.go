@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,13 +18,20 @@ import (
 // deployment (no external_models entry of that name), whose worker (this
 // binary run as `junction worker`, serving a tiny synthetic sequence-pair
 // classifier with the NLI labels) classifies each (grounding, claim) pair.
-// A deployment whose model has other labels fails the check loudly.
+// A deployment whose model has other labels fails the check loudly. The
+// same serve answers the management diagnostics nli and user-feedback from
+// the deployments bound under global.model_catalog.bindings, and
+// fact-check (bound to a model with other labels) fails naming them.
 func TestServeHallucinationNLIDeployment(t *testing.T) {
 	orttest.Library(t)
 	t.Setenv(envRunMain, "1")
 	t.Setenv(supervise.EnvThreads, "1")
 	dir := t.TempDir()
-	nliDir, otherDir := filepath.Join(dir, "nli"), filepath.Join(dir, "other")
+	nliDir, otherDir, fbDir := filepath.Join(dir, "nli"), filepath.Join(dir, "other"), filepath.Join(dir, "feedback")
+	if _, err := synthetic.Write(fbDir, synthetic.Spec{Task: synthetic.SequenceClassification,
+		Labels: []string{"satisfied", "need_clarification", "wrong_answer", "want_different"}, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := synthetic.Write(nliDir, synthetic.Spec{Task: synthetic.SequenceClassification, TokenTypes: true,
 		Labels: []string{"entailment", "neutral", "contradiction"}, Seed: 7}); err != nil {
 		t.Fatal(err)
@@ -63,7 +71,12 @@ global:
     deployments:
       - {name: nli, artifact: %q, device: cpu}
       - {name: other, artifact: %q, device: cpu}
-`, gw, mg, met, nliDir, otherDir))
+      - {name: feedback, artifact: %q, device: cpu}
+    bindings:
+      nli: {deployment: nli}
+      user_feedback: {deployment: feedback}
+      fact_check: {deployment: other}
+`, gw, mg, met, nliDir, otherDir, fbDir))
 	r := serveDeployments(t, cfg, gw, mg, met)
 	ask := func(keyword string) (*http.Response, string) {
 		t.Helper()
@@ -99,5 +112,38 @@ global:
 	}
 	if n := r.metric(`router_model_runtime_requests_total{deployment="other",outcome="ok"}`); n < 1 {
 		t.Errorf("the other deployment was not asked: %v", n)
+	}
+
+	// The management diagnostics, from the bound deployments.
+	post := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post(r.mgmt+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return resp.StatusCode, out
+	}
+	before := r.metric(`router_model_runtime_requests_total{deployment="nli",outcome="ok"}`)
+	code, out := post("/api/v1/diagnostics/nli", `{"premise":"the cat sat on the mat","hypothesis":"a cat sat"}`)
+	if l, _ := out["label"].(string); code != 200 || out["method"] != "model_deployment" || out["model"] != "worker:nli" ||
+		(l != "entailment" && l != "neutral" && l != "contradiction") {
+		t.Fatalf("nli: %d %v", code, out)
+	}
+	if n := r.metric(`router_model_runtime_requests_total{deployment="nli",outcome="ok"}`); n != before+1 {
+		t.Errorf("the nli diagnostic made %v deployment calls, want 1", n-before)
+	}
+	code, out = post("/api/v1/classify/user-feedback", `{"text":"thanks, that works"}`)
+	if ft, _ := out["feedback_type"].(string); code != 200 || out["method"] != "model_deployment" || out["model"] != "worker:feedback" ||
+		!strings.Contains("satisfied need_clarification wrong_answer want_different", ft) || ft == "" {
+		t.Fatalf("user-feedback: %d %v", code, out)
+	}
+	code, out = post("/api/v1/classify/fact-check", `{"text":"the moon is made of cheese"}`)
+	if msg := fmt.Sprint(out["error"]); code != 500 || !strings.Contains(msg, "benign") || !strings.Contains(msg, "jailbreak") || !strings.Contains(msg, "needs_fact_check, no_fact_check_needed") {
+		t.Fatalf("fact-check bound to a model with other labels: %d %v", code, out)
 	}
 }

@@ -37,6 +37,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/junction-router/junction/engine/signal"
+	"github.com/junction-router/junction/internal/inference/worker/client"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/tracing"
@@ -65,6 +66,11 @@ type Options struct {
 	// serves POST /api/v1/storage/context-recovery/invalidate; nil answers
 	// it 503.
 	ContextRecovery ResponseCache
+	// Deployment finds the serving configuration's model deployment's
+	// client pool by name, for the diagnostics bound under
+	// global.model_catalog.bindings (nli, fact_check, user_feedback);
+	// nil: none (a bound diagnostic answers 503).
+	Deployment func(name string) *client.Pool
 	// Backends reports the standalone gateway's passive health of each
 	// upstream backend for GET /api/v1/status; nil leaves it out.
 	Backends func() []metrics.BackendState
