@@ -10,6 +10,11 @@ type ModelFacts struct {
 	// ResourceID is the physical runtime identity: the loaded package
 	// (name and digest), or the worker deployment and served model.
 	ResourceID string
+	// SourceRepoID and SourceRevision are the checkpoint a derived local
+	// graph declares it was built from, where it declares one; the
+	// inventory reports registry.repo_id when they match a registered
+	// checkpoint.
+	SourceRepoID, SourceRevision string
 	// Windowed: a long input is read in windows (overflow window); then
 	// DocumentMaxTokens bounds the whole input and WindowSize and
 	// WindowOverlap the windows, where known.

@@ -84,6 +84,39 @@ type Info struct {
 	ORTVersion string `json:"onnxruntime_version"`
 	// Digest is "sha256:" and the hex SHA-256 of model.onnx (identifies the vector space of an embedder).
 	Digest string `json:"digest"`
+	// SourceRepoID and SourceRevision are the checkpoint a derived local
+	// graph declares it was built from (the package's optional SourceFile),
+	// empty where it declares none. A sidecar rather than config.json: a
+	// package's revision may be the digest of its own files.
+	SourceRepoID   string `json:"source_repo_id,omitempty"`
+	SourceRevision string `json:"source_revision,omitempty"`
+}
+
+// SourceFile is a model package's optional declaration of the checkpoint it
+// derives from: {"repo_id": "...", "revision": "<40 hex digits>"}, either
+// field optional.
+const SourceFile = "source.json"
+
+// Source is the content of SourceFile.
+type Source struct {
+	RepoID   string `json:"repo_id,omitempty"`
+	Revision string `json:"revision,omitempty"`
+}
+
+// readSource reads dir's SourceFile; a package without one declares no source.
+func readSource(dir string) (Source, error) {
+	var s Source
+	raw, err := os.ReadFile(filepath.Join(dir, SourceFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return s, invalid("%s: %v (write {\"repo_id\": ..., \"revision\": ...} or remove it)", filepath.Join(dir, SourceFile), err)
+	}
+	return s, nil
 }
 
 // Model is a loaded model: one ONNX Runtime session shared by all callers, its tokenizer and task head.
@@ -428,6 +461,11 @@ func (r *Runtime) finishLoad(m *Model, o ModelOptions, cfg hfConfig, dev device,
 		return nil, err
 	}
 	info.Digest = digest
+	src, err := readSource(dir)
+	if err != nil {
+		return nil, err
+	}
+	info.SourceRepoID, info.SourceRevision = src.RepoID, src.Revision
 
 	// The session: once per model, shared by every call.
 	so, used, note, err := r.sessionOptions(dev, threads)

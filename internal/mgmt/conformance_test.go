@@ -227,3 +227,90 @@ func TestInventoryFactsOfONNXBindings(t *testing.T) {
 		t.Errorf("inventory: %v", inv["bindings"])
 	}
 }
+
+// TestInventoryRegistryMatch: a derived local graph whose declared source
+// (inference.SourceFile) matches exactly one registered checkpoint (a
+// deployment pinned to a commit) reports registry.repo_id and
+// registry_match; one that matches none, or whose revision alone two
+// registered repos share, reports neither (document 000, inventory fields).
+func TestInventoryRegistryMatch(t *testing.T) {
+	lib := orttest.Library(t)
+	rt, err := inference.Open(inference.Options{LibraryPath: lib, Device: "cpu", Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close() })
+	root := t.TempDir()
+	dir, err := defaultmodels.CacheDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := defaultmodels.Revision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The embedder declares only its revision: two registered repos share it.
+	if err := os.WriteFile(dir+"/"+defaultmodels.EmbedderName+"/"+inference.SourceFile, []byte(`{"revision": "`+rev+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The separate packages, and the joint one whose heads each stand for
+	// their own model (its embedding head declares embed-glove).
+	for _, open := range []func(context.Context, *inference.Runtime, string, int) (*defaultmodels.Models, error){defaultmodels.OpenEach, defaultmodels.Open} {
+		ms, err := open(t.Context(), rt, root, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ms.Close() })
+		checkRegistryMatch(t, ms, rev)
+	}
+}
+
+func checkRegistryMatch(t *testing.T, ms *defaultmodels.Models, rev string) {
+	t.Helper()
+	compile := func(_ context.Context, doc *recipes.Document, hash string) (*engine.Generation, error) {
+		return engine.Compile(doc, hash, engine.Options{Plugins: native.Stage(), Models: ms.Signals})
+	}
+	base, err := os.ReadFile("testdata/base.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// domain-glove is registered at the models' revision; jailbreak-glove
+	// only at another one; other-glove shares domain-glove's revision.
+	catalog := "global:\n  model_catalog:\n    deployments:\n" +
+		"      - {name: d, artifact: " + defaultmodels.DomainName + ", revision: \"" + rev + "\"}\n" +
+		"      - {name: j, artifact: " + defaultmodels.JailbreakName + ", revision: \"" + strings.Repeat("0", 40) + "\"}\n" +
+		"      - {name: o, artifact: other-glove, revision: \"" + rev + "\"}\n"
+	e := newEnvWith(t, writeConfig(t, strings.Replace(string(base), "global:\n", catalog, 1)), compile)
+	var inv mgmt.Inventory
+	if err := json.Unmarshal(must(t, e.call("GET", "/api/v1/inventory/models", nil), 200).body, &inv); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, b := range inv.Bindings {
+		if b.Recipe != "default" {
+			continue
+		}
+		seen[b.Name] = true
+		want := ""
+		if b.Name == "domain" {
+			want = defaultmodels.DomainName
+		}
+		got := ""
+		if b.Registry != nil {
+			got = b.Registry.RepoID
+		}
+		if got != want || (b.Metadata["registry_match"] == "source_revision") != (want != "") {
+			t.Errorf("binding %s: registry %q, metadata %v; want repo %q", b.Name, got, b.Metadata, want)
+		}
+		if want == "" && b.Metadata["registry_match"] != "" {
+			t.Errorf("binding %s: registry_match %q without a match", b.Name, b.Metadata["registry_match"])
+		}
+	}
+	if !seen["domain"] || !seen["jailbreak"] || !seen["embedding"] {
+		t.Fatalf("bindings %+v", inv.Bindings)
+	}
+	raw := string(must(t, e.call("GET", "/api/v1/inventory/models", nil), 200).body)
+	if !strings.Contains(raw, `"registry":{"repo_id":"`+defaultmodels.DomainName+`"}`) {
+		t.Errorf("inventory JSON: no registry.repo_id: %s", raw)
+	}
+}

@@ -45,19 +45,80 @@ type Binding struct {
 	// binding does not know it (the lexical models have none).
 	ForwardMaxTokens int `json:"forward_max_tokens,omitempty"`
 	// Metadata holds resource_id (the physical runtime identity: an ONNX
-	// package's name and digest, a worker deployment and served model).
-	// registry_match and registry.repo_id are never set: no binding of
-	// this build derives from a registered checkpoint.
+	// package's name and digest, a worker deployment and served model) and
+	// registry_match "source_revision" where Registry is set.
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// Registry is set for a derived local graph whose declared source
+	// (repo_id and revision) matches exactly one registered checkpoint.
+	Registry *RegistrySource `json:"registry,omitempty"`
 	// Windowed bindings (overflow window) only, each where known.
 	DocumentMaxTokens int `json:"document_max_tokens,omitempty"`
 	WindowSize        int `json:"window_size,omitempty"`
 	WindowOverlap     int `json:"window_overlap,omitempty"`
 }
 
+// RegistrySource is the registered checkpoint a binding's graph derives
+// from.
+type RegistrySource struct {
+	RepoID string `json:"repo_id"`
+}
+
+// registry is the registered checkpoints of a configuration: each
+// global.model_catalog.deployments entry that pins its artifact to a
+// 40-character commit, as (artifact, revision).
+type registry []recipes.ModelDeployment
+
+func registryOf(doc *recipes.Document) registry {
+	if doc.Global.ModelCatalog == nil {
+		return nil
+	}
+	var out registry
+	for _, d := range doc.Global.ModelCatalog.Deployments {
+		if d.Artifact != "" && isCommit(d.Revision) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func isCommit(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, c := range s {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// match returns the repo_id of the one registered checkpoint a graph's
+// declared source matches: the same revision and, where the graph names
+// one, the same repo. No match, or several distinct repos (a revision
+// alone that two registered repos share), is no match: the inventory then
+// omits the registry fields rather than guess.
+func (r registry) match(f signal.ModelFacts) (string, bool) {
+	if !isCommit(f.SourceRevision) {
+		return "", false
+	}
+	found := ""
+	for _, d := range r {
+		if d.Revision != f.SourceRevision || (f.SourceRepoID != "" && d.Artifact != f.SourceRepoID) {
+			continue
+		}
+		if found != "" && found != d.Artifact {
+			return "", false
+		}
+		found = d.Artifact
+	}
+	return found, found != ""
+}
+
 // withFacts fills what the model behind a binding knows of its runtime
-// (signal.FactsOf); unknown values stay omitted.
-func withFacts(b Binding, model any) Binding {
+// (signal.FactsOf) and, where its source matches, its registered
+// checkpoint (reg); unknown values stay omitted.
+func withFacts(b Binding, model any, reg registry) Binding {
 	f, ok := signal.FactsOf(model)
 	if !ok {
 		return b
@@ -65,6 +126,13 @@ func withFacts(b Binding, model any) Binding {
 	b.ForwardMaxTokens = f.ForwardMaxTokens
 	if f.ResourceID != "" {
 		b.Metadata = map[string]string{"resource_id": f.ResourceID}
+	}
+	if repo, ok := reg.match(f); ok {
+		if b.Metadata == nil {
+			b.Metadata = map[string]string{}
+		}
+		b.Registry = &RegistrySource{RepoID: repo}
+		b.Metadata["registry_match"] = "source_revision"
 	}
 	if f.Windowed {
 		b.DocumentMaxTokens, b.WindowSize, b.WindowOverlap = f.DocumentMaxTokens, f.WindowSize, f.WindowOverlap
@@ -103,22 +171,23 @@ func (s *Server) bindingsOf(gen *engine.Generation, rc *recipes.Recipe) ([]resol
 		}
 		return out
 	}
+	reg := registryOf(gen.Document())
 	sg := rc.Signals
 	if len(sg.Domains) > 0 {
 		b := mk("domain", "classifier", models.Domain.Method(), []string{"labels", "label-scores"}, names(len(sg.Domains), func(i int) string { return sg.Domains[i].Name }))
 		b.Labels = signal.DomainCategories()
-		out = append(out, resolvedBinding{Binding: withFacts(b, models.Domain), classifier: models.Domain})
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Domain, reg), classifier: models.Domain})
 	}
 	if len(sg.Jailbreak) > 0 {
 		b := mk("jailbreak", "classifier", models.Jailbreak.Method(), []string{"labels", "label-scores"}, names(len(sg.Jailbreak), func(i int) string { return sg.Jailbreak[i].Name }))
 		b.Labels = []string{"benign", "jailbreak"}
-		out = append(out, resolvedBinding{Binding: withFacts(b, models.Jailbreak), classifier: models.Jailbreak})
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Jailbreak, reg), classifier: models.Jailbreak})
 	}
 	if len(sg.Embeddings)+len(sg.Complexity) > 0 {
 		sigs := names(len(sg.Embeddings), func(i int) string { return sg.Embeddings[i].Name })
 		sigs = append(sigs, names(len(sg.Complexity), func(i int) string { return sg.Complexity[i].Name })...)
 		b := mk("embedding", "embedder", models.Embedder.Method(), []string{"embeddings", "rerank"}, sigs)
-		out = append(out, resolvedBinding{Binding: withFacts(b, models.Embedder), embedder: models.Embedder})
+		out = append(out, resolvedBinding{Binding: withFacts(b, models.Embedder, reg), embedder: models.Embedder})
 	}
 	if len(sg.PII) > 0 {
 		b := mk("pii", "token_classifier", "pattern+heuristic", []string{"tokens"}, names(len(sg.PII), func(i int) string { return sg.PII[i].Name }))

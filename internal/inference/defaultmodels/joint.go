@@ -98,7 +98,10 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 		// same weights give the same answers (the embedder's names its
 		// vector space, which stored embeddings are checked against).
 		own := map[string]string{HeadDomain: DomainName, HeadJailbreak: JailbreakName, HeadEmbedding: EmbedderName}[h]
-		j.facts[h] = signal.ModelFacts{ForwardMaxTokens: md.Info().MaxTokens, ResourceID: "onnx:" + own + "@" + man.Artifacts[own+"/model.onnx"]}
+		// Its source is that model's checkpoint, at the revision the joint
+		// package declares (both are built from the one bundle).
+		j.facts[h] = signal.ModelFacts{ForwardMaxTokens: md.Info().MaxTokens, ResourceID: "onnx:" + own + "@" + man.Artifacts[own+"/model.onnx"],
+			SourceRepoID: own, SourceRevision: md.Info().SourceRevision}
 		switch h {
 		case HeadDomain:
 			m.Domain = jointClassifier{j: j, head: h, method: MethodDomain}

@@ -116,7 +116,7 @@ func factsOf(m *inference.Model) signal.ModelFacts {
 	if info.Digest != "" {
 		id += "@" + info.Digest
 	}
-	return signal.ModelFacts{ForwardMaxTokens: info.MaxTokens, ResourceID: id}
+	return signal.ModelFacts{ForwardMaxTokens: info.MaxTokens, ResourceID: id, SourceRepoID: info.SourceRepoID, SourceRevision: info.SourceRevision}
 }
 
 func (c classifier) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
+	"github.com/junction-router/junction/internal/inference"
 	"github.com/junction-router/junction/internal/inference/onnxgraph"
 )
 
@@ -171,6 +173,48 @@ func cacheDirUnder(root string, verify bool) (string, error) {
 }
 
 func cacheDir(root string, verify bool) (string, error) {
+	dir, err := cacheFiles(root, verify)
+	if err != nil {
+		return "", err
+	}
+	if err := writeSources(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// writeSources declares each model directory's source checkpoint
+// (inference.SourceFile: the model's name at Revision), where a directory
+// does not declare one yet (also in caches written before there were
+// such files). It is not one of the manifest's artifacts: the revision is
+// the manifest's digest.
+func writeSources(dir string) error {
+	rev, err := Revision()
+	if err != nil {
+		return err
+	}
+	for _, name := range append(slices.Clone(ModelNames), JointNames...) {
+		p := filepath.Join(dir, name, inference.SourceFile)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		raw, err := json.Marshal(inference.Source{RepoID: name, Revision: rev})
+		if err != nil {
+			return err
+		}
+		tmp := p + ".tmp-" + strconv.Itoa(os.Getpid())
+		if err := os.WriteFile(tmp, raw, 0o644); err != nil {
+			return fmt.Errorf("defaultmodels: cache: %w", err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("defaultmodels: cache: %w", err)
+		}
+	}
+	return nil
+}
+
+func cacheFiles(root string, verify bool) (string, error) {
 	man, err := data.ReadFile("data/" + ManifestFile)
 	if err != nil {
 		return "", fmt.Errorf("defaultmodels: %s is missing; run `make models`", ManifestFile)
