@@ -459,9 +459,11 @@ func (c *Classifier) ModelFacts() signal.ModelFacts {
 	return f
 }
 
+// classifyBody is a classify request; Input is []string (texts) or
+// []TextPair (sequence pairs), which the worker tells apart by shape.
 type classifyBody struct {
-	Model   string   `json:"model"`
-	Input   []string `json:"input"`
+	Model   string `json:"model"`
+	Input   any    `json:"input"`
 	Options struct {
 		Overflow  string `json:"overflow,omitempty"`
 		MaxTokens int    `json:"max_tokens,omitempty"`
@@ -479,25 +481,7 @@ type classifyAnswer struct {
 
 // Classify returns one distribution per text, labels by falling score.
 func (c *Classifier) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
-	var ans classifyAnswer
-	body := func(r *replica) any {
-		b := classifyBody{Model: c.opt.Head, Input: texts}
-		if b.Model == "" {
-			b.Model = r.Model
-		}
-		b.Options.Overflow, b.Options.MaxTokens = c.opt.Overflow, c.opt.MaxTokens
-		return b
-	}
-	var out [][]signal.LabelScore
-	check := func() error {
-		var err error
-		out, err = c.read(&ans, len(texts))
-		return err
-	}
-	if err := c.pool.call(ctx, "/v1/classify", body, &ans, check); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return c.classify(ctx, texts, len(texts))
 }
 
 // TextPair is one sequence-pair input (premise and hypothesis for NLI,
@@ -507,21 +491,17 @@ type TextPair struct {
 	TextPair string `json:"text_pair"`
 }
 
-type classifyPairsBody struct {
-	Model   string     `json:"model"`
-	Input   []TextPair `json:"input"`
-	Options struct {
-		Overflow  string `json:"overflow,omitempty"`
-		MaxTokens int    `json:"max_tokens,omitempty"`
-	} `json:"options"`
-}
-
 // ClassifyPairs is Classify for sequence pairs: the served model encodes
 // each pair together (a cross-encoder classifier, such as an NLI model).
 func (c *Classifier) ClassifyPairs(ctx context.Context, pairs []TextPair) ([][]signal.LabelScore, error) {
+	return c.classify(ctx, pairs, len(pairs))
+}
+
+// classify posts n inputs to /v1/classify on the pool's replicas.
+func (c *Classifier) classify(ctx context.Context, input any, n int) ([][]signal.LabelScore, error) {
 	var ans classifyAnswer
 	body := func(r *replica) any {
-		b := classifyPairsBody{Model: c.opt.Head, Input: pairs}
+		b := classifyBody{Model: c.opt.Head, Input: input}
 		if b.Model == "" {
 			b.Model = r.Model
 		}
@@ -531,7 +511,7 @@ func (c *Classifier) ClassifyPairs(ctx context.Context, pairs []TextPair) ([][]s
 	var out [][]signal.LabelScore
 	check := func() error {
 		var err error
-		out, err = c.read(&ans, len(pairs))
+		out, err = c.read(&ans, n)
 		return err
 	}
 	if err := c.pool.call(ctx, "/v1/classify", body, &ans, check); err != nil {
