@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +116,101 @@ func TestModelSetAbandonedAtDeadline(t *testing.T) {
 	// The language signal ran beside the blocked model call.
 	if l := findSignal(res, "language"); l.Error != "" || l.Value == "" {
 		t.Fatalf("language %+v", l)
+	}
+}
+
+// localProbe is a classifier whose calls are a run in this process
+// (signal.LocalRunner): probes of one run value answer a text from one run,
+// as a joint model's heads do. It records whether each call ran on the
+// goroutine that called Route.
+type localProbe struct {
+	label string
+	run   *int
+	mu    *sync.Mutex
+	onReq *[]bool
+}
+
+func (c localProbe) Method() string { return "local-probe" }
+func (c localProbe) LocalRun() any  { return c.run }
+
+func (c localProbe) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	c.mu.Lock()
+	*c.onReq = append(*c.onReq, strings.Contains(stack, "engine.(*Generation).Route("))
+	c.mu.Unlock()
+	out := make([][]signal.LabelScore, len(texts))
+	for i := range texts {
+		out[i] = []signal.LabelScore{{Label: c.label, Score: 0.9}, {Label: "other", Score: 0.1}}
+	}
+	return out, nil
+}
+
+// A request's model sets run on its own goroutine when one local run
+// answers them all, its text is small and its budget large; on the lanes
+// otherwise (two runs, a long text, a tight budget, a model elsewhere).
+func TestOneLocalRunOnRequestGoroutine(t *testing.T) {
+	doc, _, err := recipes.LoadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := "Prove that there are infinitely many primes"
+	long := strings.Repeat("Prove that there are infinitely many primes. ", 100)
+	for _, tc := range []struct {
+		name      string
+		sameRun   bool
+		text      string
+		timeoutMS int
+		want      bool
+	}{
+		{"one run", true, short, 0, true},
+		{"two runs", false, short, 0, false},
+		{"long text", true, long, 0, false},
+		{"tight budget", true, short, 50, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := *doc
+			if tc.timeoutMS > 0 {
+				mc := recipes.ModelCatalog{}
+				if doc.Global.ModelCatalog != nil {
+					mc = *doc.Global.ModelCatalog
+				}
+				mc.SignalTimeoutMS = tc.timeoutMS
+				d.Global.ModelCatalog = &mc
+			}
+			var mu sync.Mutex
+			var onReq []bool
+			run, other := new(int), new(int)
+			jbRun := run
+			if !tc.sameRun {
+				jbRun = other
+			}
+			g, err := engine.Compile(&d, "", engine.Options{Models: signal.Models{
+				Domain:    localProbe{label: "math", run: run, mu: &mu, onReq: &onReq},
+				Jailbreak: localProbe{label: "benign", run: jbRun, mu: &mu, onReq: &onReq}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := g.Route(context.Background(), "", ask("MoM", tc.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := findSignal(res, "domain"); s.Error != "" || s.Value != "math" {
+				t.Fatalf("domain %+v", s)
+			}
+			if s := findSignal(res, "jailbreak"); s.Error != "" {
+				t.Fatalf("jailbreak %+v", s)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(onReq) != 2 {
+				t.Fatalf("%d model calls, want 2", len(onReq))
+			}
+			for _, on := range onReq {
+				if on != tc.want {
+					t.Fatalf("model calls on the request's goroutine: %v, want %v", onReq, tc.want)
+				}
+			}
+		})
 	}
 }

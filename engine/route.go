@@ -470,7 +470,10 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 	// one queued behind it. A goroutine per set, and one more per model
 	// call, cost more than most sets: each start, hand-off and wake-up is
 	// a futex call and a scheduling round on a busy server
-	// (docs/benchmarks.md, "Issue 16, session 12: semantic path").
+	// (docs/benchmarks.md, "Issue 16, session 12: semantic path"). When
+	// one run in this process answers every model set (oneLocalRun: the
+	// joint default model on a short text), no goroutine is started: the
+	// model sets run here, then the others.
 	r := &pendingRun{sets: make([]compiledSet, 0, npending), res: make([][]signal.Result, npending), fin: make([]bool, npending), left: npending}
 	var staged, local []int
 	for i, cs := range cr.sets {
@@ -507,8 +510,14 @@ func (g *Generation) evaluate(ctx context.Context, cr *compiledRecipe, in *signa
 	}
 	if len(r.models) > 0 {
 		mctx := signal.Detached(sctx)
-		for range min(len(r.models), modelLanes) {
-			go r.work(mctx, in)
+		if oneLocalRun(r, in, budget) {
+			// One run in this process answers every model set: run it
+			// here, before the other sets, rather than hand it to a lane.
+			r.work(mctx, in)
+		} else {
+			for range min(len(r.models), modelLanes) {
+				go r.work(mctx, in)
+			}
 		}
 	}
 	for i, cs := range cr.sets {
@@ -563,6 +572,58 @@ type pendingRun struct {
 // where one goroutine for all of them made a request wait for the sum of
 // its model calls.
 const modelLanes = 2
+
+// Bounds of running a request's model sets on its own goroutine
+// (oneLocalRun): the user text a model reads, which keeps the run to one
+// window of a few hundred tokens (~0.1–0.8 ms of CPU on the default
+// models), and the signal budget, which must leave such a run far inside
+// it, so that running it where the request waits does not stretch the
+// request's wait past its deadline (the deadline bounds the wait; a running
+// forward pass is not interrupted).
+const (
+	inlineModelBytes  = 4 << 10
+	inlineModelBudget = 100 * time.Millisecond
+)
+
+// oneLocalRun reports whether r's model sets are all answered by one run of
+// one model in this process (signal.LocalRunSet: the joint default model),
+// on an input and within a budget small enough to run it on the request's
+// goroutine (inlineModelBytes, inlineModelBudget). Then two lanes have
+// nothing to overlap but language detection, and the hand-off to them (a
+// goroutine start and wake-up per lane, the request's goroutine parked and
+// woken) costs more CPU than the overlap saves on a busy server
+// (docs/benchmarks.md, "Issue 16, session 14: semantic path").
+func oneLocalRun(r *pendingRun, in *signal.Input, budget time.Duration) bool {
+	if budget < inlineModelBudget || userBytes(in, inlineModelBytes) > inlineModelBytes {
+		return false
+	}
+	var run any
+	for _, k := range r.models {
+		ls, ok := r.sets[k].set.(signal.LocalRunSet)
+		if !ok {
+			return false
+		}
+		x := ls.LocalRun()
+		if x == nil || run != nil && x != run {
+			return false
+		}
+		run = x
+	}
+	return run != nil
+}
+
+// userBytes is the size of the text in's model sets read (every user
+// message, and Text), up to limit: past it the exact size does not matter.
+func userBytes(in *signal.Input, limit int) int {
+	n := 0
+	for _, t := range in.UserTexts {
+		n += len(t)
+		if n > limit {
+			break
+		}
+	}
+	return max(n, len(in.Text))
+}
 
 // work evaluates model sets, taking them in turn with the other lanes,
 // until none is left or ctx is done.

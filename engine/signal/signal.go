@@ -103,9 +103,10 @@ type InlineSet interface {
 
 // ModelSet is implemented by Sets that may call a model (domain, jailbreak,
 // embedding, complexity). The engine runs a request's ModelSets that call
-// one (CallsModel) one after another on a single goroutine under a Detached
-// context and waits for it under the signal deadline, instead of a goroutine
-// per Set and one more per model call.
+// one (CallsModel) in turn on at most two goroutines under a Detached
+// context and waits for them under the signal deadline, instead of a
+// goroutine per Set and one more per model call; or on the request's own
+// goroutine when one local run answers them all (LocalRunSet).
 type ModelSet interface {
 	Set
 	// CallsModel reports whether Evaluate calls a model rather than a

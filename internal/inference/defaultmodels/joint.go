@@ -332,6 +332,10 @@ type jointClassifier struct {
 func (c jointClassifier) Method() string                { return c.method }
 func (c jointClassifier) ModelFacts() signal.ModelFacts { return c.j.facts[c.head] }
 
+// LocalRun is the joint model: every head answers a text from one run
+// (signal.LocalRunner).
+func (c jointClassifier) LocalRun() any { return c.j }
+
 func (c jointClassifier) Classify(ctx context.Context, texts []string) ([][]signal.LabelScore, error) {
 	ans, err := c.j.answers(ctx, texts)
 	if err != nil {
@@ -359,6 +363,9 @@ type jointEmbedder struct{ j *joint }
 
 func (e jointEmbedder) Method() string                { return MethodEmbedder }
 func (e jointEmbedder) ModelFacts() signal.ModelFacts { return e.j.facts[HeadEmbedding] }
+
+// LocalRun is the joint model, as its classifiers' (signal.LocalRunner).
+func (e jointEmbedder) LocalRun() any { return e.j }
 
 func (e jointEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	ans, err := e.j.answers(ctx, texts)

@@ -208,6 +208,39 @@ func TestJointRunsOncePerText(t *testing.T) {
 	}
 }
 
+// The joint model's heads report one local run, so that the engine runs a
+// request's model sets on its goroutine (signal.LocalRunSet); two joint
+// models, or a separate model beside one, do not share theirs.
+func TestJointHeadsShareOneLocalRun(t *testing.T) {
+	rt := openRuntime(t)
+	ctx := context.Background()
+	jm, err := OpenModel(ctx, rt, sharedDir(t), JointName(ModelNames), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jm.Close()
+	run := signal.LocalRunOf(jm.Domain)
+	if run == nil || signal.LocalRunOf(jm.Jailbreak) != run || signal.LocalRunOf(jm.Embedder) != run {
+		t.Fatalf("heads' local runs %v %v %v, want one", run, signal.LocalRunOf(jm.Jailbreak), signal.LocalRunOf(jm.Embedder))
+	}
+	other, err := OpenModel(ctx, rt, sharedDir(t), JointName([]string{DomainName, JailbreakName}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sep, err := OpenModel(ctx, rt, sharedDir(t), DomainName, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sep.Close()
+	if r := signal.LocalRunOf(other.Domain); r == nil || r == run {
+		t.Errorf("another joint model's run %v (the first's %v)", r, run)
+	}
+	if r := signal.LocalRunOf(sep.Domain); r == nil || r == run {
+		t.Errorf("the separate domain model's run %v (the joint's %v)", r, run)
+	}
+}
+
 // Concurrent signals and requests asking about the same and different texts
 // get the answers one caller alone gets (run with -race).
 func TestJointConcurrentCallers(t *testing.T) {

@@ -110,6 +110,10 @@ func (c classifier) Method() string { return c.method }
 // ModelFacts: the package's forward window and identity.
 func (c classifier) ModelFacts() signal.ModelFacts { return factsOf(c.m) }
 
+// LocalRun is the loaded model, whose calls run on the calling goroutine
+// (signal.LocalRunner).
+func (c classifier) LocalRun() any { return c.m }
+
 func factsOf(m *inference.Model) signal.ModelFacts {
 	info := m.Info()
 	id := "onnx:" + info.Name
@@ -185,6 +189,9 @@ func (e embedder) Method() string { return e.method }
 
 // ModelFacts: the package's forward window and identity.
 func (e embedder) ModelFacts() signal.ModelFacts { return factsOf(e.m) }
+
+// LocalRun is the loaded model (signal.LocalRunner).
+func (e embedder) LocalRun() any { return e.m }
 
 func (e embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	resp, err := e.m.Embed(ctx, texts, inference.EmbedOptions{})
