@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -338,6 +339,30 @@ func BenchmarkRouteExampleLexicalUrgent(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res, err := g.Route(ctx, "", req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Decision != "urgent_support" {
+			b.Fatalf("decision %q, want urgent_support", res.Decision)
+		}
+	}
+}
+
+// BenchmarkRouteExampleLexicalDistinct is BenchmarkRouteExampleLexicalUrgent
+// with a different text each request (a request number at its end), as
+// real traffic has: a repeated text would find its lexical vector
+// remembered from the request before.
+func BenchmarkRouteExampleLexicalDistinct(b *testing.B) {
+	if _, err := os.Stat(example); err != nil {
+		b.Skip(err)
+	}
+	g := compileFile(b, example, engine.Options{})
+	ctx := context.Background()
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		res, err := g.Route(ctx, "", ask("MoM", "Urgent: where is my parcel? Answer in one word, please. (request "+strconv.Itoa(n)+")"))
 		if err != nil {
 			b.Fatal(err)
 		}

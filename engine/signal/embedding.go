@@ -25,7 +25,24 @@ type sharedEmbedder struct {
 	mu     sync.Mutex
 	calls  map[uint64]*embedCall
 	recent []uint64 // finished keys, oldest first
+	// lex holds the lexical embedder's last vectors (lexicalRecent), so
+	// that a request's embedding and complexity sets embed its text once.
+	lex     [lexicalRecent]lexicalVector
+	lexNext int
 }
+
+// lexicalVector is one text's vector from the lexical embedder, keyed as
+// calls are (a seeded hash and the text's length), without the text.
+type lexicalVector struct {
+	key  uint64
+	size int
+	vec  []float32
+}
+
+// lexicalRecent is how many lexical vectors are kept: a request's two sets
+// ask within microseconds of each other, and a few concurrent requests must
+// not push each other's out meanwhile.
+const lexicalRecent = 8
 
 type embedCall struct {
 	done chan struct{}
@@ -70,15 +87,10 @@ func (s *sharedEmbedder) embedAll(ctx context.Context, texts []string) ([][]floa
 // embed returns text's unit vector, sharing the call with concurrent askers.
 func (s *sharedEmbedder) embed(ctx context.Context, text string) ([]float32, error) {
 	text = truncateUTF8(text, maxEmbedInputBytes)
-	if s.lexical() {
-		// Microseconds, no model: sharing would cost more than it saves.
-		v, err := s.embedAll(ctx, []string{text})
-		if err != nil {
-			return nil, err
-		}
-		return v[0], nil
-	}
 	key := maphash.String(s.seed, text)
+	if s.lexical() {
+		return s.lexicalEmbed(ctx, key, text)
+	}
 	for {
 		s.mu.Lock()
 		c, ok := s.calls[key]
@@ -112,6 +124,36 @@ func (s *sharedEmbedder) embed(ctx context.Context, text string) ([]float32, err
 		}
 		return c.vec, c.err
 	}
+}
+
+// lexicalEmbed is embed for the lexical embedder: microseconds, no model,
+// so a call is not shared while it runs (two sets asking at once both
+// compute the vector; waiting on each other would cost more), but a
+// finished vector is remembered, and the second set of a request (the
+// embedding and complexity signals read the same text) takes it instead of
+// hashing the text's n-grams again.
+func (s *sharedEmbedder) lexicalEmbed(ctx context.Context, key uint64, text string) ([]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	for i := range s.lex {
+		if e := &s.lex[i]; e.vec != nil && e.key == key && e.size == len(text) {
+			v := e.vec
+			s.mu.Unlock()
+			return v, nil
+		}
+	}
+	s.mu.Unlock()
+	v, err := s.embedAll(ctx, []string{text})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.lex[s.lexNext] = lexicalVector{key: key, size: len(text), vec: v[0]}
+	s.lexNext = (s.lexNext + 1) % lexicalRecent
+	s.mu.Unlock()
+	return v[0], nil
 }
 
 // run makes the call, in its own goroutine unless ctx is Detached, so that a

@@ -2,10 +2,13 @@ package signal
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/lexical"
 	"github.com/junction-router/junction/recipes"
 )
 
@@ -172,5 +175,54 @@ func BenchmarkEmbeddingFallback(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Evaluate(b.Context(), in)
+	}
+}
+
+// The lexical embedder's vector of a text is computed once for the sets
+// that ask for it (the embedding and complexity signals of a request): the
+// second asker gets the first one's vector, which is the embedder's own.
+func TestLexicalVectorShared(t *testing.T) {
+	lex := lexical.NewHashedEmbedder(0)
+	emb := newSharedEmbedder(lex)
+	ctx := context.Background()
+	texts := []string{"Urgent: where is my parcel?", "Urgent: where is my parcel!", "Prove that there are infinitely many primes"}
+	first := make([][]float32, len(texts))
+	for i, text := range texts {
+		v, err := emb.embed(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := normalized(lex.Vector(text))
+		if !slices.Equal(v, want) {
+			t.Fatalf("%q: the shared vector differs from the embedder's", text)
+		}
+		first[i] = v
+	}
+	for i, text := range texts {
+		v, err := emb.embed(ctx, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if &v[0] != &first[i][0] {
+			t.Errorf("%q: embedded again instead of taking the remembered vector", text)
+		}
+	}
+	// Older texts make way for newer ones.
+	for i := range lexicalRecent {
+		if _, err := emb.embed(ctx, fmt.Sprintf("text %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := emb.embed(ctx, texts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &v[0] == &first[0][0] || !slices.Equal(v, first[0]) {
+		t.Errorf("a text pushed out was not embedded anew with the same answer")
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := emb.embed(cancelled, texts[1]); err == nil {
+		t.Error("a done context: no error")
 	}
 }
