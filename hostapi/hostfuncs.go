@@ -210,6 +210,9 @@ func (h *Host) hostLog(ctx context.Context, st *callState, in []byte) ([]byte, a
 	case abi.LogError:
 		level = slog.LevelError
 	}
+	if !mayAct(ctx) {
+		return nil, abi.StatusDenied
+	}
 	h.log.Log(ctx, level, msg, "plugin", st.typ, "mode", st.mode.String())
 	return nil, abi.StatusOK
 }
@@ -342,6 +345,9 @@ func (h *Host) hostMemoryRemember(ctx context.Context, st *callState, in []byte)
 	if m == nil {
 		return nil, abi.StatusUnavailable
 	}
+	if !mayAct(ctx) {
+		return nil, abi.StatusDenied
+	}
 	st.backendCalls++ // the mode allowed it (checked above)
 	if err := m.Remember(ctx, a.Scope, a.Text); err != nil {
 		return nil, backendStatus(err)
@@ -398,6 +404,9 @@ func (h *Host) hostCacheStore(ctx context.Context, st *callState, in []byte) ([]
 	if c == nil {
 		return nil, abi.StatusUnavailable
 	}
+	if !mayAct(ctx) {
+		return nil, abi.StatusDenied
+	}
 	st.backendCalls++ // the mode allowed it (checked above)
 	value := append([]byte(nil), a.Value...)
 	if err := c.Store(ctx, a.Namespace, a.Key, value, time.Duration(a.TTLSeconds)*time.Second, a.Embedding); err != nil {
@@ -419,12 +428,18 @@ func (h *Host) hostClassify(ctx context.Context, st *callState, in []byte) ([]by
 	if c == nil {
 		return nil, abi.StatusUnavailable
 	}
-	st.backendCalls++ // the mode allowed it (checked above)
-	if rc, ok := c.(RemoteClassifier); ok && st.parent != nil {
+	if rc, ok := c.(RemoteClassifier); ok {
 		if t := rc.RemoteTimeout(a.Binding); t > 0 {
-			return remoteClassify(st, rc, t, a.Binding, a.Text)
+			if !mayAct(ctx) {
+				return nil, abi.StatusDenied
+			}
+			if st.parent != nil {
+				st.backendCalls++ // the mode allowed it (checked above)
+				return remoteClassify(st, rc, t, a.Binding, a.Text)
+			}
 		}
 	}
+	st.backendCalls++ // the mode allowed it (checked above)
 	classes, err := c.Classify(ctx, a.Binding, a.Text)
 	if err != nil {
 		return nil, backendStatus(err)

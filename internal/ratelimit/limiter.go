@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/junction-router/junction/recipes"
@@ -90,10 +91,81 @@ func (l *Limiter) Admit(ctx context.Context, doc *recipes.Document, req *Request
 	if l == nil || doc == nil || len(doc.Global.RateLimits) == 0 {
 		return Admission{}, nil
 	}
-	limits := doc.Global.RateLimits
-	takes := make([]Take, 0, 2*len(limits))
 	var meta [16]takeMeta
-	info := meta[:0]
+	t, info := l.prepare(doc, req, meta[:0])
+	ok, err := l.store.Take(ctx, t.now, t.takes, t.levels)
+	return conclude(t, info, ok, err)
+}
+
+// DeferringStore is a Store that can hold a take back for the request's
+// first read of the same store to carry (a shared store, where the take is
+// a round trip of its own).
+type DeferringStore interface {
+	Store
+	// Defer holds the take back: ctx carried to the request's reads lets
+	// them carry it; take sends it unless a read did (once: later calls
+	// return the same) and returns what Take would, levels filled, or the
+	// error of ctx when it ended before the take was sent (nothing taken).
+	Defer(ctx context.Context, now time.Time, takes []Take, levels []Level) (carry context.Context, take func() (bool, error))
+}
+
+// Pending is a request's take held back (Limiter.Defer) until its verdict
+// is needed. Safe for concurrent use.
+type Pending struct {
+	t    takes
+	info []takeMeta
+	take func() (bool, error)
+	once sync.Once
+	a    Admission
+	err  error
+}
+
+// Defer is Admit, held back: on a DeferringStore it prepares req's take
+// (its buckets' keys and costs, from req as it is now) and returns it with
+// ctx carrying it to the request's reads of the same store, which may send
+// it with theirs (one round trip for both); Resolve sends it unless one
+// did, and must be called before the request has any effect. nil (and ctx)
+// when there is nothing to hold back: no limits, or a store that takes at
+// once (Local: call Admit).
+func (l *Limiter) Defer(ctx context.Context, doc *recipes.Document, req *Request) (*Pending, context.Context) {
+	if l == nil || doc == nil || len(doc.Global.RateLimits) == 0 {
+		return nil, ctx
+	}
+	ds, ok := l.store.(DeferringStore)
+	if !ok {
+		return nil, ctx
+	}
+	t, info := l.prepare(doc, req, nil)
+	carry, take := ds.Defer(ctx, t.now, t.takes, t.levels)
+	return &Pending{t: t, info: info, take: take}, carry
+}
+
+// Resolve is the held-back take's outcome, what Admit would have returned:
+// the take is sent now unless a read carried it.
+func (p *Pending) Resolve() (Admission, error) {
+	p.once.Do(func() {
+		ok, err := p.take()
+		p.a, p.err = conclude(p.t, p.info, ok, err)
+	})
+	return p.a, p.err
+}
+
+// takes is one request's take: the buckets and their levels once taken.
+// (What each bucket is, for the answer's headers, is kept apart: Admit
+// keeps it on its stack, where a field beside the buckets could not stay.)
+type takes struct {
+	store   Store
+	now     time.Time
+	takes   []Take
+	levels  []Level
+	charged int64
+}
+
+// prepare is req's take under doc's limits and the buckets' descriptions
+// (appended to info).
+func (l *Limiter) prepare(doc *recipes.Document, req *Request, info []takeMeta) (takes, []takeMeta) {
+	limits := doc.Global.RateLimits
+	t := takes{store: l.store, now: l.now(), charged: max(req.Tokens, 0), takes: make([]Take, 0, 2*len(limits))}
 	for _, rl := range limits {
 		window := rl.Window.Duration
 		if window <= 0 {
@@ -101,20 +173,24 @@ func (l *Limiter) Admit(ctx context.Context, doc *recipes.Document, req *Request
 		}
 		id := rl.Name + "\x00" + keyValue(rl, req)
 		if rl.Requests > 0 {
-			takes = append(takes, Take{Bucket: Bucket{ID: "r\x00" + id, Capacity: rl.Requests, Window: window}, N: 1})
+			t.takes = append(t.takes, Take{Bucket: Bucket{ID: "r\x00" + id, Capacity: rl.Requests, Window: window}, N: 1})
 			info = append(info, takeMeta{name: rl.Name, dim: "requests"})
 		}
 		if rl.Tokens > 0 {
-			takes = append(takes, Take{Bucket: Bucket{ID: "t\x00" + id, Capacity: rl.Tokens, Window: window}, N: max(req.Tokens, 0)})
+			t.takes = append(t.takes, Take{Bucket: Bucket{ID: "t\x00" + id, Capacity: rl.Tokens, Window: window}, N: max(req.Tokens, 0)})
 			info = append(info, takeMeta{name: rl.Name, dim: "tokens"})
 		}
 	}
-	levels := make([]Level, len(takes))
-	now := l.now()
-	ok, err := l.store.Take(ctx, now, takes, levels)
+	t.levels = make([]Level, len(t.takes))
+	return t, info
+}
+
+// conclude turns the store's answer to t into Admit's.
+func conclude(t takes, info []takeMeta, ok bool, err error) (Admission, error) {
 	if err != nil {
 		return Admission{}, fmt.Errorf("rate limits: %w", err)
 	}
+	takes, levels := t.takes, t.levels
 	if !ok {
 		// The limit that makes the request wait longest is the one to report.
 		worst := -1
@@ -125,7 +201,7 @@ func (l *Limiter) Admit(ctx context.Context, doc *recipes.Document, req *Request
 		}
 		return Admission{}, &Refusal{status(takes[worst], info[worst], levels[worst], true)}
 	}
-	a := Admission{store: l.store, charged: max(req.Tokens, 0)}
+	a := Admission{store: t.store, charged: t.charged}
 	tight := -1
 	for i, t := range takes {
 		if info[i].dim == "tokens" {

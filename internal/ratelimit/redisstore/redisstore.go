@@ -6,6 +6,10 @@
 // closed (refused) as configured, counted in junction_state_errors_total
 // and logged, never an error the request sees.
 //
+// A take can be held back (Store.Defer, a redisstate.Deferred) so that the
+// request's first read from Redis, the response cache's exact lookup,
+// carries it in one pipeline: one round trip for both on one server.
+//
 // On a Redis Cluster the buckets are one key group (redisstate.Client.Group,
 // a hash tag), so the buckets of any request share a slot and the script
 // stays atomic; they live on one shard, as they must for one script to take
@@ -14,6 +18,8 @@ package redisstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -68,12 +74,20 @@ var _ ratelimit.Store = (*Store)(nil)
 
 func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, adjust bool) ([]float64, bool, error) {
 	keys, args := s.script(now, takes, adjust)
-	res, err := take.Run(ctx, s.c, keys, args...).Slice()
+	return parse(take.Run(ctx, s.c, keys, args...).Slice())
+}
+
+// parse reads the script's answer: each bucket's level and whether the take
+// was admitted.
+func parse(res []any, err error) ([]float64, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	levels := make([]float64, len(takes))
-	for i := range takes {
+	if len(res) == 0 {
+		return nil, false, errors.New("the take script answered nothing")
+	}
+	levels := make([]float64, len(res)-1)
+	for i := range levels {
 		str, _ := res[i].(string)
 		levels[i], _ = strconv.ParseFloat(str, 64)
 	}
@@ -99,7 +113,19 @@ func (s *Store) script(now time.Time, takes []ratelimit.Take, adjust bool) ([]st
 
 // Take implements ratelimit.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (bool, error) {
-	got, ok, err := s.run(ctx, now, takes, false)
+	keys, args := s.script(now, takes, false)
+	res, err := take.Run(ctx, s.c, keys, args...).Slice()
+	return s.settle(now, takes, levels, res, err), nil
+}
+
+// settle reads the script's answer to takes (err: Redis did not answer)
+// into levels and returns the verdict; on an error the take fails open or
+// closed, counted and logged.
+func (s *Store) settle(now time.Time, takes []ratelimit.Take, levels []ratelimit.Level, res []any, err error) bool {
+	got, ok, err := parse(res, err)
+	if err == nil && len(got) != len(takes) {
+		err = fmt.Errorf("the take script answered %d levels for %d buckets", len(got), len(takes))
+	}
 	if err != nil {
 		s.c.Failed("rate_limit", "take", err)
 		for i, t := range takes {
@@ -108,7 +134,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take,
 				levels[i] = ratelimit.Level{Full: now.Add(t.Bucket.Window), Wait: time.Second}
 			}
 		}
-		return s.FailOpen, nil
+		return s.FailOpen
 	}
 	for i, t := range takes {
 		n := t.N
@@ -117,7 +143,55 @@ func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take,
 		}
 		levels[i] = level(now, t.Bucket, got[i], n)
 	}
-	return ok, nil
+	return ok
+}
+
+var _ ratelimit.DeferringStore = (*Store)(nil)
+
+// Defer implements ratelimit.DeferringStore: the take is a
+// redisstate.Deferred on the returned context, which the request's first
+// read from Redis (the response cache's lookup: rediscache) sends in its
+// own pipeline, one round trip for both on one server (on a cluster the
+// bucket's node and the entry's answer in parallel). take sends it alone
+// if nothing did; Redis not answering fails open or closed as Take does.
+// A take not yet sent when the request's context ends is not sent: take
+// then returns the context's error.
+func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, func() (bool, error)) {
+	keys, args := s.script(now, takes, false)
+	d := s.c.Defer(ctx, &deferred{s: s, now: now, takes: takes, levels: levels, keys: keys, args: args})
+	return redisstate.WithDeferred(ctx, d), d.Send
+}
+
+// deferred is a held-back take, as a redisstate.Deferrable.
+type deferred struct {
+	s      *Store
+	now    time.Time
+	takes  []ratelimit.Take
+	levels []ratelimit.Level
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+func (d *deferred) Queue(ctx context.Context, p redis.Pipeliner) {
+	d.cmd = take.EvalSha(ctx, p, d.keys, d.args...)
+}
+
+func (d *deferred) Carried(ctx context.Context) bool {
+	res, err := d.cmd.Slice()
+	if noScript(err) { // Redis lost the script (a restart, SCRIPT FLUSH): it runs now, and is kept again
+		res, err = take.Eval(ctx, d.s.c, d.keys, d.args...).Slice()
+	}
+	return d.s.settle(d.now, d.takes, d.levels, res, err)
+}
+
+func (d *deferred) Send(ctx context.Context) bool {
+	res, err := take.Run(ctx, d.s.c, d.keys, d.args...).Slice()
+	return d.s.settle(d.now, d.takes, d.levels, res, err)
+}
+
+func noScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
 }
 
 // Adjust implements ratelimit.Store.

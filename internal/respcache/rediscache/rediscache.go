@@ -38,6 +38,12 @@
 // recently used entries and deletes them from Redis, so with several
 // replicas the cache may hold fewer entries than the bound, never more.
 //
+// The request path. An exact lookup of a key the index lacks is one GET;
+// a request whose rate-limit take is held back (redisstate.Deferred, see
+// internal/ratelimit/redisstore) sends the take in the same pipeline, so a
+// miss costs one round trip for both, and a refused request's lookup is a
+// miss that counts nothing.
+//
 // Redis down: a lookup is answered from the local index (a miss for
 // entries it does not hold), a store is kept locally and not shared, both
 // counted in junction_state_errors_total{feature="response_cache"} and
@@ -394,28 +400,54 @@ func (b *Backend) publish(ctx context.Context, p redis.Pipeliner, fields ...stri
 // Lookup implements hostapi.Cache: from the local index, after reading a
 // key it does not hold from Redis (another replica's store, not yet
 // streamed here).
+//
+// A request whose context holds back a command for Redis
+// (redisstate.Deferred: the rate limiter's take) sends it with that read,
+// one round trip for both, or alone first when there is nothing to read;
+// when its verdict refuses the request the lookup is a miss that touches
+// nothing (no count, no entry's use), as if the request never reached the
+// cache.
 func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float32, threshold float32) (abi.CacheEntry, bool, error) {
+	d := redisstate.DeferredFrom(ctx)
 	if key != "" && b.up() {
 		if _, _, held := b.mem.Times(ns, key); !held {
-			b.fetch(ctx, member(ns, key))
+			if !b.fetch(ctx, d, member(ns, key)) {
+				return abi.CacheEntry{}, false, nil
+			}
 		}
+	}
+	if pass, _ := d.Send(); !pass {
+		return abi.CacheEntry{}, false, nil
 	}
 	return b.mem.Lookup(ctx, ns, key, embedding, threshold)
 }
 
-// fetch reads one entry from Redis into the index.
-func (b *Backend) fetch(ctx context.Context, m string) {
+// fetch reads one entry from Redis into the index, with d (see Lookup;
+// carried, the pipeline runs under d's context and the take's deadline, not
+// opTimeout), and returns d's verdict.
+func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, m string) bool {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	v, err := b.c.Get(ctx, b.entryKey(m)).Result()
+	var v string
+	var err error
+	if d == nil {
+		v, err = b.c.Get(ctx, b.entryKey(m)).Result()
+	} else {
+		var get *redis.StringCmd
+		if pass, _ := d.Pipelined(ctx, b.c, func(p redis.Pipeliner) { get = p.Get(ctx, b.entryKey(m)) }); !pass {
+			return false
+		}
+		v, err = get.Result()
+	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		b.failed("lookup", err)
-		return
+		return true
 	}
 	b.ok()
 	if r, ok := parseRow(m, v); ok {
 		b.restore(r)
 	}
+	return true
 }
 
 // Store implements hostapi.Cache: the entry is in the local index, and in

@@ -19,6 +19,11 @@
 // Client.ScanKeys scans every master. With one server the groups are the
 // same key names as before cluster mode existed (no tag), so switching
 // modes is a new key layout while upgrading keeps the old one.
+//
+// One round trip a request. A command a request must send before any
+// effect (the rate-limit take) can ride on the request's first read
+// (Deferred): both go in one pipeline, one write and one wait on one
+// server; on a cluster the client sends each to its key's node in parallel.
 package redisstate
 
 import (
