@@ -226,6 +226,9 @@ type Outcome struct {
 	// admission holds the request's rate-limit tokens until its usage
 	// settles them.
 	admission ratelimit.Admission
+	// pending is the request's rate-limit take while it is held back for
+	// the plugin stage (Plane.admit), nil once resolved.
+	pending *ratelimit.Pending
 	// replay is what the decision record needs beyond the result, kept
 	// when the decision runs router_replay and a recorder is configured.
 	replay *replayInput
@@ -344,7 +347,8 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 		p.fail(in, out, label, metrics.ReasonUpstream5xx, e)
 		return
 	}
-	if !p.admit(ctx, in, out, req, res, label) {
+	pctx, ok := p.admit(ctx, in, out, req, res, label)
+	if !ok {
 		return
 	}
 	header := UpstreamHeader(in.Header, ref, req.Stream, in.ClientAuthorization)
@@ -352,7 +356,7 @@ func (p *Plane) run(ctx context.Context, in *Request, out *Outcome) {
 
 	if len(res.Plugins) > 0 {
 		lent := lendClientHeaders(header, in.ClientHeader)
-		imm, ok := p.runPlugins(ctx, in, out, rt, req, &header)
+		imm, ok := p.runPlugins(pctx, in, out, rt, req, &header)
 		if !ok {
 			return
 		}
@@ -511,6 +515,9 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 	if res.PII.Scanned && len(res.Plugins) > 0 {
 		pii, err := LocatePII(req, &res.PII)
 		if err != nil {
+			if !p.resolve(ctx, in, out, metrics.ModelLabel(res)) {
+				return nil, false
+			}
 			// Plugins that mask personal data must not be told there is none.
 			p.fail(in, out, metrics.ModelLabel(res), metrics.ReasonUnknown, NewError(http.StatusInternalServerError, TypePlugin, err.Error()))
 			return nil, false
@@ -518,6 +525,11 @@ func (p *Plane) runPlugins(ctx context.Context, in *Request, out *Outcome, rt *R
 		preq.PII = pii
 	}
 	po, err := p.plugins.Request(ctx, res.Plugins, preq)
+	// A held-back take's verdict comes before anything of the stage is
+	// used: a refused request is answered as if it never reached it.
+	if !p.resolve(ctx, in, out, metrics.ModelLabel(res)) {
+		return nil, false
+	}
 	*header = preq.Header
 	rt.Plugins = po.Reports
 	rt.CacheStatus = po.CacheStatus

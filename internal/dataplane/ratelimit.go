@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/internal/chat"
 	"github.com/junction-router/junction/internal/ratelimit"
 )
@@ -28,10 +29,18 @@ type RateLimitDetails struct {
 // and nothing allocated, when there are none). A refused request is
 // answered 429 here; an admitted one keeps its admission for the answer's
 // headers and for settling tokens from usage.
-func (p *Plane) admit(ctx context.Context, in *Request, out *Outcome, req *chat.Request, res *engine.Result, label string) bool {
+//
+// On a shared store (Redis) with plugins to run, the take is held back
+// instead (out.pending; ok is true): the returned context carries it to
+// the plugin stage, whose first read from Redis (the response cache's
+// lookup) sends it in the same round trip, and it gates the stage's
+// effects (hostapi.WithEffectGate: a store, a remote classification, a log
+// line wait for the verdict); resolve concludes it at the end of the stage
+// at the latest, before anything is answered or forwarded.
+func (p *Plane) admit(ctx context.Context, in *Request, out *Outcome, req *chat.Request, res *engine.Result, label string) (context.Context, bool) {
 	doc := in.Gen.Document()
 	if p.limiter == nil || len(doc.Global.RateLimits) == 0 {
-		return true
+		return ctx, true
 	}
 	client := in.ClientHeader
 	if client == nil {
@@ -45,7 +54,36 @@ func (p *Plane) admit(ctx context.Context, in *Request, out *Outcome, req *chat.
 		Header:   client.Get,
 		Tokens:   ratelimit.Estimate(promptBytes(req), maxCompletion(req)),
 	}
+	if len(res.Plugins) > 0 && p.plugins != nil {
+		if pend, carry := p.limiter.Defer(ctx, doc, rl); pend != nil {
+			out.pending = pend
+			return hostapi.WithEffectGate(carry, func() bool { _, err := pend.Resolve(); return err == nil }), true
+		}
+	}
 	a, err := p.limiter.Admit(ctx, doc, rl)
+	return ctx, p.admitted(in, out, label, a, err)
+}
+
+// resolve concludes a held-back take (admit), once: false when the request
+// is refused (answered, as admit answers it) or its client went away before
+// the take was sent (nothing was taken; the request is cancelled).
+func (p *Plane) resolve(ctx context.Context, in *Request, out *Outcome, label string) bool {
+	pend := out.pending
+	if pend == nil {
+		return true
+	}
+	out.pending = nil
+	a, err := pend.Resolve()
+	if err != nil && ctx.Err() != nil {
+		p.cancelled(out, label)
+		return false
+	}
+	return p.admitted(in, out, label, a, err)
+}
+
+// admitted is the outcome of a take: the admission kept, or the refusal
+// answered (429; 503 when the limits cannot be checked at all).
+func (p *Plane) admitted(in *Request, out *Outcome, label string, a ratelimit.Admission, err error) bool {
 	if err != nil {
 		var r *ratelimit.Refusal
 		if !asRefusal(err, &r) {

@@ -6,28 +6,17 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/hostapi"
-	"github.com/junction-router/junction/hostapi/plugintest"
-	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/internal/plugin"
-	"github.com/junction-router/junction/internal/plugin/native"
-	"github.com/junction-router/junction/internal/plugin/wasm"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/ratelimit/redisstore"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/respcache/rediscache"
 	"github.com/junction-router/junction/internal/state/redisstate"
 	"github.com/junction-router/junction/internal/state/redisstate/redistest"
-	"github.com/junction-router/junction/recipes"
 )
 
 // BenchmarkGatewaySharedState is the latency the shared state on Redis
@@ -122,46 +111,7 @@ func BenchmarkGatewaySharedState(b *testing.B) {
 // exact) on cache and whose global.rate_limits (one limit per model, too
 // large to refuse) count in limiter; with cache nil neither is configured.
 func stateGateway(b *testing.B, cache respcache.Backend, limiter *ratelimit.Limiter, answer []byte) *Server {
-	b.Helper()
-	ctx := context.Background()
-	plugins, limits := "", ""
-	if cache != nil {
-		plugins = "\n        plugins: [{type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}]"
-		limits = "\nglobal: {rate_limits: [{name: per-model, key: model, requests: 1000000000000, window: 1h}]}"
-	}
-	doc, err := recipes.Parse([]byte(benchProviders + limits + `
-recipes:
-  - name: default
-    decisions:
-      - name: general
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]` + plugins + "\n"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	backends, _, _, err := wasm.Backends(nil, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if cache != nil {
-		backends.Cache = respcache.Scoped{Backend: cache} // as serve wires it (internal/pluginsys)
-	}
-	host, err := hostapi.New(ctx, hostapi.Config{CacheDir: plugintest.CacheDir(), Backends: backends, Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = host.Close(ctx) })
-	ups := NewUpstreams(UpstreamOptions{Demo: fixedUpstream{answer: answer}})
-	b.Cleanup(ups.Close)
-	return New(Options{
-		Listener: doc.Listeners[0], Runtime: engine.NewRuntime(gen), Metrics: metrics.New(prometheus.NewRegistry()),
-		Plugins: plugin.New(native.WithHost(host, hostapi.Limits{})), Upstreams: ups, Logger: slog.New(slog.DiscardHandler),
-		Limiter: limiter,
-	})
+	return sharedStateGateway(b, cache, limiter, 1000000000000, fixedUpstream{answer: answer})
 }
 
 // stateServe sends question n and returns how long the handler took to
