@@ -32,10 +32,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,6 +86,8 @@ type Client struct {
 	Prefix  string
 	cluster *redis.ClusterClient // nil for one server
 	addr    string               // for messages: the address, or the seeds joined
+	tls     bool                 // tls.enabled, for the advice of Ping's errors
+	pwEnv   string               // password_env, for the same
 	errors  *prometheus.CounterVec
 	log     *slog.Logger
 
@@ -150,6 +154,8 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 	cl := &Client{
 		Prefix: prefix,
 		addr:   c.Address,
+		tls:    c.TLS.Enabled,
+		pwEnv:  c.PasswordEnv,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "junction_state_errors_total",
 			Help: "Operations on the shared state (Redis) that failed, by feature and operation; the feature degraded instead (a cache miss, a rate limit failing open or closed).",
@@ -226,9 +232,47 @@ func (c *Client) Ping(ctx context.Context) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("redis at %s (global.state.redis) does not answer: %w", c.addr, err)
+		return fmt.Errorf("redis at %s (global.state.redis) does not answer: %w%s", c.addr, err, c.advice(err))
 	}
 	return nil
+}
+
+// advice is what to do about err, the error of a connection or a PING,
+// where its cause is a setting ("" where it is not): a certificate the
+// client does not trust, a TLS client talking to a plain port or the
+// other way round, a missing client certificate or password.
+func (c *Client) advice(err error) string {
+	var (
+		unknownCA  x509.UnknownAuthorityError
+		hostname   x509.HostnameError
+		invalid    x509.CertificateInvalidError
+		plainReply tls.RecordHeaderError
+	)
+	msg := err.Error()
+	switch {
+	case errors.As(err, &unknownCA):
+		return "; the server's certificate is not signed by a CA the client trusts: set global.state.redis.tls.ca_file to the CA certificate that signed it"
+	case errors.As(err, &hostname):
+		return "; the server's certificate does not name the host the address names: connect by a name or IP the certificate lists, or reissue the certificate"
+	case errors.As(err, &invalid):
+		return "; the server's certificate is not valid (expired, or not for a server): renew it"
+	case errors.As(err, &plainReply):
+		return "; the server does not speak TLS on that port: set global.state.redis.tls.enabled: false, or use the server's TLS port"
+	case strings.Contains(msg, "remote error: tls:"):
+		return "; the server refused the TLS handshake: if it requires client certificates (tls-auth-clients yes), set global.state.redis.tls.cert_file and key_file to a certificate its CA signed"
+	case strings.Contains(msg, "NOAUTH") && c.pwEnv == "":
+		return "; the server requires a password: set global.state.redis.password_env to the environment variable that holds it"
+	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
+		return fmt.Sprintf("; the server refuses the password in %s: set it to the server's password (requirepass)", c.pwEnv)
+	case c.tls && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || strings.Contains(msg, "i/o timeout")):
+		// A plain server reads a ClientHello as the start of an inline
+		// command and waits for its end: the handshake times out.
+		return "; the TLS handshake got no answer: if the server does not speak TLS on that port, set global.state.redis.tls.enabled: false, or use the server's TLS port"
+	case !c.tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "connection reset")):
+		return "; the server closed the connection or did not answer: if it serves TLS on that port, set global.state.redis.tls.enabled: true"
+	}
+	return ""
 }
 
 // Addr says where the client connects, for messages: the server's address,

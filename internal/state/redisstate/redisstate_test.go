@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -145,5 +146,111 @@ func TestCluster(t *testing.T) {
 	}
 	if found != n+3 {
 		t.Fatalf("ScanKeys found %d keys of %d", found, n+3)
+	}
+}
+
+// pingWith pings the server with cfg (a fresh prefix is not needed: a
+// PING touches no key), within 5 s: a failure must be an error, not a hang.
+func pingWith(t *testing.T, cfg redisstate.Config) error {
+	t.Helper()
+	c, err := redisstate.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	err = c.Ping(ctx)
+	if d := time.Since(start); d > 4*time.Second {
+		t.Fatalf("a ping took %v (err %v): it should fail fast", d, err)
+	}
+	return err
+}
+
+// TestTLS: against a real redis-server that speaks TLS only, a client
+// with tls.enabled and the CA's certificate as ca_file connects and
+// stores; with the wrong CA, or without TLS, it fails at once with an
+// error that says what to set.
+func TestTLS(t *testing.T) {
+	s := redistest.StartServerWith(t, redistest.Options{TLS: true, Volatile: true})
+	c := s.Client(t)
+	ctx := context.Background()
+	if err := c.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, c.Prefix+"k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Get(ctx, c.Prefix+"k").Result(); err != nil || v != "v" {
+		t.Fatalf("get over TLS: %q, %v", v, err)
+	}
+
+	wrong := s.Config()
+	wrong.TLS.CAFile = redistest.NewTLSFiles(t).CA
+	if err := pingWith(t, wrong); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.ca_file to the CA certificate that signed it") {
+		t.Fatalf("a CA that did not sign the server's certificate: %v", err)
+	}
+	system := s.Config()
+	system.TLS.CAFile = "" // the system's roots do not hold the test CA
+	if err := pingWith(t, system); err == nil || !strings.Contains(err.Error(), "tls.ca_file") {
+		t.Fatalf("the system's roots for a private CA: %v", err)
+	}
+	plain := redisstate.Config{Address: s.Addr()}
+	if err := pingWith(t, plain); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.enabled: true") {
+		t.Fatalf("plain TCP to a TLS port: %v", err)
+	}
+
+	p := redistest.StartVolatileServer(t)
+	tlsToPlain := s.Config()
+	tlsToPlain.Address = p.Addr()
+	if err := pingWith(t, tlsToPlain); err == nil || !strings.Contains(err.Error(), "does not speak TLS on that port, set global.state.redis.tls.enabled: false") {
+		t.Fatalf("TLS to a plain port: %v", err)
+	}
+}
+
+// TestMutualTLS: a server that requires client certificates
+// (tls-auth-clients yes) refuses a client without cert_file and key_file,
+// saying to set them, and serves one with a certificate its CA signed, and
+// a password from password_env on top.
+func TestMutualTLS(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_REDIS_TLS_PASSWORD", "tls-s3cret")
+	s := redistest.StartServerWith(t, redistest.Options{TLS: true, ClientCerts: "yes", Volatile: true, PasswordEnv: "JUNCTION_TEST_REDIS_TLS_PASSWORD"})
+	if err := pingWith(t, s.Config()); err != nil {
+		t.Fatalf("a client certificate the server's CA signed: %v", err)
+	}
+	c := s.Client(t)
+	if err := c.Set(context.Background(), c.Prefix+"k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	noCert := s.Config()
+	noCert.TLS.CertFile, noCert.TLS.KeyFile = "", ""
+	if err := pingWith(t, noCert); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.cert_file and key_file") {
+		t.Fatalf("no client certificate for a server that requires one: %v", err)
+	}
+	other := redistest.NewTLSFiles(t)
+	strange := s.Config()
+	strange.TLS.CertFile, strange.TLS.KeyFile = other.ClientCert, other.ClientKey
+	if err := pingWith(t, strange); err == nil || !strings.Contains(err.Error(), "cert_file and key_file") {
+		t.Fatalf("a client certificate another CA signed: %v", err)
+	}
+}
+
+// TestPassword: a server with requirepass refuses a client without a
+// password, and one with the wrong password, each with what to set; the
+// password in password_env's variable is accepted.
+func TestPassword(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_REDIS_PASSWORD", "s3cret")
+	s := redistest.StartServerWith(t, redistest.Options{Volatile: true, PasswordEnv: "JUNCTION_TEST_REDIS_PASSWORD"})
+	if err := pingWith(t, s.Config()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pingWith(t, redisstate.Config{Address: s.Addr()}); err == nil || !strings.Contains(err.Error(), "set global.state.redis.password_env") {
+		t.Fatalf("no password: %v", err)
+	}
+	t.Setenv("JUNCTION_TEST_REDIS_WRONG_PASSWORD", "guess")
+	if err := pingWith(t, redisstate.Config{Address: s.Addr(), PasswordEnv: "JUNCTION_TEST_REDIS_WRONG_PASSWORD"}); err == nil ||
+		!strings.Contains(err.Error(), "refuses the password in JUNCTION_TEST_REDIS_WRONG_PASSWORD") {
+		t.Fatalf("a wrong password: %v", err)
 	}
 }

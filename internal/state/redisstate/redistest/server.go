@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -20,24 +21,47 @@ import (
 // it and start it again on the same port and directory, where it loads the
 // append-only file.
 type Server struct {
-	t        testing.TB
-	port     int
-	dir      string
-	cmd      *exec.Cmd
-	volatile bool // no append-only file
+	t      testing.TB
+	port   int
+	dir    string
+	cmd    *exec.Cmd
+	exited <-chan error // cmd's Wait
+	o      Options
+	// TLS is the PKI of a TLS server (Options.TLS); nil without TLS.
+	TLS *TLSFiles
+}
+
+// Options are what StartServerWith starts.
+type Options struct {
+	// Volatile: no append-only file, no snapshots.
+	Volatile bool
+	// TLS: the server speaks TLS only (--port 0, --tls-port), with a
+	// certificate from a fresh CA (Server.TLS).
+	TLS bool
+	// ClientCerts is --tls-auth-clients: "no", "optional" or "yes" (the
+	// server refuses a client without a certificate its CA signed). Empty
+	// is "optional".
+	ClientCerts string
+	// PasswordEnv names an environment variable the test has set: the
+	// server requires its value (--requirepass), and Config carries it as
+	// password_env.
+	PasswordEnv string
 }
 
 // StartServer starts a redis-server, skipping the test when the binary is
 // absent (failing under CI, which installs it). It is killed when t ends.
-func StartServer(t testing.TB) *Server { return startServer(t, false) }
+func StartServer(t testing.TB) *Server { return StartServerWith(t, Options{}) }
 
 // StartVolatileServer starts a redis-server without persistence (no
 // append-only file, no snapshots), as the cluster nodes of StartCluster
 // run and as a Redis that holds only the cache and rate limits may: what
 // the benchmarks compare one server with a cluster on.
-func StartVolatileServer(t testing.TB) *Server { return startServer(t, true) }
+func StartVolatileServer(t testing.TB) *Server { return StartServerWith(t, Options{Volatile: true}) }
 
-func startServer(t testing.TB, volatile bool) *Server {
+// StartServerWith starts a redis-server as o asks, skipping the test when
+// the binary is absent (failing under CI, which installs it). It is killed
+// when t ends.
+func StartServerWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -49,8 +73,17 @@ func startServer(t testing.TB, volatile bool) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), volatile: volatile}
+	s := &Server{t: t, port: l.Addr().(*net.TCPAddr).Port, dir: t.TempDir(), o: o}
 	l.Close()
+	if o.PasswordEnv != "" && os.Getenv(o.PasswordEnv) == "" {
+		t.Fatalf("redistest: Options.PasswordEnv names %s, which is empty: t.Setenv it first", o.PasswordEnv)
+	}
+	if o.TLS {
+		s.TLS = NewTLSFiles(t)
+		if o.ClientCerts == "" {
+			s.o.ClientCerts = "optional"
+		}
+	}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -63,22 +96,44 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 // it does once it has loaded its append-only file.
 func (s *Server) Start() {
 	s.t.Helper()
-	persist := []string{"--appendonly", "yes", "--appendfsync", "always"}
-	if s.volatile {
-		persist = []string{"--appendonly", "no"}
+	args := []string{"--bind", "127.0.0.1", "--dir", s.dir, "--save", ""}
+	if s.o.Volatile {
+		args = append(args, "--appendonly", "no")
+	} else {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
 	}
-	s.cmd = exec.Command("redis-server", append([]string{"--port", fmt.Sprint(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
-		"--save", ""}, persist...)...)
+	if s.TLS != nil {
+		args = append(args, "--port", "0", "--tls-port", fmt.Sprint(s.port),
+			"--tls-cert-file", s.TLS.ServerCert, "--tls-key-file", s.TLS.ServerKey, "--tls-ca-cert-file", s.TLS.CA,
+			"--tls-auth-clients", s.o.ClientCerts)
+	} else {
+		args = append(args, "--port", fmt.Sprint(s.port))
+	}
+	if s.o.PasswordEnv != "" {
+		args = append(args, "--requirepass", os.Getenv(s.o.PasswordEnv))
+	}
+	var stderr bytes.Buffer
+	s.cmd = exec.Command("redis-server", args...)
+	s.cmd.Stdout, s.cmd.Stderr = &stderr, &stderr
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	c, err := redisstate.New(redisstate.Config{Address: s.Addr()}, nil)
+	exited := make(chan error, 1)
+	go func() { exited <- s.cmd.Wait() }()
+	s.exited = exited
+	c, err := redisstate.New(s.Config(), nil)
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for c.Ping(context.Background()) != nil {
+		select {
+		case err := <-exited:
+			s.cmd = nil
+			s.t.Fatalf("redis-server %v exited (%v): %s", args, err, stderr.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			s.t.Fatalf("redis-server on %s did not answer in 10 s", s.Addr())
 		}
@@ -86,11 +141,27 @@ func (s *Server) Start() {
 	}
 }
 
+// Config is global.state.redis for the server: its address, and with TLS
+// the CA (and, where the server requires one, the client certificate),
+// with a password the password_env.
+func (s *Server) Config() redisstate.Config {
+	c := redisstate.Config{Address: s.Addr(), PasswordEnv: s.o.PasswordEnv}
+	if s.TLS != nil {
+		c.TLS = redisstate.TLS{Enabled: true, CAFile: s.TLS.CA}
+		if s.o.ClientCerts == "yes" {
+			c.TLS.CertFile, c.TLS.KeyFile = s.TLS.ClientCert, s.TLS.ClientKey
+		}
+	}
+	return c
+}
+
 // Client is a client of the server under a key prefix of its own, whose
 // keys are deleted when t ends.
 func (s *Server) Client(t testing.TB) *redisstate.Client {
 	t.Helper()
-	c, err := redisstate.New(redisstate.Config{Address: s.Addr(), KeyPrefix: freshPrefix()}, nil)
+	cfg := s.Config()
+	cfg.KeyPrefix = freshPrefix()
+	c, err := redisstate.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +179,7 @@ func (s *Server) Stop() { s.end(syscall.SIGTERM) }
 func (s *Server) end(sig syscall.Signal) {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(sig)
-		_ = s.cmd.Wait()
+		<-s.exited
 		s.cmd = nil
 	}
 }
