@@ -111,11 +111,12 @@ type exchange struct {
 
 	mu       sync.Mutex // held by whichever goroutine works on the exchange
 	timer    *time.Timer
-	deadline time.Time
-	closed   bool   // the time bound ended the stream; the worker must stop
-	cut      bool   // the idle bound ended the stream's context
-	endErr   error  // what the stream ends with when cut
-	cancel   func() // ends the stream's context (streamCtx.end)
+	deadline time.Time // when the current wait ends
+	fireAt   time.Time // when the timer is set to fire (at deadline or before); zero: not set
+	closed   bool      // the time bound ended the stream; the worker must stop
+	cut      bool      // the idle bound ended the stream's context
+	endErr   error     // what the stream ends with when cut
+	cancel   func()    // ends the stream's context (streamCtx.end)
 
 	complete  bool // nothing more is needed: answered, or the answer ended
 	quiet     bool // messages after complete are expected (an override Envoy may ignore)
@@ -165,11 +166,16 @@ func (x *exchange) serve() error {
 }
 
 // expire is the timer's callback: the current wait is over, unless a
-// message re-armed the timer meanwhile.
+// message moved its deadline on meanwhile (the timer is then set again).
 func (x *exchange) expire() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.closed || time.Now().Before(x.deadline) {
+	x.fireAt = time.Time{} // it fired: not set any more
+	if x.closed {
+		return
+	}
+	if now := time.Now(); now.Before(x.deadline) {
+		x.rearm(now) // a message moved the deadline on meanwhile
 		return
 	}
 	err, end := x.timedOut()
@@ -187,6 +193,7 @@ func (x *exchange) expire() {
 // time, returning (which ends the stream) when the idle bound is reached.
 func (x *exchange) serveWatched() error {
 	x.timer = time.NewTimer(x.s.opts.IdleTimeout)
+	x.fireAt = time.Now().Add(x.s.opts.IdleTimeout)
 	defer x.timer.Stop()
 	x.mu.Lock()
 	x.arm()
@@ -199,8 +206,10 @@ func (x *exchange) serveWatched() error {
 			return err
 		case <-x.timer.C:
 			x.mu.Lock()
-			if time.Now().Before(x.deadline) {
-				x.mu.Unlock() // re-armed by a message meanwhile
+			x.fireAt = time.Time{} // it fired: not set any more
+			if now := time.Now(); now.Before(x.deadline) {
+				x.rearm(now) // a message moved the deadline on meanwhile
+				x.mu.Unlock()
 				continue
 			}
 			err, end := x.timedOut()
@@ -256,18 +265,32 @@ func (x *exchange) handleSafely(req *extprocv3.ProcessingRequest) (err error) {
 }
 
 // arm sets the timer for the current wait: the body's deadline while the
-// body is awaited, the idle bound otherwise. Called with mu held.
+// body is awaited, the idle bound otherwise. Called with mu held, after
+// every message. The timer is only reset when the wait ends sooner than it
+// is set to fire; a later deadline (the idle bound moving on with each
+// message) is left to the expiry, which re-arms for what remains: one timer
+// reset per stream instead of one per message.
 func (x *exchange) arm() {
-	wait := x.s.opts.IdleTimeout
+	now := time.Now()
 	if x.phase == phaseRequestBody {
-		wait = time.Until(x.bodyDeadline)
+		x.deadline = x.bodyDeadline
+	} else {
+		x.deadline = now.Add(x.s.opts.IdleTimeout)
 	}
-	x.deadline = time.Now().Add(wait)
 	if x.timer == nil {
-		x.timer = time.AfterFunc(wait, x.expire)
+		x.fireAt = x.deadline
+		x.timer = time.AfterFunc(x.deadline.Sub(now), x.expire)
 		return
 	}
-	x.timer.Reset(wait)
+	if x.fireAt.IsZero() || x.deadline.Before(x.fireAt) {
+		x.rearm(now)
+	}
+}
+
+// rearm sets the timer to fire at the deadline. Called with mu held.
+func (x *exchange) rearm(now time.Time) {
+	x.fireAt = x.deadline
+	x.timer.Reset(x.deadline.Sub(now))
 }
 
 func (x *exchange) handle(req *extprocv3.ProcessingRequest) error {

@@ -2,6 +2,7 @@ package extproc_test
 
 import (
 	"context"
+	"io"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -348,4 +349,79 @@ func TestPanicEndsOnlyItsStream(t *testing.T) {
 		t.Fatalf("after a panic: %v %v", out, err)
 	}
 	s.Close()
+}
+
+// TestIdleBoundMovesOn: each message moves the idle bound on (the timer is
+// not reset for it, the expiry sets it again for what remains): a stream
+// whose messages come closer together than the bound lives longer than the
+// bound, and goes on being bounded, also after a body timeout's 408; on a
+// plain grpc.Server too (where a stream whose answer is complete ends OK,
+// as it always did there).
+func TestIdleBoundMovesOn(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tap", true: "plain"}[plain], func(t *testing.T) {
+			const idle = 300 * time.Millisecond
+			e := newEnv(t, func(o *envOptions) {
+				o.opts.BodyTimeout = 100 * time.Millisecond
+				o.opts.IdleTimeout = idle
+				o.plainGRPC = plain
+			})
+			s := e.open(envoytest.Standard)
+			start := time.Now()
+			if _, err := s.SendRequest(chat(userBody("hi"))); err != nil {
+				t.Fatal(err)
+			}
+			answer := []byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Paris"},"finish_reason":"stop"}]}`)
+			msgs := []*extprocv3.ProcessingRequest{
+				{Request: &extprocv3.ProcessingRequest_ResponseHeaders{ResponseHeaders: &extprocv3.HttpHeaders{Headers: envoytest.H(
+					":status", "200", "content-type", "application/json").Proto()}}},
+				{Request: &extprocv3.ProcessingRequest_ResponseBody{ResponseBody: &extprocv3.HttpBody{Body: answer, EndOfStream: true}}},
+			}
+			for _, m := range msgs {
+				time.Sleep(idle * 2 / 3)
+				if err := s.Send(m); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Recv(); err != nil {
+					t.Fatalf("after %v: %v", time.Since(start), err)
+				}
+			}
+			ended := func(err error) bool {
+				if plain {
+					return err == io.EOF
+				}
+				return status.Code(err) == codes.DeadlineExceeded
+			}
+			if _, err := s.Recv(); !ended(err) {
+				t.Fatalf("idle stream ended with %v", err)
+			}
+			if d := time.Since(start); d < idle*2 {
+				t.Fatalf("stream ended after %v, before its messages' bounds", d)
+			}
+
+			// After a body timeout's 408 the stream is still bounded.
+			s = e.open(envoytest.Config{RequestBody: envoytest.Streamed, ResponseBody: envoytest.Buffered})
+			hdrs := &extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestHeaders{RequestHeaders: &extprocv3.HttpHeaders{
+				Headers: envoytest.H(":method", "POST", ":path", "/v1/chat/completions").Proto()}}}
+			if err := s.Send(hdrs); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Recv(); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := s.Recv(); err != nil || r.GetImmediateResponse().GetStatus().GetCode() != 408 {
+				t.Fatalf("%v %v", r, err)
+			}
+			done := make(chan error, 1)
+			go func() { _, err := s.Recv(); done <- err }()
+			select {
+			case err := <-done:
+				if !ended(err) {
+					t.Fatalf("idle stream after a 408 ended with %v", err)
+				}
+			case <-time.After(10 * idle):
+				t.Fatal("idle stream after a 408 was not ended")
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
@@ -22,13 +23,54 @@ var requestHopHeaders = []string{
 	"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade",
 }
 
+// requestHopKeys is requestHopHeaders canonical, as http.Header holds them.
+var requestHopKeys = func() []string {
+	ks := make([]string, len(requestHopHeaders))
+	for i, k := range requestHopHeaders {
+		ks[i] = http.CanonicalHeaderKey(k)
+	}
+	return ks
+}()
+
 // headerValue is a header's value as Envoy sends it: raw_value, or value
-// from data planes that still fill that.
+// from data planes that still fill that. The string shares raw_value's
+// bytes (unsafeString): a received message is never written to.
 func headerValue(h *corev3.HeaderValue) string {
-	if len(h.GetRawValue()) > 0 {
-		return string(h.GetRawValue())
+	if raw := h.GetRawValue(); len(raw) > 0 {
+		return unsafeString(raw)
 	}
 	return h.GetValue()
+}
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey(k) without its
+// allocation for the headers nearly every request carries, which Envoy
+// sends in lower case (TestCanonicalKey).
+func canonicalKey(k string) string {
+	switch k {
+	case "content-type":
+		return "Content-Type"
+	case "content-length":
+		return "Content-Length"
+	case "x-request-id":
+		return dataplane.HeaderRequestID
+	case "accept":
+		return "Accept"
+	case "accept-encoding":
+		return "Accept-Encoding"
+	case "authorization":
+		return "Authorization"
+	case "user-agent":
+		return "User-Agent"
+	case "x-forwarded-proto":
+		return "X-Forwarded-Proto"
+	case "x-forwarded-for":
+		return "X-Forwarded-For"
+	case "x-envoy-expected-rq-timeout-ms":
+		return "X-Envoy-Expected-Rq-Timeout-Ms"
+	case "x-envoy-internal":
+		return "X-Envoy-Internal"
+	}
+	return textproto.CanonicalMIMEHeaderKey(k)
 }
 
 // requestInfo is what the request headers say.
@@ -43,6 +85,9 @@ func parseHeaders(m *corev3.HeaderMap) requestInfo {
 	var ri requestInfo
 	hs := m.GetHeaders()
 	ri.header = make(http.Header, len(hs))
+	// One backing array for the values: a header's first value is a slice
+	// of it with no room to grow, so a second value (rare) copies.
+	vals := make([]string, 0, len(hs))
 	for _, h := range hs {
 		k := h.GetKey()
 		if strings.HasPrefix(k, ":") {
@@ -56,8 +101,13 @@ func parseHeaders(m *corev3.HeaderMap) requestInfo {
 			}
 			continue
 		}
-		ck := textproto.CanonicalMIMEHeaderKey(k)
-		ri.header[ck] = append(ri.header[ck], headerValue(h))
+		ck := canonicalKey(k)
+		if vs, ok := ri.header[ck]; ok {
+			ri.header[ck] = append(vs, headerValue(h))
+			continue
+		}
+		vals = append(vals, headerValue(h))
+		ri.header[ck] = vals[len(vals)-1 : len(vals) : len(vals)]
 	}
 	return ri
 }
@@ -77,14 +127,20 @@ func responseStatus(m *corev3.HeaderMap) (status int, contentType string) {
 
 // mutation collects header changes in the form Envoy takes them: lower-case
 // names, one set per value (the first overwrites, the rest append). The
-// options are allocated in small, growing blocks.
+// changes are kept as plain entries (in the mutation itself for the first
+// sixteen) and turned into Envoy's messages once, when the mutation is sent
+// (fill): two allocations of the exact size, whatever the number of headers.
 type mutation struct {
-	set    []*corev3.HeaderValueOption
+	n      int
+	fixed  [16]headerEntry
+	more   []headerEntry // beyond fixed
 	remove []string
-	block  []headerOption
-	// vals holds the values' bytes, one after the other: one allocation
-	// for a mutation's values instead of one per value.
-	vals []byte
+}
+
+// headerEntry is one header to set.
+type headerEntry struct {
+	key, value  string
+	appendValue bool
 }
 
 // headerOption is a HeaderValueOption with its HeaderValue, allocated
@@ -95,29 +151,21 @@ type headerOption struct {
 }
 
 func (m *mutation) put(key, value string, appendValue bool) {
-	action := corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-	if appendValue {
-		action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+	e := headerEntry{key, value, appendValue}
+	if m.n < len(m.fixed) {
+		m.fixed[m.n] = e
+	} else {
+		m.more = append(m.more, e)
 	}
-	if len(m.block) == cap(m.block) {
-		// Blocks of 4, 8, then 16: most mutations set one to a dozen headers,
-		// and an option is about 200 bytes.
-		m.block = make([]headerOption, 0, min(max(2*cap(m.block), 4), 16))
+	m.n++
+}
+
+// entry is the i-th header put.
+func (m *mutation) entry(i int) *headerEntry {
+	if i < len(m.fixed) {
+		return &m.fixed[i]
 	}
-	n := len(m.block)
-	m.block = m.block[:n+1]
-	o := &m.block[n]
-	if len(m.vals)+len(value) > cap(m.vals) {
-		m.vals = make([]byte, 0, max(256, len(value)))
-	}
-	start := len(m.vals)
-	m.vals = append(m.vals, value...)
-	o.val.Key, o.val.RawValue = key, m.vals[start:len(m.vals):len(m.vals)]
-	o.opt.Header, o.opt.AppendAction = &o.val, action
-	if m.set == nil {
-		m.set = make([]*corev3.HeaderValueOption, 0, 12)
-	}
-	m.set = append(m.set, &o.opt)
+	return &m.more[i-len(m.fixed)]
 }
 
 // setValues replaces key's values.
@@ -127,20 +175,54 @@ func (m *mutation) setValues(key string, values []string) {
 	}
 }
 
-func (m *mutation) empty() bool { return len(m.set) == 0 && len(m.remove) == 0 }
+func (m *mutation) empty() bool { return m.n == 0 && len(m.remove) == 0 }
 
-func (m *mutation) proto() *extprocv3.HeaderMutation {
+// fill writes the mutation into hm and returns it, or nil when there is
+// nothing to change. The values are not copied: RawValue is the value
+// string's own bytes (unsafeBytes), which nothing writes to.
+func (m *mutation) fill(hm *extprocv3.HeaderMutation) *extprocv3.HeaderMutation {
 	if m.empty() {
 		return nil
 	}
-	return &extprocv3.HeaderMutation{SetHeaders: m.set, RemoveHeaders: m.remove}
+	hm.RemoveHeaders = m.remove
+	if m.n == 0 {
+		return hm
+	}
+	opts := make([]headerOption, m.n)
+	set := make([]*corev3.HeaderValueOption, m.n)
+	for i := range opts {
+		e, o := m.entry(i), &opts[i]
+		o.val.Key, o.val.RawValue = e.key, unsafeBytes(e.value)
+		o.opt.Header = &o.val
+		if e.appendValue {
+			o.opt.AppendAction = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+		} else {
+			o.opt.AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+		}
+		set[i] = &o.opt
+	}
+	hm.SetHeaders = set
+	return hm
+}
+
+// unsafeBytes is s's bytes without a copy, for a message field that is only
+// marshalled. Its capacity is its length, so an append copies.
+func unsafeBytes(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// unsafeString is b as a string without a copy: b must never change
+// afterwards. Used for the header values of a received message, which
+// nothing writes to (gRPC decodes every message into bytes of its own).
+func unsafeString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // diff adds the changes that turn before into after, in a stable order:
 // changed or new headers (sorted by name), then removed ones (sorted).
-// before is updated to after as Envoy will hold it.
 func (m *mutation) diff(before, after http.Header) {
-	keys := make([]string, 0, len(after))
+	var buf [16]string // most requests change fewer headers: no allocation
+	keys := buf[:0]
 	for k, vs := range after {
 		if !slices.Equal(before[k], vs) {
 			keys = append(keys, k)
@@ -159,10 +241,6 @@ func (m *mutation) diff(before, after http.Header) {
 	slices.Sort(gone)
 	for _, k := range gone {
 		m.remove = append(m.remove, strings.ToLower(k))
-	}
-	clear(before)
-	for k, vs := range after {
-		before[k] = vs
 	}
 }
 
@@ -214,18 +292,25 @@ func lowerKey(k string) string {
 	return strings.ToLower(k)
 }
 
+// immediateReply is a local reply and its parts, allocated together.
+type immediateReply struct {
+	pr     extprocv3.ProcessingResponse
+	imm    extprocv3.ProcessingResponse_ImmediateResponse
+	ir     extprocv3.ImmediateResponse
+	status typev3.HttpStatus
+	hm     extprocv3.HeaderMutation
+}
+
 // immediateResponse turns an answer into Envoy's local reply.
 func immediateResponse(a *dataplane.Answer, details string) *extprocv3.ProcessingResponse {
 	var m mutation
 	m.fromHeader(a.Header)
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ImmediateResponse{
-		ImmediateResponse: &extprocv3.ImmediateResponse{
-			Status:  &typev3.HttpStatus{Code: httpStatus(a.Status)},
-			Headers: m.proto(),
-			Body:    a.Body,
-			Details: details,
-		},
-	}}
+	r := &immediateReply{}
+	r.status.Code = httpStatus(a.Status)
+	r.ir.Status, r.ir.Headers, r.ir.Body, r.ir.Details = &r.status, m.fill(&r.hm), a.Body, details
+	r.imm.ImmediateResponse = &r.ir
+	r.pr.Response = &r.imm
+	return &r.pr
 }
 
 // httpStatus maps a status to Envoy's enum, which lists the registered

@@ -58,7 +58,7 @@ func (x *exchange) heldStreamBody(b *extprocv3.HttpBody) error {
 			x.respHeld = true
 			return nil
 		}
-		return x.send(bodyResponse(true, &extprocv3.CommonResponse{BodyMutation: clearBody()}))
+		return x.send(bodyResponse(true).clearBody().msg())
 	}
 	return x.releaseHeld()
 }
@@ -135,9 +135,9 @@ func (x *exchange) releaseHeld() error {
 	resp := x.bodyReply(true, out, true, true)
 	if whole {
 		m.put("content-length", strconv.Itoa(len(out)), false)
-		resp.GetResponseBody().Response.HeaderMutation = m.proto()
+		resp.headers(&m)
 	}
-	return x.send(resp)
+	return x.send(resp.msg())
 }
 
 // gateMutation adds the response checks' verdict headers (and other header

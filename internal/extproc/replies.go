@@ -9,28 +9,102 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// The ProcessingResponse messages an exchange sends Envoy.
+// The ProcessingResponse messages an exchange sends Envoy. Each is
+// allocated as one block with the messages it is made of (headersReply,
+// bodyReply): one allocation per message sent instead of five to eight. A
+// reply is sent once and not changed after.
 
-func headersResponse(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
-	hr := &extprocv3.HeadersResponse{}
-	if (m != nil && !m.empty()) || clearRoute {
-		hr.Response = &extprocv3.CommonResponse{ClearRouteCache: clearRoute}
-		if m != nil {
-			hr.Response.HeaderMutation = m.proto()
-		}
-	}
-	if response {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: hr}}
-	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: hr}}
+// headersReply is a headers answer and its parts.
+type headersReply struct {
+	pr   extprocv3.ProcessingResponse
+	req  extprocv3.ProcessingResponse_RequestHeaders
+	resp extprocv3.ProcessingResponse_ResponseHeaders
+	hr   extprocv3.HeadersResponse
+	cr   extprocv3.CommonResponse
+	hm   extprocv3.HeaderMutation
 }
 
-func bodyResponse(response bool, cr *extprocv3.CommonResponse) *extprocv3.ProcessingResponse {
-	br := &extprocv3.BodyResponse{Response: cr}
-	if response {
-		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: br}}
+func headersResponse(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
+	r := &headersReply{}
+	if (m != nil && !m.empty()) || clearRoute {
+		r.cr.ClearRouteCache = clearRoute
+		if m != nil {
+			r.cr.HeaderMutation = m.fill(&r.hm)
+		}
+		r.hr.Response = &r.cr
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: br}}
+	if response {
+		r.resp.ResponseHeaders = &r.hr
+		r.pr.Response = &r.resp
+	} else {
+		r.req.RequestHeaders = &r.hr
+		r.pr.Response = &r.req
+	}
+	return &r.pr
+}
+
+// bodyReply is a body answer and its parts: its CommonResponse is always
+// sent (empty: CONTINUE with the piece as it is); clear, replace and stream
+// set its body mutation, headers its header mutation.
+type bodyReply struct {
+	pr       extprocv3.ProcessingResponse
+	req      extprocv3.ProcessingResponse_RequestBody
+	resp     extprocv3.ProcessingResponse_ResponseBody
+	br       extprocv3.BodyResponse
+	cr       extprocv3.CommonResponse
+	hm       extprocv3.HeaderMutation
+	bm       extprocv3.BodyMutation
+	body     extprocv3.BodyMutation_Body
+	clear    extprocv3.BodyMutation_ClearBody
+	streamed extprocv3.BodyMutation_StreamedResponse
+	sbr      extprocv3.StreamedBodyResponse
+}
+
+func bodyResponse(response bool) *bodyReply {
+	r := &bodyReply{}
+	r.br.Response = &r.cr
+	if response {
+		r.resp.ResponseBody = &r.br
+		r.pr.Response = &r.resp
+	} else {
+		r.req.RequestBody = &r.br
+		r.pr.Response = &r.req
+	}
+	return r
+}
+
+// msg is the message to send.
+func (r *bodyReply) msg() *extprocv3.ProcessingResponse { return &r.pr }
+
+// clearBody empties the piece.
+func (r *bodyReply) clearBody() *bodyReply {
+	r.clear.ClearBody = true
+	r.bm.Mutation = &r.clear
+	r.cr.BodyMutation = &r.bm
+	return r
+}
+
+// replace replaces the piece with body.
+func (r *bodyReply) replace(body []byte) *bodyReply {
+	r.body.Body = body
+	r.bm.Mutation = &r.body
+	r.cr.BodyMutation = &r.bm
+	return r
+}
+
+// stream sends body as the piece (full duplex), ending the body with eos.
+func (r *bodyReply) stream(body []byte, eos bool) *bodyReply {
+	r.sbr.Body, r.sbr.EndOfStream = body, eos
+	r.streamed.StreamedResponse = &r.sbr
+	r.bm.Mutation = &r.streamed
+	r.cr.BodyMutation = &r.bm
+	return r
+}
+
+// headers adds m's header changes (none when m is empty).
+func (r *bodyReply) headers(m *mutation) *bodyReply {
+	r.cr.HeaderMutation = m.fill(&r.hm)
+	return r
 }
 
 func trailersResponse(response bool) *extprocv3.ProcessingResponse {
@@ -40,39 +114,29 @@ func trailersResponse(response bool) *extprocv3.ProcessingResponse {
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
 }
 
-func clearBody() *extprocv3.BodyMutation {
-	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
-}
-
-func streamedBody(body []byte, eos bool) *extprocv3.BodyMutation {
-	return &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
-		StreamedResponse: &extprocv3.StreamedBodyResponse{Body: body, EndOfStream: eos},
-	}}
-}
-
 // bodyReply answers a body piece: in full duplex the piece to pass on is
 // always sent back (whatever is not sent is dropped); otherwise a changed
 // piece replaces the original and an unchanged one continues as it is.
-func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *extprocv3.ProcessingResponse {
+func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *bodyReply {
 	full := x.respFullDuplex()
 	if !response {
 		full = x.proto.GetRequestBodyMode() == modeFullDuplex
 	}
-	cr := &extprocv3.CommonResponse{}
+	r := bodyResponse(response)
 	switch {
 	case full:
-		cr.BodyMutation = streamedBody(body, eos)
+		r.stream(body, eos)
 	case changed && len(body) == 0:
-		cr.BodyMutation = clearBody()
+		r.clearBody()
 	case changed:
-		cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+		r.replace(body)
 	}
-	return bodyResponse(response, cr)
+	return r
 }
 
 // continueBody lets a body piece Junction has no business with go on.
 func (x *exchange) continueBody(b *extprocv3.HttpBody, response bool) *extprocv3.ProcessingResponse {
-	return x.bodyReply(response, b.GetBody(), false, b.GetEndOfStream())
+	return x.bodyReply(response, b.GetBody(), false, b.GetEndOfStream()).msg()
 }
 
 func (x *exchange) send(r *extprocv3.ProcessingResponse) error {

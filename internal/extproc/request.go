@@ -135,10 +135,10 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 
 	// The answer is read by Junction, so it must not be compressed; hop-by-hop
 	// headers never reach a backend; the request id is the one Junction uses.
-	for _, k := range requestHopHeaders {
-		if _, ok := x.reqHeader[http.CanonicalHeaderKey(k)]; ok {
-			x.early.remove = append(x.early.remove, k)
-			delete(x.reqHeader, http.CanonicalHeaderKey(k))
+	for i, ck := range requestHopKeys {
+		if _, ok := x.reqHeader[ck]; ok {
+			x.early.remove = append(x.early.remove, requestHopHeaders[i])
+			delete(x.reqHeader, ck)
 		}
 	}
 	if _, ok := x.reqHeader["Accept-Encoding"]; ok {
@@ -174,10 +174,18 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 	if int64(len(x.body))+int64(len(chunk)) > x.s.opts.MaxBodyBytes {
 		return x.tooLarge()
 	}
-	x.body = append(x.body, chunk...)
 	if b.GetEndOfStream() {
+		if x.body == nil {
+			// The whole body in one message (BUFFERED): parsed where it lies.
+			// The message is this exchange's (gRPC decodes each into bytes of
+			// its own) and is not read again.
+			x.body = chunk
+		} else {
+			x.body = append(x.body, chunk...)
+		}
 		return x.decide(false)
 	}
+	x.body = append(x.body, chunk...)
 	mode := x.proto.GetRequestBodyMode()
 	if mode == modePartial {
 		// BUFFERED_PARTIAL sends what fitted Envoy's buffer and lets the rest
@@ -188,7 +196,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		// STREAMED after the headers were answered: each piece is answered in
 		// order, emptied; the whole rewritten body goes with the last one.
 		x.replied++
-		return x.send(bodyResponse(false, &extprocv3.CommonResponse{BodyMutation: clearBody()}))
+		return x.send(bodyResponse(false).clearBody().msg())
 	}
 	return nil
 }
@@ -252,6 +260,7 @@ func (x *exchange) decide(trailers bool) error {
 	m := x.early
 	x.early = mutation{}
 	m.diff(x.reqHeader, out.Header)
+	x.reqHeader = out.Header // as Envoy will hold them
 	putPolicyHeaders(&m, out.Result.Policy)
 	if p := out.Target.RequestURI(); p != x.path {
 		m.put(":path", p, false)
@@ -269,7 +278,7 @@ func (x *exchange) decide(trailers bool) error {
 			return err
 		}
 		x.replied = x.chunks
-		err := x.send(bodyResponse(false, &extprocv3.CommonResponse{BodyMutation: streamedBody(out.Body, !trailers)}))
+		err := x.send(bodyResponse(false).stream(out.Body, !trailers).msg())
 		if err != nil || !trailers {
 			return err
 		}
@@ -285,10 +294,9 @@ func (x *exchange) decide(trailers bool) error {
 	case pending == 1 && (mode == modeBuffered || mode == modePartial || (x.proto == nil && x.chunks == 1)):
 		// BUFFERED: Envoy holds the headers until this answer, so they change
 		// with the body and the route is picked again on them.
-		err := x.send(bodyResponse(false, &extprocv3.CommonResponse{
-			HeaderMutation: m.proto(), BodyMutation: &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: out.Body}},
-			ClearRouteCache: true,
-		}))
+		r := bodyResponse(false).headers(&m).replace(out.Body)
+		r.cr.ClearRouteCache = true
+		err := x.send(r.msg())
 		x.replied = x.chunks
 		if err != nil || !trailers {
 			return err
@@ -308,11 +316,13 @@ func (x *exchange) decide(trailers bool) error {
 // replaced by body.
 func (x *exchange) answerPieces(n int, body []byte) error {
 	for i := 0; i < n; i++ {
-		bm := clearBody()
+		r := bodyResponse(false)
 		if i == n-1 {
-			bm = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: body}}
+			r.replace(body)
+		} else {
+			r.clearBody()
 		}
-		if err := x.send(bodyResponse(false, &extprocv3.CommonResponse{BodyMutation: bm})); err != nil {
+		if err := x.send(r.msg()); err != nil {
 			return err
 		}
 		x.replied++

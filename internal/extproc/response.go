@@ -220,11 +220,11 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 		}
 		x.phase = phaseDone
 		x.markComplete()
-		err := x.send(x.bodyReply(true, out, changed, eos))
+		err := x.send(x.bodyReply(true, out, changed, eos).msg())
 		x.dp.StreamEnded(x.ctx, x.status, err == nil)
 		return err
 	}
-	return x.send(x.bodyReply(true, out, changed, eos))
+	return x.send(x.bodyReply(true, out, changed, eos).msg())
 }
 
 // upstreamEvent handles one event as the backend sent it (see
@@ -264,11 +264,9 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 				m.put("content-length", strconv.Itoa(len(out)), false)
 			}
 			x.gateHeaders(&m)
-			if len(m.block) > 0 || len(m.remove) > 0 {
-				resp.GetResponseBody().Response.HeaderMutation = m.proto()
-			}
+			resp.headers(&m)
 		}
-		return x.send(resp)
+		return x.send(resp.msg())
 	}
 	x.respPieces++
 	if !x.respTooBig {
@@ -288,7 +286,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		if !x.respTooBig {
 			out, _ := x.finishJSON(x.respBuf, true)
 			x.respBuf = nil
-			return x.send(x.bodyReply(true, out, true, true))
+			return x.send(x.bodyReply(true, out, true, true).msg())
 		}
 		out := chunk
 		if x.respHeld {
@@ -298,7 +296,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		if eos {
 			x.finishJSON(nil, false)
 		}
-		return x.send(x.bodyReply(true, out, true, eos))
+		return x.send(x.bodyReply(true, out, true, eos).msg())
 	}
 	if eos {
 		if x.respTooBig {
@@ -308,7 +306,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		}
 		x.respBuf = nil
 	}
-	return x.send(x.bodyReply(true, chunk, false, eos))
+	return x.send(x.bodyReply(true, chunk, false, eos).msg())
 }
 
 // heldBody collects an answer that is translated whole: each piece but the
@@ -328,7 +326,7 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 		if x.respFullDuplex() {
 			return nil
 		}
-		return x.send(bodyResponse(true, &extprocv3.CommonResponse{BodyMutation: clearBody()}))
+		return x.send(bodyResponse(true).clearBody().msg())
 	}
 	out, st := x.translateAnswer(x.respBuf)
 	x.respBuf = nil
@@ -341,9 +339,9 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 			m.put(":status", strconv.Itoa(st), false)
 		}
 		x.gateMutation(&m)
-		resp.GetResponseBody().Response.HeaderMutation = m.proto()
+		resp.headers(&m)
 	}
-	return x.send(resp)
+	return x.send(resp.msg())
 }
 
 // translateAnswer turns a complete answer into what the client asked for:
