@@ -43,10 +43,23 @@ func HandleHost(p Plugin, record []byte, h Host) abi.Result {
 // unavailable).
 func HandleRequest(p Plugin, req *abi.Request, h Host) abi.Result {
 	view := views.Get().(*Request)
+	// The lists' storage: an empty list reads as nil in the view, so fill
+	// drops it, and a call with no headers (say) must not cost the next
+	// call its storage.
+	hs, ms, ss := view.headers, view.messages, view.signals
 	res := dispatch(p, view, h, func() error { view.fill(req); return nil })
-	*view = Request{headers: clearKeep(view.headers), messages: clearKeep(view.messages), signals: clearKeep(view.signals)}
+	*view = Request{headers: clearKeep(larger(view.headers, hs)), messages: clearKeep(larger(view.messages, ms)),
+		signals: clearKeep(larger(view.signals, ss))}
 	views.Put(view)
 	return res
+}
+
+// larger is whichever of a and b has more room.
+func larger[T any](a, b []T) []T {
+	if cap(b) > cap(a) {
+		return b
+	}
+	return a
 }
 
 // views are the request views of HandleRequest's calls; a view is only

@@ -32,6 +32,16 @@ type Modules interface {
 	Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (ModuleResult, error)
 }
 
+// BlindModules is implemented by Modules that know which of their types'
+// request handlers read nothing of the request (header_mutation,
+// fast_response: the configuration alone says what they do). Such a plugin
+// is handed a bare record (phase, mode, decision, model and the PII spans;
+// no headers, messages, signals or body), and a record an earlier plugin
+// made stale is not rebuilt for it.
+type BlindModules interface {
+	IgnoresRequest(typ string) bool
+}
+
 // ModuleResult is a module's result and what the host counted.
 type ModuleResult struct {
 	abi.Result
@@ -49,6 +59,9 @@ type moduleInstance struct {
 	mods   Modules
 	typ    string
 	config json.RawMessage
+	// blind: the module's request handler reads nothing of the request
+	// (BlindModules).
+	blind bool
 }
 
 func (m *moduleInstance) run(*Request) (*mutations, error) {
@@ -62,7 +75,12 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request, rec *reco
 	if !ok {
 		return nil, nil, fmt.Errorf("unknown mode %q", req.Mode)
 	}
-	in := rec.get(req, mode)
+	var in *abi.Request
+	if m.blind {
+		in = rec.bare(req, mode)
+	} else {
+		in = rec.get(req, mode)
+	}
 	res, err := m.mods.Call(ctx, m.typ, m.config, in)
 	if err != nil {
 		return nil, &res, err
@@ -100,6 +118,20 @@ func abiRequest(req *Request, mode abi.Mode) *abi.Request {
 type record struct {
 	in                                     *abi.Request
 	staleHeaders, staleMessages, staleBody bool
+	// blind is the bare record blind plugins are given (see BlindModules).
+	blind *abi.Request
+}
+
+// bare returns the record a plugin that reads nothing of the request is
+// given: the cheap fields only. The full record, and what is stale in it,
+// is left as it is for the plugins after.
+func (r *record) bare(req *Request, mode abi.Mode) *abi.Request {
+	if r.blind == nil {
+		r.blind = requests.Get().(*abi.Request)
+	}
+	*r.blind = abi.Request{Phase: abi.PhaseRequest, Mode: mode, Decision: req.Decision, Model: req.Model, PII: req.PII,
+		Headers: r.blind.Headers[:0], Messages: r.blind.Messages[:0], Signals: r.blind.Signals[:0]}
+	return r.blind
 }
 
 // get returns the record of req as it is now.
@@ -146,6 +178,10 @@ func (r *record) release() {
 	if r.in != nil {
 		releaseRequest(r.in)
 		r.in = nil
+	}
+	if r.blind != nil {
+		releaseRequest(r.blind)
+		r.blind = nil
 	}
 }
 

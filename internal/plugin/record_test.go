@@ -87,3 +87,55 @@ func TestLaterPluginsSeeEarlierMutations(t *testing.T) {
 		t.Errorf("the shared-record run left %v %s, one by one %v %s", req.Header, rawBody(req.Chat), want.Header, rawBody(want.Chat))
 	}
 }
+
+// blindMutator is mutator with the types named "blind" declared blind
+// (BlindModules).
+type blindMutator struct{ *mutator }
+
+func (blindMutator) IgnoresRequest(typ string) bool { return typ == "blind" }
+
+// A blind plugin is given the bare record (no headers, messages, signals or
+// body), and the plugins after it still see the whole record as the plugins
+// before them left the request, the blind plugin's own edits included.
+func TestBlindPluginGetsBareRecord(t *testing.T) {
+	ref := func(typ string, ops []abi.Mutation) recipes.PluginRef {
+		raw, _ := json.Marshal(ops)
+		return recipes.PluginRef{Type: typ, Configuration: raw}
+	}
+	refs := []recipes.PluginRef{
+		ref("mutator", []abi.Mutation{{Op: abi.OpMessageInsert, Index: 0, Value: []byte(`{"role":"system","content":"be brief"}`)}}),
+		ref("blind", []abi.Mutation{{Op: abi.OpHeaderSet, Name: "x-tenant", Value: []byte("acme")}}),
+		ref("blind", []abi.Mutation{{Op: abi.OpFieldSet, Name: "temperature", Value: []byte(`0.5`)}}),
+		ref("mutator", []abi.Mutation{}),
+	}
+	const body = `{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":1}`
+	mods := blindMutator{&mutator{}}
+	req := newReq(t, body)
+	req.Header.Set("X-B", "b")
+	req.Signals = []Signal{{Kind: "keyword", Name: "refund"}}
+	req.Decision, req.Model = "d", "m"
+	if out, err := New(mods).Request(context.Background(), refs, req); err != nil {
+		t.Fatalf("stage: %v (%+v)", err, out.Reports)
+	}
+	if len(mods.seen) != len(refs) {
+		t.Fatalf("%d calls, want %d", len(mods.seen), len(refs))
+	}
+	for _, i := range []int{1, 2} {
+		want := &abi.Request{Phase: abi.PhaseRequest, Mode: abi.ModeLive, Decision: "d", Model: "m"}
+		if got := mods.seen[i]; !reflect.DeepEqual(got, want) {
+			t.Errorf("blind plugin %d saw\n%+v\nwant the bare record\n%+v", i, got, want)
+		}
+	}
+	mode, _ := abi.ParseMode(req.Mode)
+	last := abiRequest(req, mode)
+	defer releaseRequest(last)
+	if !reflect.DeepEqual(mods.seen[3], last) {
+		t.Errorf("the plugin after the blind ones saw\n%+v\nbuilt anew the record is\n%+v", mods.seen[3], last)
+	}
+	if got := string(last.Body); got != `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"model":"m","temperature":0.5}` {
+		t.Errorf("body after the stage %s", got)
+	}
+	if req.Header.Get("X-Tenant") != "acme" {
+		t.Errorf("the blind plugin's header edit was not applied: %v", req.Header)
+	}
+}

@@ -172,7 +172,11 @@ func (n *Stage) compile(typ string, raw json.RawMessage) compiled {
 		if err := n.mods.Validate(typ, raw); err != nil {
 			return compiled{err: err}
 		}
-		return compiled{inst: &moduleInstance{mods: n.mods, typ: typ, config: raw}}
+		inst := &moduleInstance{mods: n.mods, typ: typ, config: raw}
+		if b, ok := n.mods.(BlindModules); ok {
+			inst.blind = b.IgnoresRequest(typ)
+		}
+		return compiled{inst: inst}
 	case slices.Contains(Types, typ):
 		return compiled{unavailable: true}
 	}

@@ -29,6 +29,10 @@ type mixed struct {
 
 var _ plugin.Modules = mixed{}
 
+// IgnoresRequest implements plugin.BlindModules for the natively run types
+// (a module read from --plugin-dir is never taken to be blind).
+func (m mixed) IgnoresRequest(typ string) bool { return m.types[typ] && m.native.IgnoresRequest(typ) }
+
 func (m mixed) Has(typ string) bool {
 	return m.types[typ] || (m.wasm != nil && m.wasm.Has(typ))
 }

@@ -66,6 +66,13 @@ type Plugin struct {
 	// only with the plugin host's functions (internal/plugin/native with a
 	// host: the same mode gate, limits and backends as its module gets).
 	NeedsHost bool `json:"-"`
+	// Blind: the plugin's request handler reads nothing of the request (its
+	// configuration alone says what it does), so the native stage hands it
+	// a record without the headers, messages, signals and body, and does not
+	// rebuild those after an earlier plugin changed them.
+	// TestBlindPluginsReadNothing (internal/plugin/native) holds the claim to
+	// the code.
+	Blind bool `json:"-"`
 }
 
 // Manifest lists the embedded modules and the toolchain that built them.
@@ -80,8 +87,8 @@ type Manifest struct {
 var Sources = []Plugin{
 	{Type: systemprompt.Type, Package: "plugins/systemprompt/guest", Check: check(systemprompt.ParseConfig), Native: factory(systemprompt.ParseConfig)},
 	{Type: requestparams.Type, Package: "plugins/requestparams/guest", Check: check(requestparams.ParseConfig), Native: factory(requestparams.ParseConfig)},
-	{Type: headermutation.Type, Package: "plugins/headermutation/guest", Check: check(headermutation.ParseConfig), Native: factory(headermutation.ParseConfig)},
-	{Type: fastresponse.Type, Package: "plugins/fastresponse/guest", Check: check(fastresponse.ParseConfig), Native: factory(fastresponse.ParseConfig)},
+	{Type: headermutation.Type, Package: "plugins/headermutation/guest", Check: check(headermutation.ParseConfig), Native: factory(headermutation.ParseConfig), Blind: true},
+	{Type: fastresponse.Type, Package: "plugins/fastresponse/guest", Check: check(fastresponse.ParseConfig), Native: factory(fastresponse.ParseConfig), Blind: true},
 	{Type: tools.Type, Package: "plugins/tools/guest", Check: check(tools.ParseConfig)},
 	{Type: rag.Type, Package: "plugins/rag/guest", Check: check(rag.ParseConfig)},
 	{Type: responsecache.Type, Package: "plugins/responsecache/guest", Check: check(responsecache.ParseConfig), Native: factory(responsecache.ParseConfig), NeedsHost: true},

@@ -43,6 +43,7 @@ import (
 type Modules struct {
 	factories map[string]sdk.Factory
 	response  map[string]bool // the types whose plugin has a response phase
+	blind     map[string]bool // the types whose request handler reads nothing of the request (builtin.Plugin.Blind)
 	host      *hostapi.Host   // nil: no host functions (New)
 	limits    hostapi.Limits
 
@@ -77,12 +78,13 @@ func New() *Modules { return newModules(nil, hostapi.Limits{}) }
 func WithHost(h *hostapi.Host, limits hostapi.Limits) *Modules { return newModules(h, limits) }
 
 func newModules(h *hostapi.Host, limits hostapi.Limits) *Modules {
-	m := &Modules{factories: map[string]sdk.Factory{}, response: map[string]bool{}, host: h, limits: limits, bindings: map[string]*binding{}}
+	m := &Modules{factories: map[string]sdk.Factory{}, response: map[string]bool{}, blind: map[string]bool{}, host: h, limits: limits, bindings: map[string]*binding{}}
 	for _, s := range builtin.Sources {
 		if s.Native == nil || (s.NeedsHost && h == nil) {
 			continue
 		}
 		m.factories[s.Type] = s.Native
+		m.blind[s.Type] = s.Blind
 		// A factory returns the same concrete type for every configuration
 		// (sdk.Register's rule), so the defaults tell whether it has a
 		// response phase.
@@ -127,6 +129,10 @@ func (m *Modules) Has(typ string) bool {
 
 // HasResponse implements plugin.Modules.
 func (m *Modules) HasResponse(typ string) bool { return m.response[typ] }
+
+// IgnoresRequest implements plugin.BlindModules: typ's request handler reads
+// nothing of the request (builtin.Plugin.Blind).
+func (m *Modules) IgnoresRequest(typ string) bool { return m.blind[typ] }
 
 // Validate implements plugin.Modules with the plugin's own configuration
 // code, as the guest's factory runs it.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/junction-router/junction/hostapi/abi"
+	"github.com/junction-router/junction/internal/plugin/native"
 	"github.com/junction-router/junction/plugins/builtin"
 	"github.com/junction-router/junction/sdk"
 )
@@ -146,5 +147,53 @@ func TestHandleRequestMatchesRecord(t *testing.T) {
 	}
 	if compared < 100 {
 		t.Fatalf("only %d comparisons ran", compared)
+	}
+}
+
+// TestBlindPluginsReadNothing holds builtin.Plugin.Blind to the code: a
+// blind built-in's result on the bare record the stage gives it (phase,
+// mode, decision, model) is the same as on the whole request, for every
+// request-phase request of viewRequests and every configuration.
+func TestBlindPluginsReadNothing(t *testing.T) {
+	blind := 0
+	for _, s := range builtin.Sources {
+		if !s.Blind {
+			continue
+		}
+		if s.Native == nil {
+			t.Fatalf("%s is marked blind but has no native form", s.Type)
+		}
+		blind++
+		if len(viewConfigs[s.Type]) == 0 {
+			t.Fatalf("no configuration of %s to check it with", s.Type)
+		}
+		for _, cfg := range viewConfigs[s.Type] {
+			p, err := s.Native([]byte(cfg))
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Type, cfg, err)
+			}
+			for i, req := range viewRequests() {
+				if req.Phase != abi.PhaseRequest {
+					continue
+				}
+				want := sdk.HandleRequest(p, req, nil)
+				bare := &abi.Request{Phase: req.Phase, Mode: req.Mode, Decision: req.Decision, Model: req.Model, PII: req.PII}
+				if got := sdk.HandleRequest(p, bare, nil); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s %s on request %d: bare record %+v, whole %+v", s.Type, cfg, i, got, want)
+				}
+			}
+		}
+	}
+	if blind == 0 {
+		t.Fatal("no built-in is marked blind")
+	}
+	m := native.New()
+	for _, typ := range []string{TypeHeaderMutation, TypeFastResponse} {
+		if !m.IgnoresRequest(typ) {
+			t.Errorf("%s is not reported blind", typ)
+		}
+	}
+	if m.IgnoresRequest(TypeSystemPrompt) {
+		t.Errorf("system_prompt, which reads the messages, is reported blind")
 	}
 }
