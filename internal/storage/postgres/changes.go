@@ -23,14 +23,8 @@ import (
 // one replica is searchable on another within the notification's delay
 // (milliseconds) and at most PollInterval (default 1 s) plus one read.
 
-// Change kinds.
-const (
-	changeStoreCreated  = "store_created"
-	changeStoreDeleted  = "store_deleted"
-	changeFileCompleted = "file_completed"
-	changeFileRemoved   = "file_removed" // failed or detached
-	changeFileDeleted   = "file_deleted" // the file itself, from every store
-)
+// The change kinds are storage's (storage.ChangeStoreCreated, ...): the
+// shared SQL names them to driver.Changed.
 
 type follower struct {
 	cancel context.CancelFunc
@@ -130,11 +124,11 @@ func (s *Store) applyChanges(ctx context.Context, last int64) (int64, error) {
 		if c.origin != s.replica {
 			var err error
 			switch c.kind {
-			case changeStoreCreated, changeStoreDeleted:
+			case storage.ChangeStoreCreated, storage.ChangeStoreDeleted:
 				err = s.applyStore(ctx, c.store)
-			case changeFileCompleted, changeFileRemoved:
+			case storage.ChangeFileCompleted, storage.ChangeFileRemoved:
 				err = s.applyFile(ctx, c.store, c.fileID)
-			case changeFileDeleted:
+			case storage.ChangeFileDeleted:
 				s.wmu.Lock()
 				s.index.RemoveFileEverywhere(c.fileID)
 				s.wmu.Unlock()

@@ -15,9 +15,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,12 +52,13 @@ const DefaultPollInterval = time.Second
 
 // Store is the PostgreSQL backend; it implements storage.Store.
 type Store struct {
+	// The memories, vector stores, file rows and replays are the SQL
+	// shared with sqlite (storage.SQLCore), run through driver.
+	*storage.SQLCore[*pgTx]
 	w, r     *pgDB // one pool; two names keep the code shared with sqlite's shape
 	log      *slog.Logger
 	index    *vecindex.Index
 	wmu      sync.Mutex // serialises this replica's writes and the index updates after them
-	amu      sync.Mutex
-	active   map[string]time.Time
 	closed   chan struct{}
 	once     sync.Once
 	follow   *follower
@@ -97,7 +96,8 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	p := &pgDB{db}
-	s := &Store{w: p, r: p, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{}), replica: newID("r_"), onChange: o.OnChange}
+	s := &Store{w: p, r: p, log: log, index: vecindex.New(), closed: make(chan struct{}), replica: storage.NewID("r_"), onChange: o.OnChange}
+	s.SQLCore = storage.NewSQLCore[*pgTx]("postgres", p, s.index, log, driver{s})
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -127,15 +127,7 @@ func (s *Store) Close() error {
 		s.follow.stop()
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		s.amu.Lock()
-		active := s.active
-		s.active = map[string]time.Time{}
-		s.amu.Unlock()
-		for id, t := range active {
-			if _, e := s.w.Exec(`UPDATE vector_stores SET last_active_at = greatest(last_active_at, ?) WHERE id = ?`, t.UnixNano(), id); e != nil {
-				err = fmt.Errorf("postgres: flush last_active_at: %w", e)
-			}
-		}
+		err = s.FlushActive(context.Background(), s.w)
 		if e := s.w.DB.Close(); e != nil && err == nil {
 			err = e
 		}
@@ -350,7 +342,9 @@ func rebind(q string) string {
 // pgDB and pgTx rebind every query.
 type pgDB struct{ *sql.DB }
 
-func (d *pgDB) Exec(q string, args ...any) (sql.Result, error) { return d.DB.Exec(rebind(q), args...) }
+func (d *pgDB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return d.DB.ExecContext(ctx, rebind(q), args...)
+}
 func (d *pgDB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	return d.DB.QueryContext(ctx, rebind(q), args...)
 }
@@ -373,20 +367,7 @@ func (t *pgTx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) 
 	return t.Tx.PrepareContext(ctx, rebind(q))
 }
 
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newID is prefix + 24 random base32 characters (120 bits).
-func newID(prefix string) string {
-	var b [15]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("postgres: crypto/rand failed: " + err.Error())
-	}
-	return prefix + idEncoding.EncodeToString(b[:])
-}
-
 func now() time.Time { return time.Now().UTC() }
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // isUnique reports a unique_violation.
 func isUnique(err error) bool {
@@ -438,12 +419,28 @@ func (s *Store) tx(ctx context.Context, fn func(*pgTx) error, after func()) erro
 	return nil
 }
 
-// ---- paging
+// driver is what the shared SQL (storage.SQLCore) asks of this backend.
+type driver struct{ s *Store }
 
-// pageQuery describes one list (storage.PageQuery).
-type pageQuery[T any] = storage.PageQuery[T]
+func (d driver) Check(ctx context.Context) error { return d.s.check(ctx) }
+func (d driver) Write(ctx context.Context, fn func(*pgTx) error, after func()) error {
+	return d.s.tx(ctx, fn, after)
+}
+func (d driver) IsUnique(err error) bool { return isUnique(err) }
 
-// list reads one page through the shared paging of storage.List.
-func list[T any](ctx context.Context, db *pgDB, p pageQuery[T], o storage.ListOptions) (storage.Page[T], error) {
-	return storage.List(ctx, db, "postgres", p, o)
+// Changed logs the change for the other replicas' followers.
+func (d driver) Changed(ctx context.Context, tx *pgTx, kind, storeID, fileID string) error {
+	return logChange(ctx, tx, d.s.replica, kind, storeID, fileID)
+}
+
+// LoadStore loads a store created on another replica and not yet
+// followed.
+func (d driver) LoadStore(ctx context.Context, storeID string) error {
+	return d.s.applyStore(ctx, storeID)
+}
+func (d driver) InsertChunks(ctx context.Context, tx *pgTx, storeID, fileID string, _ int, chunks []storage.Chunk) ([]vecindex.Chunk, error) {
+	return insertChunks(ctx, tx, storeID, fileID, chunks)
+}
+func (d driver) Lexical(ctx context.Context, terms []string, vector []float32, storeIDs []string, n int, allow func(string, string, map[string]any) bool) ([]vecindex.Result, error) {
+	return d.s.lexical(ctx, terms, vector, storeIDs, n, allow)
 }

@@ -23,7 +23,7 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 	if err := s.check(ctx); err != nil {
 		return storage.File{}, err
 	}
-	name, err := storage.CheckNewFile(nf)
+	f, err := storage.NewFileRow(nf)
 	if err != nil {
 		return storage.File{}, err
 	}
@@ -56,15 +56,8 @@ func (s *Store) CreateFile(ctx context.Context, nf storage.NewFile, r io.Reader,
 	if err := tmp.Close(); err != nil {
 		return storage.File{}, fmt.Errorf("sqlite: close the upload: %w", err)
 	}
-	f := storage.File{
-		ID:        newID("file-"),
-		Filename:  name,
-		Purpose:   nf.Purpose,
-		Bytes:     n,
-		SHA256:    hex.EncodeToString(h.Sum(nil)),
-		MediaType: nf.MediaType,
-		CreatedAt: now(),
-	}
+	// Created once its bytes are on disk.
+	f.Bytes, f.SHA256, f.CreatedAt = n, hex.EncodeToString(h.Sum(nil)), now()
 	final := filepath.Join(s.files, f.ID)
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		return storage.File{}, fmt.Errorf("sqlite: place the upload: %w", err)
@@ -98,47 +91,6 @@ func syncDir(dir string) error {
 	return nil
 }
 
-const fileCols = `seq, id, filename, purpose, bytes, sha256, media_type, created_at`
-
-func scanFile(row interface{ Scan(...any) error }) (storage.File, error) {
-	var f storage.File
-	var seq, created int64
-	err := row.Scan(&seq, &f.ID, &f.Filename, &f.Purpose, &f.Bytes, &f.SHA256, &f.MediaType, &created)
-	f.CreatedAt = fromNanos(created)
-	return f, err
-}
-
-// GetFile implements storage.Files.
-func (s *Store) GetFile(ctx context.Context, id string) (storage.File, error) {
-	if err := s.check(ctx); err != nil {
-		return storage.File{}, err
-	}
-	f, err := scanFile(s.r.QueryRowContext(ctx, `SELECT `+fileCols+` FROM files WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return f, fmt.Errorf("file %q: %w", id, storage.ErrNotFound)
-	}
-	if err != nil {
-		return f, fmt.Errorf("sqlite: get file: %w", err)
-	}
-	return f, nil
-}
-
-// ListFiles implements storage.Files.
-func (s *Store) ListFiles(ctx context.Context, purpose string, o storage.ListOptions) (storage.Page[storage.File], error) {
-	if err := s.check(ctx); err != nil {
-		return storage.Page[storage.File]{}, err
-	}
-	p := pageQuery[storage.File]{
-		Select: `SELECT ` + fileCols + ` FROM files`,
-		Cursor: `SELECT seq FROM files WHERE id = ?`,
-		Scan:   func(r *sql.Rows) (storage.File, error) { return scanFile(r) },
-	}
-	if purpose != "" {
-		p.Where, p.Args = `purpose = ?`, []any{purpose}
-	}
-	return list(ctx, s.r, p, o)
-}
-
 // OpenFile implements storage.Files.
 func (s *Store) OpenFile(ctx context.Context, id string) (io.ReadCloser, storage.File, error) {
 	f, err := s.GetFile(ctx, id)
@@ -158,22 +110,7 @@ func (s *Store) OpenFile(ctx context.Context, id string) (io.ReadCloser, storage
 // DeleteFile implements storage.Files.
 func (s *Store) DeleteFile(ctx context.Context, id string) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		// Detach first: the cascade from files would do it too, but the
-		// stores it leaves must be marked active.
-		if _, err := tx.ExecContext(ctx, `UPDATE vector_stores SET last_active_at = ? WHERE id IN (SELECT store_id FROM vector_store_files WHERE file_id = ?)`, now().UnixNano(), id); err != nil {
-			return fmt.Errorf("sqlite: delete file: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM vector_store_files WHERE file_id = ?`, id); err != nil {
-			return fmt.Errorf("sqlite: delete file: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM files WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("sqlite: delete file: %w", err)
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("file %q: %w", id, storage.ErrNotFound)
-		}
-		return nil
+		return storage.DeleteFileRows(ctx, tx, "sqlite", id)
 	}, func() { s.index.RemoveFileEverywhere(id) })
 	if err != nil {
 		return err

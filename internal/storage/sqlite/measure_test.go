@@ -149,7 +149,7 @@ func TestMeasure(t *testing.T) {
 			start := time.Now()
 			res, _ := s.index.Search(q, 10, []string{v.ID}, allow)
 			mid := time.Now()
-			s.hits(ctx, res)
+			s.Hits(ctx, res)
 			scan[i], read[i] = mid.Sub(start), time.Since(mid)
 		}
 		sort.Slice(scan, func(i, j int) bool { return scan[i] < scan[j] })

@@ -21,9 +21,7 @@ package sqlite
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +58,9 @@ type Options struct {
 
 // Store is the SQLite backend; it implements storage.Store.
 type Store struct {
+	// The memories, vector stores, file rows and replays are the SQL
+	// shared with postgres (storage.SQLCore), run through driver.
+	*storage.SQLCore[*sql.Tx]
 	dir    string
 	files  string // dir/files
 	w      *sql.DB
@@ -67,9 +68,7 @@ type Store struct {
 	log    *slog.Logger
 	index  *vecindex.Index
 	wmu    sync.Mutex // serialises writes and the index updates after them
-	amu    sync.Mutex
-	active map[string]time.Time // search-time LastActiveAt, flushed at Close
-	lock   *os.File             // the data directory's lock, held until Close
+	lock   *os.File   // the data directory's lock, held until Close
 	closed chan struct{}
 	once   sync.Once
 	// commonDocs is the document count over which a query word is left
@@ -110,7 +109,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		unlock(lock)
 		return nil, err
 	}
-	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), active: map[string]time.Time{}, closed: make(chan struct{}), commonDocs: defaultCommonDocs}
+	s := &Store{dir: dir, files: files, w: w, lock: lock, log: log, index: vecindex.New(), closed: make(chan struct{}), commonDocs: defaultCommonDocs}
 	if err := s.migrate(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -120,6 +119,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		s.closeDBs()
 		return nil, err
 	}
+	s.SQLCore = storage.NewSQLCore[*sql.Tx]("sqlite", s.r, s.index, log, driver{s})
 	if err := s.removeOrphans(ctx); err != nil {
 		s.closeDBs()
 		return nil, err
@@ -168,15 +168,7 @@ func (s *Store) Close() error {
 		close(s.closed)
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		s.amu.Lock()
-		active := s.active
-		s.active = map[string]time.Time{}
-		s.amu.Unlock()
-		for id, t := range active {
-			if _, e := s.w.Exec(`UPDATE vector_stores SET last_active_at = max(last_active_at, ?) WHERE id = ?`, t.UnixNano(), id); e != nil {
-				err = fmt.Errorf("sqlite: flush last_active_at: %w", e)
-			}
-		}
+		err = s.FlushActive(context.Background(), s.w)
 		if e := s.closeDBs(); e != nil && err == nil {
 			err = e
 		}
@@ -425,20 +417,7 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // ---- helpers
 
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newID is prefix + 24 random base32 characters (120 bits).
-func newID(prefix string) string {
-	var b [15]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("sqlite: crypto/rand failed: " + err.Error())
-	}
-	return prefix + idEncoding.EncodeToString(b[:])
-}
-
 func now() time.Time { return time.Now().UTC() }
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // isUnique reports a UNIQUE or PRIMARY KEY constraint failure.
 func isUnique(err error) bool {
@@ -477,12 +456,21 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error, after func()) er
 	return nil
 }
 
-// ---- paging
+// driver is what the shared SQL (storage.SQLCore) asks of this backend:
+// one process owns the data, so there is no change to log and no store to
+// load that the index does not hold.
+type driver struct{ s *Store }
 
-// pageQuery describes one list (storage.PageQuery).
-type pageQuery[T any] = storage.PageQuery[T]
-
-// list reads one page through the shared paging of storage.List.
-func list[T any](ctx context.Context, db *sql.DB, p pageQuery[T], o storage.ListOptions) (storage.Page[T], error) {
-	return storage.List(ctx, db, "sqlite", p, o)
+func (d driver) Check(ctx context.Context) error { return d.s.check(ctx) }
+func (d driver) Write(ctx context.Context, fn func(*sql.Tx) error, after func()) error {
+	return d.s.tx(ctx, fn, after)
+}
+func (d driver) IsUnique(err error) bool                                        { return isUnique(err) }
+func (d driver) Changed(context.Context, *sql.Tx, string, string, string) error { return nil }
+func (d driver) LoadStore(context.Context, string) error                        { return nil }
+func (d driver) InsertChunks(ctx context.Context, tx *sql.Tx, storeID, fileID string, dim int, chunks []storage.Chunk) ([]vecindex.Chunk, error) {
+	return insertChunks(ctx, tx, storeID, fileID, dim, chunks)
+}
+func (d driver) Lexical(ctx context.Context, terms []string, vector []float32, storeIDs []string, n int, allow func(string, string, map[string]any) bool) ([]vecindex.Result, error) {
+	return d.s.lexical(ctx, terms, vector, storeIDs, n, allow)
 }
