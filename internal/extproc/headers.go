@@ -23,14 +23,30 @@ var requestHopHeaders = []string{
 	"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade",
 }
 
-// requestHopKeys is requestHopHeaders canonical, as http.Header holds them.
-var requestHopKeys = func() []string {
-	ks := make([]string, len(requestHopHeaders))
-	for i, k := range requestHopHeaders {
-		ks[i] = http.CanonicalHeaderKey(k)
+// hopIndex is the index in requestHopHeaders of the canonical header name
+// k, len(requestHopHeaders) for Accept-Encoding, -1 for any other
+// (TestHopIndex).
+func hopIndex(k string) int {
+	switch k {
+	case "Connection":
+		return 0
+	case "Keep-Alive":
+		return 1
+	case "Proxy-Authorization":
+		return 2
+	case "Proxy-Connection":
+		return 3
+	case "Te":
+		return 4
+	case "Trailer":
+		return 5
+	case "Upgrade":
+		return 6
+	case "Accept-Encoding":
+		return 7
 	}
-	return ks
-}()
+	return -1
+}
 
 // headerValue is a header's value as Envoy sends it: raw_value, or value
 // from data planes that still fill that. The string shares raw_value's
@@ -174,6 +190,9 @@ func (m *mutation) setValues(key string, values []string) {
 		m.put(key, v, i > 0)
 	}
 }
+
+// reset empties m.
+func (m *mutation) reset() { m.n, m.more, m.remove = 0, nil, nil }
 
 func (m *mutation) empty() bool { return m.n == 0 && len(m.remove) == 0 }
 

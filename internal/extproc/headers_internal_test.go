@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"net/http"
 	"net/textproto"
 	"strconv"
 	"strings"
@@ -94,5 +95,23 @@ func TestParseHeadersValues(t *testing.T) {
 	_ = append(ri.header["X-B"], "overwrite?")
 	if got := ri.header["X-C"]; len(got) != 1 || got[0] != "4" {
 		t.Errorf("X-C = %q after appending to X-B", got)
+	}
+}
+
+// TestHopIndex: hopIndex knows requestHopHeaders by their canonical names,
+// in order, then Accept-Encoding, and nothing else.
+func TestHopIndex(t *testing.T) {
+	for i, k := range requestHopHeaders {
+		if got := hopIndex(http.CanonicalHeaderKey(k)); got != i {
+			t.Errorf("hopIndex(%q) = %d, want %d", k, got, i)
+		}
+	}
+	if got := hopIndex("Accept-Encoding"); got != len(requestHopHeaders) {
+		t.Errorf("hopIndex(Accept-Encoding) = %d", got)
+	}
+	for _, k := range []string{"Content-Type", "X-Request-Id", "connection", "Tes"} {
+		if got := hopIndex(k); got != -1 {
+			t.Errorf("hopIndex(%q) = %d, want -1", k, got)
+		}
 	}
 }

@@ -135,15 +135,26 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 
 	// The answer is read by Junction, so it must not be compressed; hop-by-hop
 	// headers never reach a backend; the request id is the one Junction uses.
-	for i, ck := range requestHopKeys {
-		if _, ok := x.reqHeader[ck]; ok {
-			x.early.remove = append(x.early.remove, requestHopHeaders[i])
-			delete(x.reqHeader, ck)
+	// One pass over the request's few headers finds them (a lookup per name
+	// costs more); they are removed in requestHopHeaders' order, then
+	// accept-encoding.
+	var hop uint8 // bit i: requestHopHeaders[i]; bit len(requestHopHeaders): Accept-Encoding
+	for k := range x.reqHeader {
+		if i := hopIndex(k); i >= 0 {
+			hop |= 1 << i
+			delete(x.reqHeader, k) // allowed while ranging
 		}
 	}
-	if _, ok := x.reqHeader["Accept-Encoding"]; ok {
-		x.early.remove = append(x.early.remove, "accept-encoding")
-		delete(x.reqHeader, "Accept-Encoding")
+	for i := 0; hop != 0; i++ {
+		if hop&(1<<i) == 0 {
+			continue
+		}
+		hop &^= 1 << i
+		if i < len(requestHopHeaders) {
+			x.early.remove = append(x.early.remove, requestHopHeaders[i])
+		} else {
+			x.early.remove = append(x.early.remove, "accept-encoding")
+		}
 	}
 	if got := x.reqHeader[dataplane.HeaderRequestID]; len(got) != 1 || got[0] != x.id {
 		x.early.put("x-request-id", x.id, false)
@@ -153,9 +164,9 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 	if x.deferHeaders {
 		return nil
 	}
-	m := x.early
-	x.early = mutation{}
-	return x.send(headersResponse(false, &m, false))
+	err := x.send(headersResponse(false, &x.early, false))
+	x.early.reset()
+	return err
 }
 
 func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
@@ -257,11 +268,10 @@ func (x *exchange) decide(trailers bool) error {
 	x.phase = phaseForwarded
 	x.startModelSpan()
 
-	m := x.early
-	x.early = mutation{}
+	m := &x.early // the request's changes so far (nothing once sent), then the decision's
 	m.diff(x.reqHeader, out.Header)
 	x.reqHeader = out.Header // as Envoy will hold them
-	putPolicyHeaders(&m, out.Result.Policy)
+	putPolicyHeaders(m, out.Result.Policy)
 	if p := out.Target.RequestURI(); p != x.path {
 		m.put(":path", p, false)
 		x.path = p
@@ -274,7 +284,7 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders && mode == modeFullDuplex:
 		// The headers waited for the body; the rewritten body follows as one
 		// streamed piece.
-		if err := x.send(headersResponse(false, &m, true)); err != nil {
+		if err := x.send(headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		x.replied = x.chunks
@@ -285,7 +295,7 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders:
 		// STREAMED, sent without waiting for the headers' answer: answer the
 		// headers, then every piece in order, the last carrying the body.
-		if err := x.send(headersResponse(false, &m, true)); err != nil {
+		if err := x.send(headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		if err := x.answerPieces(pending, out.Body); err != nil || !trailers {
@@ -294,7 +304,7 @@ func (x *exchange) decide(trailers bool) error {
 	case pending == 1 && (mode == modeBuffered || mode == modePartial || (x.proto == nil && x.chunks == 1)):
 		// BUFFERED: Envoy holds the headers until this answer, so they change
 		// with the body and the route is picked again on them.
-		r := bodyResponse(false).headers(&m).replace(out.Body)
+		r := bodyResponse(false).headers(m).replace(out.Body)
 		r.cr.ClearRouteCache = true
 		err := x.send(r.msg())
 		x.replied = x.chunks
