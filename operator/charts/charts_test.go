@@ -20,15 +20,7 @@ import (
 // manifest decoded, keyed "Kind/name".
 func render(t *testing.T, dir string, values map[string]any) map[string]map[string]any {
 	t.Helper()
-	ch, err := loader.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "r", Namespace: "prod", IsInstall: true}, chartutil.DefaultCapabilities)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
+	files, err := renderFiles(dir, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,6 +49,19 @@ func render(t *testing.T, dir string, values map[string]any) map[string]map[stri
 
 // lintChart runs helm lint's rules (Chart.yaml, values, templates rendered and parsed as Kubernetes objects)
 // and fails on any error or warning.
+// renderFiles renders chart dir with values: the templates' text by file name, or the error (a template's fail).
+func renderFiles(dir string, values map[string]any) (map[string]string, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "r", Namespace: "prod", IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Render(ch, vals)
+}
+
 func lintChart(t *testing.T, dir string, values map[string]any) {
 	t.Helper()
 	res := lint.AllWithKubeVersion(dir, values, "prod", nil)
@@ -159,6 +164,70 @@ func TestJunctionChart(t *testing.T) {
 	}
 	if objs["HorizontalPodAutoscaler/r-junction"] == nil || objs["Ingress/r-junction"] == nil {
 		t.Errorf("rendered %v", keys(objs))
+	}
+}
+
+// TestJunctionChartRedisClusterAndTLS: redis.mode cluster with addresses renders global.state.redis.mode:
+// cluster and the seed nodes (no db); TLS from a mounted Secret names its files as ca_file, cert_file and
+// key_file and mounts it; values that Junction would refuse fail the render with what to change.
+func TestJunctionChartRedisClusterAndTLS(t *testing.T) {
+	cluster := map[string]any{"redis": map[string]any{
+		"enabled": true, "mode": "cluster", "addresses": []any{"redis-0.redis:6379", "redis-1.redis:6379"},
+		"passwordSecret": map[string]any{"name": "redis", "key": "password"},
+		"tls":            map[string]any{"enabled": true, "secretName": "redis-tls", "clientCertificate": true},
+	}}
+	lintChart(t, "junction", cluster)
+	objs := render(t, "junction", cluster)
+	text, _ := dig(objs["ConfigMap/r-junction-config"], "data", "config.yaml").(string)
+	for _, want := range []string{"mode: cluster", "addresses:", "- redis-0.redis:6379", "- redis-1.redis:6379"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the rendered configuration lacks %q:\n%s", want, text)
+		}
+	}
+	doc := configOf(t, objs)
+	s := doc.Global.State
+	if s == nil || s.Redis == nil || s.Redis.Mode != "cluster" || strings.Join(s.Redis.Addresses, ",") != "redis-0.redis:6379,redis-1.redis:6379" ||
+		s.Redis.Address != "" || s.Redis.DB != 0 || s.Redis.PasswordEnv != "JUNCTION_REDIS_PASSWORD" {
+		t.Fatalf("state = %+v (redis %+v)", s, s.Redis)
+	}
+	if tls := s.Redis.TLS; tls == nil || !tls.Enabled || tls.CAFile != "/etc/junction-redis-tls/ca.crt" ||
+		tls.CertFile != "/etc/junction-redis-tls/tls.crt" || tls.KeyFile != "/etc/junction-redis-tls/tls.key" {
+		t.Fatalf("tls = %+v", tls)
+	}
+	pod := dig(objs["Deployment/r-junction"], "spec", "template", "spec").(map[string]any)
+	if got := mustYAML(pod["volumes"]); !strings.Contains(got, "secretName: redis-tls") {
+		t.Errorf("volumes lack the TLS Secret:\n%s", got)
+	}
+	if got := mustYAML(pod["containers"].([]any)[0].(map[string]any)["volumeMounts"]); !strings.Contains(got, "mountPath: /etc/junction-redis-tls") {
+		t.Errorf("volumeMounts lack the TLS Secret:\n%s", got)
+	}
+
+	// One seed named as address, own file paths, no Secret mounted.
+	seed := map[string]any{"redis": map[string]any{"enabled": true, "mode": "cluster", "address": "clustercfg.example:6379",
+		"tls": map[string]any{"enabled": true, "caFile": "/certs/ca.pem"}}}
+	doc = configOf(t, render(t, "junction", seed))
+	if r := doc.Global.State.Redis; r.Mode != "cluster" || r.Address != "clustercfg.example:6379" || len(r.Addresses) != 0 || r.TLS.CAFile != "/certs/ca.pem" || r.TLS.CertFile != "" {
+		t.Errorf("cluster by one seed: %+v tls %+v", r, r.TLS)
+	}
+	// Standalone stays as it was: address and db.
+	doc = configOf(t, render(t, "junction", map[string]any{"redis": map[string]any{"enabled": true, "address": "r:6379", "db": 3}}))
+	if r := doc.Global.State.Redis; r.Mode != "" || r.Address != "r:6379" || r.DB != 3 || r.TLS != nil {
+		t.Errorf("standalone: %+v", r)
+	}
+
+	for _, tc := range []struct {
+		redis map[string]any
+		want  string
+	}{
+		{map[string]any{"mode": "cluster", "db": 2}, "database 0 only"},
+		{map[string]any{"addresses": []any{"a:1"}}, "set redis.mode cluster"},
+		{map[string]any{"mode": "sentinel"}, "standalone or cluster"},
+		{map[string]any{"tls": map[string]any{"enabled": true, "certFile": "/c.pem"}}, "certFile and keyFile go together"},
+	} {
+		tc.redis["enabled"] = true
+		if _, err := renderFiles("junction", map[string]any{"redis": tc.redis}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("redis %v: %v, want an error saying %q", tc.redis, err, tc.want)
+		}
 	}
 }
 

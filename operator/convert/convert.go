@@ -474,8 +474,8 @@ const RedisPasswordEnv = "JUNCTION_REDIS_PASSWORD"
 // from Redis), so the index and search settings have no equivalent:
 // anything but their defaults is refused.
 func (c *converter) keyValue(p string, kv *v1alpha1.KeyValueBackend) {
-	if kv == nil || kv.Connection.Host == "" {
-		c.refuse(p+".connection.host", "a key_value backend needs the Redis host")
+	if kv == nil || (kv.Connection.Host == "" && (kv.Connection.Mode != "cluster" || len(kv.Connection.Addresses) == 0)) {
+		c.refuse(p+".connection.host", "a key_value backend needs the Redis host (or, with mode cluster, addresses)")
 		return
 	}
 	conn := kv.Connection
@@ -483,9 +483,42 @@ func (c *converter) keyValue(p string, kv *v1alpha1.KeyValueBackend) {
 	if conn.Port != 0 {
 		port = conn.Port
 	}
-	redis := map[string]any{"address": net.JoinHostPort(conn.Host, strconv.Itoa(int(port)))}
-	if conn.Database != nil && *conn.Database != 0 {
-		redis["db"] = int(*conn.Database)
+	redis := map[string]any{}
+	switch conn.Mode {
+	case "", "standalone":
+		if len(conn.Addresses) > 0 {
+			c.refuse(p+".connection.addresses", "addresses lists a Redis Cluster's seed nodes: set mode: cluster, or name the one server as host and port")
+		}
+		redis["address"] = net.JoinHostPort(conn.Host, strconv.Itoa(int(port)))
+		if conn.Mode != "" {
+			redis["mode"] = conn.Mode
+		}
+		if conn.Database != nil && *conn.Database != 0 {
+			redis["db"] = int(*conn.Database)
+		}
+	case "cluster":
+		redis["mode"] = "cluster"
+		switch {
+		case len(conn.Addresses) > 0 && conn.Host != "":
+			c.refuse(p+".connection.host", "with mode cluster set host (the one seed) or addresses, not both")
+		case len(conn.Addresses) > 0:
+			if conn.Port != 0 && conn.Port != 6379 {
+				c.refuse(p+".connection.port", "with addresses each seed names its port (host:port); remove port")
+			}
+			for i, a := range conn.Addresses {
+				if _, _, err := net.SplitHostPort(a); err != nil {
+					c.refuse(fmt.Sprintf("%s.connection.addresses[%d]", p, i), "%q is not host:port", a)
+				}
+			}
+			redis["addresses"] = append([]string(nil), conn.Addresses...)
+		default:
+			redis["address"] = net.JoinHostPort(conn.Host, strconv.Itoa(int(port)))
+		}
+		if conn.Database != nil && *conn.Database != 0 {
+			c.refuse(p+".connection.database", "a Redis Cluster has database 0 only; remove database")
+		}
+	default:
+		c.refuse(p+".connection.mode", "must be standalone or cluster (got %q)", conn.Mode)
 	}
 	switch {
 	case conn.Password != "":

@@ -438,3 +438,150 @@ spec:
 		t.Errorf("%d refusals, want 4:\n%v", len(ce.Refused), err)
 	}
 }
+
+// TestKeyValueCacheOnCluster: connection mode cluster with addresses converts to global.state.redis mode
+// cluster and those seeds (host and port naming the one seed without addresses), with the TLS files; what
+// Junction would refuse is refused by the CRD or by convert with the field to change; and export lifts such
+// a document back into the typed key_value backend, converting to the same document again.
+func TestKeyValueCacheOnCluster(t *testing.T) {
+	r := loadResource(t, `
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  modelEndpoints:
+    - {name: a, model: m1, backend: {type: service, service: {name: vllm}}}
+  config:
+    response_cache:
+      enabled: true
+      backend_type: key_value
+      key_value:
+        connection:
+          mode: cluster
+          addresses: ["redis-0.redis:6379", "redis-1.redis:6379"]
+          tls: {enabled: true, ca_file: /tls/ca.crt, cert_file: /tls/tls.crt, key_file: /tls/tls.key}
+`)
+	out, err := convert.ToYAML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := junctionValidate(t, out)
+	st := d.Global.State
+	if st == nil || st.Redis == nil || st.Redis.Mode != "cluster" || strings.Join(st.Redis.Addresses, ",") != "redis-0.redis:6379,redis-1.redis:6379" ||
+		st.Redis.Address != "" || st.Redis.TLS == nil || st.Redis.TLS.CertFile != "/tls/tls.crt" || st.Redis.TLS.KeyFile != "/tls/tls.key" {
+		t.Fatalf("global.state = %+v (redis %+v)\n%s", st, st.Redis, out)
+	}
+
+	exported, _, err := convert.FromDocument(out, "x", "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := exported.Spec.Config.ResponseCache
+	if cc == nil || cc.BackendType != "key_value" || cc.KeyValue == nil {
+		t.Fatalf("export left the Redis cache in routing: %s", exported.Spec.Config.Routing.Raw)
+	}
+	conn := cc.KeyValue.Connection
+	if conn.Mode != "cluster" || strings.Join(conn.Addresses, ",") != "redis-0.redis:6379,redis-1.redis:6379" || conn.Host != "" ||
+		conn.TLS == nil || conn.TLS.CAFile != "/tls/ca.crt" || conn.TLS.CertFile != "/tls/tls.crt" || conn.TLS.KeyFile != "/tls/tls.key" {
+		t.Fatalf("exported connection = %+v (tls %+v)", conn, conn.TLS)
+	}
+	if strings.Contains(string(exported.Spec.Config.Routing.Raw), "state") {
+		t.Errorf("global.state also left in routing: %s", exported.Spec.Config.Routing.Raw)
+	}
+	// The export passes the CRD and converts back to the same shared state.
+	j, _ := json.Marshal(exported)
+	y, _ := yaml.JSONToYAML(j)
+	back, err := convert.LoadResource(context.Background(), schema(t), y)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	again, err := convert.ToYAML(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := junctionValidate(t, again).Global.State; s.Redis.Mode != "cluster" || len(s.Redis.Addresses) != 2 || s.Redis.TLS.KeyFile != "/tls/tls.key" {
+		t.Fatalf("export then convert: %+v\n%s", s.Redis, again)
+	}
+
+	// One seed by host and port.
+	r = loadResource(t, `
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  modelEndpoints:
+    - {name: a, model: m1, backend: {type: service, service: {name: vllm}}}
+  config:
+    response_cache:
+      enabled: true
+      backend_type: key_value
+      key_value: {connection: {mode: cluster, host: clustercfg.cache.example, port: 6379}}
+`)
+	out, err = convert.ToYAML(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := junctionValidate(t, out).Global.State.Redis; s.Mode != "cluster" || s.Address != "clustercfg.cache.example:6379" || len(s.Addresses) != 0 {
+		t.Fatalf("cluster by one seed: %+v\n%s", s, out)
+	}
+	exported, _, err = convert.FromDocument(out, "x", "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := exported.Spec.Config.ResponseCache; c == nil || c.KeyValue.Connection.Mode != "cluster" || c.KeyValue.Connection.Host != "clustercfg.cache.example" {
+		t.Fatalf("export of a cluster by one seed: %+v", c)
+	}
+
+	// A password_env, a key prefix: no typed field says them, so global.state stays in routing as written.
+	exported, _, err = convert.FromDocument([]byte(`{version: v1, providers: {defaults: {default_model: m}, models: [{name: m, backend_refs: [{provider: demo}]}]}, recipes: [{name: default}],
+  global: {state: {backend: redis, redis: {mode: cluster, addresses: ["r:6379"], password_env: REDIS_PW, key_prefix: "p:"}}, services: {response_cache: {backend: redis}}}}`), "x", "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exported.Spec.Config.ResponseCache != nil || !strings.Contains(string(exported.Spec.Config.Routing.Raw), "REDIS_PW") {
+		t.Fatalf("a password_env was lifted: %+v, routing %s", exported.Spec.Config.ResponseCache, exported.Spec.Config.Routing.Raw)
+	}
+
+	// Refused by the CRD.
+	for _, tc := range []struct{ conn, want string }{
+		{`{host: r, addresses: ["a:1"]}`, "set mode: cluster"},
+		{`{mode: cluster, addresses: ["a:1"], database: 2}`, "database 0 only"},
+		{`{mode: sentinel, host: r}`, "Unsupported value"},
+	} {
+		_, err := convert.LoadResource(context.Background(), schema(t), []byte(`
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  modelEndpoints:
+    - {name: a, model: m1, backend: {type: service, service: {name: vllm}}}
+  config:
+    response_cache: {enabled: true, backend_type: key_value, key_value: {connection: `+tc.conn+`}}
+`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("connection %s: %v, want %q", tc.conn, err, tc.want)
+		}
+	}
+	// Refused by convert.
+	for _, tc := range []struct{ conn, path string }{
+		{`{mode: cluster, host: r, addresses: ["a:1"]}`, "connection.host"},
+		{`{mode: cluster, addresses: ["a:1"], port: 7000}`, "connection.port"},
+		{`{mode: cluster, addresses: ["no-port"]}`, "connection.addresses[0]"},
+	} {
+		r := loadResource(t, `
+apiVersion: junction-router.io/v1alpha1
+kind: JunctionRouter
+metadata: {name: x}
+spec:
+  modelEndpoints:
+    - {name: a, model: m1, backend: {type: service, service: {name: vllm}}}
+  config:
+    response_cache: {enabled: true, backend_type: key_value, key_value: {connection: `+tc.conn+`}}
+`)
+		_, err := convert.ToYAML(r)
+		var ce *convert.Error
+		if !errors.As(err, &ce) || len(ce.Refused) != 1 || ce.Refused[0].Path != "spec.config.response_cache.key_value."+tc.path {
+			t.Errorf("connection %s: %v, want one refusal of %s", tc.conn, err, tc.path)
+		}
+	}
+}

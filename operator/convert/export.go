@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,6 +145,105 @@ var lifts = []func(routing map[string]any, cfg *v1alpha1.ConfigSpec) bool{
 		}
 		return into(rules, &cfg.ComplexityRules)
 	},
+	liftKeyValueCache,
+}
+
+// liftKeyValueCache turns a response cache kept on Redis (global.services.response_cache backend redis, with
+// global.state on that Redis) into response_cache's key_value backend: the address (or a cluster's mode and
+// seed addresses), db and TLS files. What the resource cannot say (a key prefix, fail_closed, a password_env,
+// which the controller fills from password_secret_ref only, a cache setting beyond max_entries) leaves the
+// sections in routing as written.
+func liftKeyValueCache(routing map[string]any, cfg *v1alpha1.ConfigSpec) bool {
+	g := obj(routing, "global")
+	svc := obj(g, "services")
+	st, _ := g["state"].(map[string]any)
+	rc, _ := svc["response_cache"].(map[string]any)
+	if st == nil || rc == nil || st["backend"] != "redis" || rc["backend"] != "redis" {
+		return false
+	}
+	r, _ := st["redis"].(map[string]any)
+	if r == nil || len(st) != 2 {
+		return false
+	}
+	var conn v1alpha1.KeyValueConnection
+	hostPort := func(v any) bool {
+		a, ok := v.(string)
+		if !ok {
+			return false
+		}
+		h, p, err := net.SplitHostPort(a)
+		n, perr := strconv.Atoi(p)
+		if err != nil || perr != nil || n < 1 || n > 65535 {
+			return false
+		}
+		conn.Host, conn.Port = h, int32(n)
+		return true
+	}
+	for k, v := range r {
+		switch k {
+		case "mode":
+			m, _ := v.(string)
+			if m != "standalone" && m != "cluster" {
+				return false
+			}
+			conn.Mode = m
+		case "address":
+			if !hostPort(v) {
+				return false
+			}
+		case "addresses":
+			if !into(v, &conn.Addresses) {
+				return false
+			}
+		case "db":
+			var db int32
+			if !into(v, &db) {
+				return false
+			}
+			conn.Database = &db
+		case "tls":
+			var t struct {
+				Enabled  bool   `json:"enabled"`
+				CAFile   string `json:"ca_file"`
+				CertFile string `json:"cert_file"`
+				KeyFile  string `json:"key_file"`
+			}
+			if !into(v, &t) {
+				return false
+			}
+			if t.Enabled {
+				on := true
+				conn.TLS = &v1alpha1.TLSFiles{Enabled: &on, CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile}
+			}
+		default: // key_prefix, fail_closed, password_env: no typed field
+			return false
+		}
+	}
+	cc := &v1alpha1.CacheConfig{BackendType: "key_value"}
+	for k, v := range rc {
+		switch k {
+		case "backend":
+		case "max_entries":
+			var n int32
+			if !into(v, &n) {
+				return false
+			}
+			cc.MaxEntries = &n
+		default:
+			return false
+		}
+	}
+	on := true
+	cc.Enabled = &on
+	// The index settings at their defaults, as the API server fills them: Junction uses none of them.
+	cc.KeyValue = &v1alpha1.KeyValueBackend{Connection: conn, Index: v1alpha1.KeyValueIndex{
+		Name: "semantic_cache_idx", Prefix: "doc:", IndexType: "HNSW",
+		VectorField: v1alpha1.VectorField{Name: "embedding", MetricType: "COSINE"},
+	}}
+	delete(g, "state")
+	delete(svc, "response_cache")
+	cfg.ResponseCache = cc
+	return true
 }
 
 // defaultRecipe is the recipe ToDocument adds decisions to: the one named default, else the first.

@@ -370,10 +370,23 @@ type KeyValueBackend struct {
 	Development KeyValueDevelopment `json:"development,omitempty"`
 }
 
-// KeyValueConnection reaches the key-value store; the password by Secret reference.
+// KeyValueConnection reaches the key-value store; the password by Secret reference. Mode and addresses are
+// Junction's: a Redis Cluster (mode cluster) is reached through its seed nodes (addresses), or through host
+// and port as the one seed (a managed cluster's configuration endpoint).
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.password) && has(self.password_secret_ref))",message="set password_secret_ref or password, not both (prefer password_secret_ref)"
+// +kubebuilder:validation:XValidation:rule="!has(self.addresses) || size(self.addresses) == 0 || (has(self.mode) && self.mode == 'cluster')",message="addresses lists a Redis Cluster's seed nodes: set mode: cluster, or name the one server as host and port"
+// +kubebuilder:validation:XValidation:rule="!(has(self.mode) && self.mode == 'cluster' && has(self.database) && self.database != 0)",message="a Redis Cluster has database 0 only: remove database"
 type KeyValueConnection struct {
+	// Mode is standalone (one server at host and port) or cluster (a Redis Cluster).
+	// +kubebuilder:validation:Enum=standalone;cluster
+	// +optional
+	Mode string `json:"mode,omitempty"`
+	// Addresses are a Redis Cluster's seed nodes as host:port (mode cluster; one is enough, the client learns
+	// the others). With mode cluster and no addresses, host and port name the one seed.
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
 	// +optional
 	Host string `json:"host,omitempty"`
 	// +kubebuilder:default=6379

@@ -25,12 +25,35 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $cfg := deepCopy .Values.config -}}
 {{- $global := default dict $cfg.global -}}
 {{- if .Values.redis.enabled -}}
-{{- $r := dict "address" .Values.redis.address "db" (int .Values.redis.db) "key_prefix" .Values.redis.keyPrefix -}}
-{{- if .Values.redis.failClosed }}{{ $_ := set $r "fail_closed" true }}{{ end -}}
-{{- if .Values.redis.passwordSecret.name }}{{ $_ := set $r "password_env" "JUNCTION_REDIS_PASSWORD" }}{{ end -}}
-{{- if .Values.redis.tls.enabled -}}
+{{- $rv := .Values.redis -}}
+{{- $r := dict "key_prefix" $rv.keyPrefix -}}
+{{- $mode := default "standalone" $rv.mode -}}
+{{- if eq $mode "cluster" -}}
+{{- if ne (int $rv.db) 0 }}{{ fail "redis.db must be 0 with redis.mode cluster: a Redis Cluster has database 0 only" }}{{ end -}}
+{{- $_ := set $r "mode" "cluster" -}}
+{{- if $rv.addresses }}{{ $_ := set $r "addresses" $rv.addresses }}{{ else }}{{ $_ := set $r "address" $rv.address }}{{ end -}}
+{{- else if eq $mode "standalone" -}}
+{{- if $rv.addresses }}{{ fail "redis.addresses lists a cluster's nodes but redis.mode is standalone: set redis.mode cluster, or name the one server as redis.address" }}{{ end -}}
+{{- $_ := set $r "address" $rv.address -}}
+{{- $_ := set $r "db" (int $rv.db) -}}
+{{- else -}}
+{{- fail (printf "redis.mode must be standalone or cluster (got %q)" $mode) -}}
+{{- end -}}
+{{- if $rv.failClosed }}{{ $_ := set $r "fail_closed" true }}{{ end -}}
+{{- if $rv.passwordSecret.name }}{{ $_ := set $r "password_env" "JUNCTION_REDIS_PASSWORD" }}{{ end -}}
+{{- if $rv.tls.enabled -}}
 {{- $tls := dict "enabled" true -}}
-{{- with .Values.redis.tls.caFile }}{{ $_ := set $tls "ca_file" . }}{{ end -}}
+{{- $dir := include "junction.redisTLSDir" . -}}
+{{- $ca := $rv.tls.caFile -}}
+{{- if and (not $ca) $rv.tls.secretName }}{{ $ca = printf "%s/ca.crt" $dir }}{{ end -}}
+{{- with $ca }}{{ $_ := set $tls "ca_file" . }}{{ end -}}
+{{- $cert := $rv.tls.certFile -}}{{- $key := $rv.tls.keyFile -}}
+{{- if and $rv.tls.clientCertificate $rv.tls.secretName -}}
+{{- $cert = default (printf "%s/tls.crt" $dir) $cert -}}{{- $key = default (printf "%s/tls.key" $dir) $key -}}
+{{- end -}}
+{{- if ne (empty $cert) (empty $key) }}{{ fail "redis.tls: certFile and keyFile go together (or set secretName and clientCertificate: true)" }}{{ end -}}
+{{- with $cert }}{{ $_ := set $tls "cert_file" . }}{{ end -}}
+{{- with $key }}{{ $_ := set $tls "key_file" . }}{{ end -}}
 {{- $_ := set $r "tls" $tls -}}
 {{- end -}}
 {{- $_ := set $global "state" (dict "backend" "redis" "redis" $r) -}}
@@ -44,3 +67,6 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $global }}{{ $_ := set $cfg "global" $global }}{{ end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
+
+{{/* Where redis.tls.secretName is mounted. */}}
+{{- define "junction.redisTLSDir" -}}/etc/junction-redis-tls{{- end -}}
