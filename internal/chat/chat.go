@@ -70,7 +70,9 @@ func Parse(body []byte) (*Request, error) {
 	if body[0] != '{' {
 		return nil, badf("", "the request body must be a JSON object")
 	}
-	if !Valid(body) {
+	var buf [16]Member
+	members, ok := ValidObject(buf[:0], body) // validated and split in one walk; body[0] is '{'
+	if !ok {
 		// Decode only to report the syntax error the way encoding/json does.
 		var fields map[string]json.RawMessage
 		err := json.Unmarshal(body, &fields)
@@ -78,11 +80,6 @@ func Parse(body []byte) (*Request, error) {
 			err = errStructure
 		}
 		return nil, badf("", "the request body is not valid JSON: %s", jsonErrText(err))
-	}
-	var buf [16]Member
-	members, err := Members(buf[:0], body)
-	if err != nil {
-		return nil, badf("", "the request body is not valid JSON: %s", err)
 	}
 	fields := make(map[string]json.RawMessage, len(members))
 	for _, m := range members {

@@ -7,50 +7,75 @@ package chat
 // state function per byte, which made the check about a tenth of the gateway's
 // own CPU; this one walks the bytes in tight loops and allocates nothing for
 // nesting up to 64 levels.
-func Valid(b []byte) bool { return validJSON(b, false) }
+func Valid(b []byte) bool {
+	_, ok := validJSON(b, false, false, nil)
+	return ok
+}
+
+// ValidObject reports whether b is one valid JSON value (Valid's answer)
+// that is an object, and appends its members to dst as Members would (in
+// document order, duplicates included; keys as written, values without
+// surrounding whitespace, sharing b's memory): one walk of the bytes where
+// Valid and then Members take two.
+func ValidObject(dst []Member, b []byte) ([]Member, bool) {
+	n := len(dst)
+	dst, ok := validJSON(b, false, true, dst)
+	if !ok {
+		return dst[:n], false
+	}
+	return dst, b[skipSpace(b, 0)] == '{'
+}
 
 // compact reports whether b is valid JSON (as Valid) with no whitespace
 // outside its strings: what json.Compact would copy unchanged.
-func compact(b []byte) bool { return validJSON(b, true) }
+func compact(b []byte) bool {
+	_, ok := validJSON(b, true, false, nil)
+	return ok
+}
 
-// validJSON is Valid; strict refuses whitespace between tokens.
-func validJSON(b []byte, strict bool) bool {
+// validJSON is Valid; strict refuses whitespace between tokens. With members
+// set, the members of a top-level object are appended to dst.
+func validJSON(b []byte, strict, members bool, dst []Member) ([]Member, bool) {
+	keyAt := 0 // the opening quote of the top-level member being read
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
 	n := len(b)
 	i := skipSpace(b, 0)
 	if strict && i > 0 {
-		return false
+		return dst, false
 	}
 value:
 	if i >= n {
-		return false
+		return dst, false
 	}
 	switch c := b[i]; {
 	case c == '{':
 		if len(stack) >= maxNesting {
-			return false
+			return dst, false
 		}
 		stack = append(stack, '{')
 		if i = space(b, i+1, strict); i < 0 {
-			return false
+			return dst, false
 		}
 		if i < n && b[i] == '}' {
 			stack = stack[:len(stack)-1]
 			i++
 			goto after
 		}
+		if len(stack) == 1 {
+			keyAt = i
+		}
 		if i = objectKey(b, i, strict); i < 0 {
-			return false
+			return dst, false
 		}
 		goto value
 	case c == '[':
 		if len(stack) >= maxNesting {
-			return false
+			return dst, false
 		}
 		stack = append(stack, '[')
 		if i = space(b, i+1, strict); i < 0 {
-			return false
+			return dst, false
 		}
 		if i < n && b[i] == ']' {
 			stack = stack[:len(stack)-1]
@@ -60,48 +85,55 @@ value:
 		goto value
 	case c == '"':
 		if i = validString(b, i); i < 0 {
-			return false
+			return dst, false
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		if i = validNumber(b, i); i < 0 {
-			return false
+			return dst, false
 		}
 	case c == 't':
 		if n-i < 4 || string(b[i:i+4]) != "true" {
-			return false
+			return dst, false
 		}
 		i += 4
 	case c == 'f':
 		if n-i < 5 || string(b[i:i+5]) != "false" {
-			return false
+			return dst, false
 		}
 		i += 5
 	case c == 'n':
 		if n-i < 4 || string(b[i:i+4]) != "null" {
-			return false
+			return dst, false
 		}
 		i += 4
 	default:
-		return false
+		return dst, false
 	}
 after:
+	if members && len(stack) == 1 && stack[0] == '{' {
+		// A top-level member's value ends at i.
+		dst = append(dst, member(b, keyAt, i))
+	}
 	if i = space(b, i, strict); i < 0 {
-		return false
+		return dst, false
 	}
 	if len(stack) == 0 {
-		return i == n
+		return dst, i == n
 	}
 	if i >= n {
-		return false
+		return dst, false
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
 		if i = space(b, i+1, strict); i < 0 {
-			return false
+			return dst, false
 		}
 		if top == '{' {
+			if len(stack) == 1 {
+				keyAt = i
+			}
 			if i = objectKey(b, i, strict); i < 0 {
-				return false
+				return dst, false
 			}
 		}
 		goto value
@@ -110,7 +142,25 @@ after:
 		i++
 		goto after
 	}
-	return false
+	return dst, false
+}
+
+// member is the member whose key's opening quote is b[keyAt] and whose
+// value ends at end, in valid JSON: the key ends at the last quote before
+// the colon, the value starts after the colon and any whitespace.
+func member(b []byte, keyAt, end int) Member {
+	colon := keyAt + 1
+	for b[colon] != '"' { // the key's closing quote: the first unescaped one
+		if b[colon] == '\\' {
+			colon++
+		}
+		colon++
+	}
+	key := b[keyAt+1 : colon]
+	for b[colon] != ':' {
+		colon++
+	}
+	return Member{Key: key, Value: b[skipSpace(b, colon+1):end]}
 }
 
 // maxNesting is encoding/json's limit on nested arrays and objects.

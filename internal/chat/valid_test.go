@@ -27,6 +27,38 @@ func TestValidAgreesWithEncodingJSON(t *testing.T) {
 			t.Errorf("Valid(%q) = %v, encoding/json says %v", c, got, want)
 		}
 		checkCompact(t, []byte(c))
+		checkValidObject(t, []byte(c))
+	}
+}
+
+// checkValidObject fails unless ValidObject(b) gives what Valid and then
+// Members give: valid and an object, with the same members.
+func checkValidObject(t *testing.T, b []byte) {
+	t.Helper()
+	var want []Member
+	wantOK := Valid(b)
+	if wantOK {
+		var err error
+		want, err = Members([]Member{{Key: []byte("kept")}}, b)
+		wantOK = err == nil
+	}
+	got, ok := ValidObject([]Member{{Key: []byte("kept")}}, b)
+	if ok != wantOK {
+		t.Fatalf("ValidObject(%q) = %v, Valid and Members say %v", b, ok, wantOK)
+	}
+	if !ok {
+		if len(got) != 1 {
+			t.Fatalf("ValidObject(%q) refused it but left %d members", b, len(got))
+		}
+		return
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ValidObject(%q): %d members, Members %d", b, len(got), len(want))
+	}
+	for i := range got {
+		if !bytes.Equal(got[i].Key, want[i].Key) || !bytes.Equal(got[i].Value, want[i].Value) {
+			t.Fatalf("ValidObject(%q) member %d = %q:%q, Members %q:%q", b, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
+		}
 	}
 }
 
@@ -64,6 +96,7 @@ func TestValidNesting(t *testing.T) {
 func TestValidMutations(t *testing.T) {
 	seeds := []string{
 		`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is 2\u002b2? \"quoted\" \\ ok"}],"max_tokens":16,"temperature":0.2,"stop":null,"stream":false}`,
+		`{ "a" : 1 , "k\\\"ey" :{"x":[]}, "b":[ ],"c":{},"a":"dup\"licate" , "\u00e9":null}`,
 		`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"x":-1.5e-3}}`,
 		`[1,-0.5,2e10,true,false,null,"a",[],{},[{"a":[{}]}]]`,
 	}
@@ -89,6 +122,7 @@ func TestValidMutations(t *testing.T) {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", doc, got, want)
 		}
 		checkCompact(t, doc)
+		checkValidObject(t, doc)
 	}
 }
 
@@ -101,6 +135,7 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, got, want)
 		}
 		checkCompact(t, b)
+		checkValidObject(t, b)
 	})
 }
 

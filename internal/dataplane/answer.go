@@ -34,17 +34,14 @@ type AnswerInfo struct {
 }
 
 // ParseAnswer reads a chat.completion's usage without decoding the rest:
-// the body is validated, its top-level members are split, and only usage is
+// the body is validated and its top-level members are split (one walk), and only usage is
 // decoded (the last one when repeated, as encoding/json keeps it).
 func ParseAnswer(body []byte) AnswerInfo {
 	var a AnswerInfo
-	if !chat.Valid(body) {
-		return a
-	}
 	var buf [16]chat.Member
-	members, err := chat.Members(buf[:0], body)
-	if err != nil {
-		return a // valid JSON that is not an object
+	members, ok := chat.ValidObject(buf[:0], body) // validated and split in one walk
+	if !ok {
+		return a // not valid JSON, or valid JSON that is not an object
 	}
 	a.Object, a.Empty = true, len(members) == 0
 	var usage []byte
