@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +17,15 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/dataplane/dataplanetest"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
 	"github.com/junction-router/junction/recipes"
 )
 
-const testConfig = `
+// testConfig is the front ends' shared recipe (dataplanetest.Recipe) on
+// backends nothing listens on: the plane's tests read what it would send.
+var testConfig = `
 version: v1
 providers:
   defaults: {default_model: small}
@@ -49,53 +51,13 @@ providers:
       api_format: anthropic
       backend_refs:
         - {base_url: "http://127.0.0.1:9", provider: anthropic}
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: proof, keywords: ["prove"]}
-        - {name: canned, keywords: ["canned"]}
-        - {name: gated, keywords: ["gated"]}
-        - {name: code, keywords: ["python"]}
-      pii:
-        - {name: contact, types: [EMAIL], threshold: 0.5, action: block}
-      jailbreak:
-        - {name: attack, threshold: 0.7, action: block}
-    decisions:
-      - name: hard_math
-        priority: 200
-        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
-        modelRefs:
-          - {model: big, use_reasoning: true, reasoning_effort: high}
-        plugins:
-          - type: system_prompt
-            configuration: {system_prompt: "Be careful."}
-          - type: header_mutation
+` + dataplanetest.Recipe(dataplanetest.RecipeOptions{
+	// hard_math also adds a header; code routes to coder as it is.
+	MathPlugins: `          - type: header_mutation
             configuration: {add: [{name: x-route-family, value: math}]}
-      - name: code
-        priority: 150
-        rules: {operator: OR, conditions: [{type: keyword, name: code}]}
-        modelRefs:
-          - {model: coder}
-      - name: canned
-        priority: 140
-        rules: {operator: OR, conditions: [{type: keyword, name: canned}]}
-        plugins:
-          - type: fast_response
-            configuration: {message: "a canned answer"}
-      - name: gated
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: gated}]}
-        modelRefs:
-          - {model: small}
-        plugins:
-          - {type: rag, on_error: fail}
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs:
-          - {model: small, use_reasoning: false}
-`
+`,
+	CodeModelRef: "{model: coder}",
+})
 
 type env struct {
 	t     *testing.T
@@ -106,19 +68,9 @@ type env struct {
 
 func newEnv(t *testing.T, runner plugin.Runner) *env {
 	t.Helper()
-	// big's backend takes its key from the environment; a request to it is
-	// refused while the variable is unset.
-	if os.Getenv("DATAPLANE_TEST_KEY") == "" {
-		t.Setenv("DATAPLANE_TEST_KEY", "sk-env")
-	}
-	doc, err := recipes.Parse([]byte(testConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// big's backend takes its key from the environment.
+	dataplanetest.KeyEnv(t, "DATAPLANE_TEST_KEY", "sk-env")
+	_, gen := dataplanetest.Compile(t, testConfig, engine.Options{})
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)
 	return &env{t: t, gen: gen, reg: reg, plane: dataplane.New(dataplane.Config{Metrics: m, Plugins: runner})}
@@ -133,29 +85,7 @@ func (e *env) run(body string, header http.Header) *dataplane.Outcome {
 
 func (e *env) counter(name string, labels map[string]string) float64 {
 	e.t.Helper()
-	mfs, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return 0
+	return dataplanetest.Metric(e.t, e.reg, name, labels)
 }
 
 func userBody(text string, extra ...string) string {

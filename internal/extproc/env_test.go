@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/dataplane/dataplanetest"
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/extproc"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
@@ -31,9 +31,9 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// testConfig is the gateway's test configuration, with {{upstream}} for the
-// backends' base URL.
-const testConfig = `
+// testConfig is the gateway's test configuration (the front ends' shared
+// recipe, dataplanetest.Recipe), with {{upstream}} for the backends' base URL.
+var testConfig = `
 version: v1
 listeners:
   - name: public
@@ -67,54 +67,12 @@ providers:
       api_format: anthropic
       backend_refs:
         - {base_url: "{{upstream}}/v1", provider: anthropic}
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: proof, keywords: ["prove"]}
-        - {name: code, keywords: ["python"]}
-        - {name: canned, keywords: ["canned"]}
-        - {name: gated, keywords: ["gated"]}
-      pii:
-        - {name: contact, types: [EMAIL], threshold: 0.5, action: block}
-      jailbreak:
-        - {name: attack, threshold: 0.7, action: block}
-    decisions:
-      - name: hard_math
-        priority: 200
-        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
-        modelRefs:
-          - {model: big, use_reasoning: true, reasoning_effort: high}
-        plugins:
-          - type: system_prompt
-            configuration: {system_prompt: "Be careful."}
-      - name: code
-        priority: 150
-        rules: {operator: OR, conditions: [{type: keyword, name: code}]}
-        modelRefs:
-          - {model: coder, use_reasoning: true, reasoning_effort: low}
-        plugins:
-          - type: header_mutation
+` + dataplanetest.Recipe(dataplanetest.RecipeOptions{
+	// The code decision mutates headers (the header tests).
+	CodePlugins: `          - type: header_mutation
             configuration: {add: [{name: x-route-family, value: code}], delete: [x-debug]}
-      - name: canned
-        priority: 140
-        rules: {operator: OR, conditions: [{type: keyword, name: canned}]}
-        plugins:
-          - type: fast_response
-            configuration: {message: "a canned answer"}
-      - name: gated
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: gated}]}
-        modelRefs:
-          - {model: small}
-        plugins:
-          - {type: rag, on_error: fail}
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs:
-          - {model: small, use_reasoning: false}
-`
+`,
+})
 
 // fixedNow makes the demo backend's answers identical across front ends.
 var fixedNow = func() time.Time { return time.Unix(1700000000, 0) }
@@ -148,21 +106,15 @@ func newEnv(t testing.TB, configure ...func(*envOptions)) *env {
 	for _, c := range configure {
 		c(&o)
 	}
-	// big's backend takes its key from the environment; a request to it is
-	// refused while the variable is unset.
-	if os.Getenv("EXTPROC_TEST_BIG_KEY") == "" {
-		t.Setenv("EXTPROC_TEST_BIG_KEY", "sk-env-big")
-	}
+	// big's backend takes its key from the environment.
+	dataplanetest.KeyEnv(t, "EXTPROC_TEST_BIG_KEY", "sk-env-big")
 	e := &env{t: t, url: "http://127.0.0.1:18080", backend: demobackend.New(o.backend)}
 	y := testConfig
 	if o.edit != nil {
 		y = o.edit(y)
 	}
-	e.doc = parseConfig(t, strings.ReplaceAll(y, "{{upstream}}", e.url))
-	gen, err := engine.Compile(e.doc, recipes.Hash(e.doc), engine.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	var gen *engine.Generation
+	e.doc, gen = dataplanetest.Compile(t, strings.ReplaceAll(y, "{{upstream}}", e.url), engine.Options{})
 	e.runtime = engine.NewRuntime(gen)
 	e.reg = prometheus.NewRegistry()
 	opts := o.opts
@@ -279,42 +231,8 @@ func (e *env) answer(up *envoytest.Message, piece int) envoytest.Response {
 // scalar sums the series that have labels: counters' and gauges' values,
 // histograms' counts.
 func (e *env) scalar(name string, labels map[string]string) float64 {
-	return scalar(e.t, e.reg, name, labels)
-}
-
-func scalar(t testing.TB, reg prometheus.Gatherer, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				sum += m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				sum += m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return sum
+	e.t.Helper()
+	return dataplanetest.Metric(e.t, e.reg, name, labels)
 }
 
 // eventually polls cond: a stream's metrics are recorded when the server

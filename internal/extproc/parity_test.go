@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/dataplane/dataplanetest"
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/extproc/envoytest"
 	"github.com/junction-router/junction/internal/gateway"
@@ -200,7 +201,7 @@ func TestParityWithGateway(t *testing.T) {
 	}
 
 	eventually(t, "every ext_proc request recorded", func() bool {
-		return scalar(t, e.reg, "router_requests_total", nil) == float64(len(cases))
+		return dataplanetest.Metric(t, e.reg, "router_requests_total", nil) == float64(len(cases))
 	})
 	g, x := series(t, gwReg), series(t, e.reg)
 	// The comparison covers what matters: streams, usage, cost, errors.

@@ -3,19 +3,12 @@ package gateway
 import (
 	"bytes"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/junction-router/junction/internal/plugin/native"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/internal/metrics"
-	"github.com/junction-router/junction/recipes"
 )
 
 // BenchmarkGatewayOverhead sends the same chat request to a fast in-process
@@ -42,37 +35,10 @@ providers:
       reasoning_family: qwen3
       pricing: {prompt_per_1m: 0.1, completion_per_1m: 0.4}
       backend_refs: [{base_url: "{{up}}/v1", provider: openai}]
-recipes:
-  - name: default
-    signals:
-      keywords: [{name: proof, keywords: ["prove", "derive"]}]
-    decisions:
-      - name: hard
-        priority: 100
-        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
-        modelRefs: [{model: small, use_reasoning: true}]
-      - name: general
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small, use_reasoning: false}]
-`)
-	doc, err := recipes.Parse([]byte(cfg))
-	if err != nil {
-		b.Fatal(err)
-	}
-	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ups := NewUpstreams(UpstreamOptions{})
-	defer ups.Close()
-	gw := httptest.NewServer(New(Options{
-		Listener:  doc.Listeners[0],
-		Runtime:   engine.NewRuntime(gen),
-		Metrics:   metrics.New(prometheus.NewRegistry()),
-		Plugins:   native.Stage(),
-		Upstreams: ups,
-		Logger:    slog.New(slog.DiscardHandler),
-	}))
+` + benchRecipes["keyword"])
+	o, _ := benchOptions(b, cfg, UpstreamOptions{})
+	o.Plugins = native.Stage()
+	gw := httptest.NewServer(New(o))
 	defer gw.Close()
 
 	body := []byte(`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer briefly."}],"max_tokens":64,"temperature":0.2}`)

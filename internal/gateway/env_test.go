@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/junction-router/junction/engine"
 	"github.com/junction-router/junction/internal/dataplane"
+	"github.com/junction-router/junction/internal/dataplane/dataplanetest"
 	"github.com/junction-router/junction/internal/demobackend"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/plugin"
@@ -29,9 +29,10 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// testConfig is the configuration the tests route with. {{small}}, {{big}} and
-// {{coder}} are replaced by the fake upstreams' URLs.
-const testConfig = `
+// testConfig is the configuration the tests route with: the front ends'
+// shared recipe (dataplanetest.Recipe) on these models. {{small}}, {{big}},
+// {{coder}} and {{claude}} are replaced by the fake upstreams' URLs.
+var testConfig = `
 version: v1
 listeners:
   - name: public
@@ -69,51 +70,7 @@ providers:
     - name: demo
       backend_refs:
         - {provider: demo}
-recipes:
-  - name: default
-    signals:
-      keywords:
-        - {name: proof, keywords: ["prove"]}
-        - {name: code, keywords: ["python"]}
-        - {name: canned, keywords: ["canned"]}
-        - {name: gated, keywords: ["gated"]}
-      pii:
-        - {name: contact, types: [EMAIL], threshold: 0.5, action: block}
-      jailbreak:
-        - {name: attack, threshold: 0.7, action: block}
-    decisions:
-      - name: hard_math
-        priority: 200
-        rules: {operator: OR, conditions: [{type: keyword, name: proof}]}
-        modelRefs:
-          - {model: big, use_reasoning: true, reasoning_effort: high}
-        plugins:
-          - type: system_prompt
-            configuration: {system_prompt: "Be careful."}
-      - name: code
-        priority: 150
-        rules: {operator: OR, conditions: [{type: keyword, name: code}]}
-        modelRefs:
-          - {model: coder, use_reasoning: true, reasoning_effort: low}
-      - name: canned
-        priority: 140
-        rules: {operator: OR, conditions: [{type: keyword, name: canned}]}
-        plugins:
-          - type: fast_response
-            configuration: {message: "a canned answer"}
-      - name: gated
-        priority: 130
-        rules: {operator: OR, conditions: [{type: keyword, name: gated}]}
-        modelRefs:
-          - {model: small}
-        plugins:
-          - {type: rag, on_error: fail}
-      - name: general
-        priority: 10
-        rules: {operator: AND, conditions: []}
-        modelRefs:
-          - {model: small, use_reasoning: false}
-`
+` + dataplanetest.Recipe(dataplanetest.RecipeOptions{})
 
 // captured is one request a fake upstream received.
 type captured struct {
@@ -221,11 +178,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if cfg.noRun {
 		cfg.plugins = nil
 	}
-	// claude's backend takes its key from the environment; a request to it
-	// is refused while the variable is unset.
-	if os.Getenv("JUNCTION_TEST_ANTHROPIC_KEY") == "" {
-		t.Setenv("JUNCTION_TEST_ANTHROPIC_KEY", "sk-ant-env")
-	}
+	// claude's backend takes its key from the environment.
+	dataplanetest.KeyEnv(t, "JUNCTION_TEST_ANTHROPIC_KEY", "sk-ant-env")
 	e := &env{t: t, ups: map[string]*fakeUpstream{}}
 	yaml := testConfig
 	if cfg.edit != nil {
@@ -320,40 +274,12 @@ func (e *env) errors(model, reason string) float64 {
 	return e.scalar("llm_request_errors_total", map[string]string{"model": model, "reason": reason})
 }
 
-// scalar reads the value of one counter or gauge series from the registry.
+// scalar reads the value of one counter or gauge series from the registry
+// (the sum of the series with those labels; a histogram's sample count).
 func (e *env) scalar(name string, labels map[string]string) float64 {
 	e.t.Helper()
 	e.busy.Wait() // the requests the test made have finished their bookkeeping
-	mfs, err := e.reg.Gather()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range mf.GetMetric() {
-			got := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				got[lp.GetName()] = lp.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue next
-				}
-			}
-			switch {
-			case m.Counter != nil:
-				return m.GetCounter().GetValue()
-			case m.Gauge != nil:
-				return m.GetGauge().GetValue()
-			case m.Histogram != nil:
-				return float64(m.GetHistogram().GetSampleCount())
-			}
-		}
-	}
-	return 0
+	return dataplanetest.Metric(e.t, e.reg, name, labels)
 }
 
 // closedURL returns a URL nothing listens on.
@@ -371,13 +297,6 @@ func closedURL(t *testing.T) string {
 // compileYAML builds a generation from a configuration document.
 func compileYAML(t *testing.T, yaml string) *engine.Generation {
 	t.Helper()
-	doc, err := recipes.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
+	_, gen := dataplanetest.Compile(t, yaml, engine.Options{})
 	return gen
 }

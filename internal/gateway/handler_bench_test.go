@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/junction-router/junction/engine"
+	"github.com/junction-router/junction/internal/dataplane/dataplanetest"
 	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/tracing"
 	"github.com/junction-router/junction/internal/tracing/otlp"
@@ -98,6 +99,23 @@ providers:
       backend_refs: [{provider: demo}]
 `
 
+// benchOptions compiles the configuration yaml and returns a gateway's
+// options on it: its first listener, a fresh registry, no logs, upstreams
+// made with uo (closed when b's run ends). The caller adds the plugins.
+func benchOptions(b *testing.B, yaml string, uo UpstreamOptions) (Options, *recipes.Document) {
+	b.Helper()
+	doc, gen := dataplanetest.Compile(b, yaml, engine.Options{})
+	ups := NewUpstreams(uo)
+	b.Cleanup(ups.Close)
+	return Options{
+		Listener:  doc.Listeners[0],
+		Runtime:   engine.NewRuntime(gen),
+		Metrics:   metrics.New(prometheus.NewRegistry()),
+		Upstreams: ups,
+		Logger:    slog.New(slog.DiscardHandler),
+	}, doc
+}
+
 // BenchmarkGatewayHandler is the gateway's CPU and allocations per
 // non-streamed request: ServeHTTP on a recorded request with an in-memory
 // upstream, so that parsing, routing, rewriting, relaying, headers and metrics
@@ -132,25 +150,9 @@ func BenchmarkGatewayHandler(b *testing.B) {
 				}()
 				tracer = t
 			}
-			doc, err := recipes.Parse([]byte(benchProviders + benchRecipes[run.recipe]))
-			if err != nil {
-				b.Fatal(err)
-			}
-			gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ups := NewUpstreams(UpstreamOptions{Demo: fixedUpstream{answer: answer}})
-			defer ups.Close()
-			gw := New(Options{
-				Listener:  doc.Listeners[0],
-				Runtime:   engine.NewRuntime(gen),
-				Metrics:   metrics.New(prometheus.NewRegistry()),
-				Plugins:   native.Stage(),
-				Upstreams: ups,
-				Logger:    slog.New(slog.DiscardHandler),
-				Tracer:    tracer,
-			})
+			o, _ := benchOptions(b, benchProviders+benchRecipes[run.recipe], UpstreamOptions{Demo: fixedUpstream{answer: answer}})
+			o.Plugins, o.Tracer = native.Stage(), tracer
+			gw := New(o)
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -5,17 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/junction-router/junction/engine"
-	"github.com/junction-router/junction/internal/metrics"
 	"github.com/junction-router/junction/internal/pluginsys"
-	"github.com/junction-router/junction/recipes"
 )
 
 // streamUpstream answers every request with the same event stream, in
@@ -64,20 +58,13 @@ func BenchmarkGatewayStream(b *testing.B) {
 		{"held", "\n        plugins: [{type: hallucination, configuration: {detector: lexical, action: annotate, hold_stream: true}}]"},
 	} {
 		b.Run(run.name, func(b *testing.B) {
-			doc, err := recipes.Parse([]byte(benchProviders + `
+			o, doc := benchOptions(b, benchProviders+`
 recipes:
   - name: default
     decisions:
       - name: general
         rules: {operator: AND, conditions: []}
-        modelRefs: [{model: small}]` + run.plugins + "\n"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			gen, err := engine.Compile(doc, recipes.Hash(doc), engine.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+        modelRefs: [{model: small}]`+run.plugins+"\n", UpstreamOptions{Demo: streamUpstream{events: events}})
 			ctx := context.Background()
 			sys, err := pluginsys.New(ctx, pluginsys.Options{})
 			if err != nil {
@@ -87,16 +74,8 @@ recipes:
 			if err := sys.Prepare(ctx, doc); err != nil {
 				b.Fatal(err)
 			}
-			ups := NewUpstreams(UpstreamOptions{Demo: streamUpstream{events: events}})
-			defer ups.Close()
-			gw := New(Options{
-				Listener:  doc.Listeners[0],
-				Runtime:   engine.NewRuntime(gen),
-				Metrics:   metrics.New(prometheus.NewRegistry()),
-				Plugins:   sys,
-				Upstreams: ups,
-				Logger:    slog.New(slog.DiscardHandler),
-			})
+			o.Plugins = sys
+			gw := New(o)
 			b.ReportAllocs()
 			b.SetBytes(int64(len(events)))
 			b.ResetTimer()
