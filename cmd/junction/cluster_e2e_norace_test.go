@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/junction-router/junction/internal/state/redisstate/redistest"
 )
@@ -27,29 +25,7 @@ func TestServeTwoReplicasOnRedisCluster(t *testing.T) {
 	up := newUpstream(t)
 	replica := func() *storedServer {
 		p := newServePorts(t)
-		cfg := writeServeConfig(t, p, fmt.Sprintf(`providers:
-  defaults: {default_model: m}
-  models:
-    - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
-recipes:
-  - name: default
-    signals:
-      keywords: [{name: cache, keywords: [cacheme]}]
-    decisions:
-      - name: cached
-        priority: 20
-        rules: {operator: OR, conditions: [{type: keyword, name: cache}]}
-        modelRefs: [{model: m}]
-        plugins:
-          - {type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}
-      - name: all
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: m}]
-        plugins:
-          - {type: memory, configuration: {min_score: -1}}
-`, up.URL), fmt.Sprintf(`  rate_limits:
-    - {name: per-team, key: "header:X-Team", requests: 6, window: 1h}
-  state: {backend: redis, redis: {mode: cluster, addresses: ["%s"], key_prefix: "e2e:"}}
+		cfg := writeServeConfig(t, p, replicaRecipe(up.URL, "          - {type: memory, configuration: {min_score: -1}}\n"), perTeamLimit(6)+fmt.Sprintf(`  state: {backend: redis, redis: {mode: cluster, addresses: ["%s"], key_prefix: "e2e:"}}
 `, cl.Addrs()[0]), "response_api: {enabled: true}")
 		return startServe(t, cfg, filepath.Join(t.TempDir(), "data"), p)
 	}
@@ -63,41 +39,11 @@ recipes:
 			t.Fatalf("first request on replica 0: %d, x-cache-status %q\n%s", code, h.Get("x-cache-status"), r[0].stderr.String())
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		code, h := r[1].ask("cacheme: question 0", own()...)
-		if code == 200 && h.Get("x-cache-status") == "hit" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no cache hit in 5 s on the other replica (last %d, x-cache-status %q): %s", code, h.Get("x-cache-status"), r[1].stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitHit(t, r[1], "cacheme: question 0", own)
 
-	codes := make([]int, 18)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			codes[i], _ = r[i%2].ask("count me", "X-Team", "blue")
-		}()
-	}
-	close(start)
-	wg.Wait()
-	admitted := 0
-	for _, c := range codes {
-		if c == 200 {
-			admitted++
-		} else if c != 429 {
-			t.Fatalf("a limited request answered %d: %v", c, codes)
-		}
-	}
-	if admitted != 6 {
-		t.Fatalf("two replicas on a cluster admitted %d of 18 against a shared limit of 6: %v", admitted, codes)
+	codes := burst(r, 18)
+	if n := admitted(t, codes); n != 6 {
+		t.Fatalf("two replicas on a cluster admitted %d of 18 against a shared limit of 6: %v", n, codes)
 	}
 
 	prev := ""

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,30 +41,9 @@ func TestServeThreeReplicasOnRedisAndPostgres(t *testing.T) {
 	up := newUpstream(t)
 	replica := func() *storedServer {
 		p := newServePorts(t)
-		cfg := writeServeConfig(t, p, fmt.Sprintf(`providers:
-  defaults: {default_model: m}
-  models:
-    - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
-recipes:
-  - name: default
-    signals:
-      keywords: [{name: cache, keywords: [cacheme]}]
-    decisions:
-      - name: cached
-        priority: 20
-        rules: {operator: OR, conditions: [{type: keyword, name: cache}]}
-        modelRefs: [{model: m}]
-        plugins:
-          - {type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}
-      - name: all
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: m}]
-        plugins:
-          - {type: rag, configuration: {store: handbook, top_k: 1, on_failure: warn}}
+		cfg := writeServeConfig(t, p, replicaRecipe(up.URL, `          - {type: rag, configuration: {store: handbook, top_k: 1, on_failure: warn}}
           - {type: memory, configuration: {min_score: -1}}
-`, up.URL), fmt.Sprintf(`  rate_limits:
-    - {name: per-team, key: "header:X-Team", requests: 12, window: 1h}
-  state: {backend: redis, redis: {address: "%s", key_prefix: "e2e:"}}
+`), perTeamLimit(12)+fmt.Sprintf(`  state: {backend: redis, redis: {address: "%s", key_prefix: "e2e:"}}
   storage: {backend: postgres, postgres: {dsn_env: %s, max_conns: 4}}
 `, rs.Addr(), env), "response_api: {enabled: true}")
 		return startServe(t, cfg, filepath.Join(t.TempDir(), "data"), p)
@@ -82,37 +60,11 @@ recipes:
 	if code, h := r[0].ask("cacheme: what is shared?", own()...); code != 200 || h.Get("x-cache-status") != "miss" {
 		t.Fatalf("first request on replica 0: %d, x-cache-status %q", code, h.Get("x-cache-status"))
 	}
-	awaitHit := func(on *storedServer, text string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			code, h := on.ask(text, own()...)
-			if code == 200 && h.Get("x-cache-status") == "hit" {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no cache hit in 5 s on another replica (last %d, x-cache-status %q): %s", code, h.Get("x-cache-status"), on.stderr.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	awaitHit(r[1], "cacheme: what is shared?")
-	awaitHit(r[2], "cacheme: what is shared?")
+	awaitHit(t, r[1], "cacheme: what is shared?", own)
+	awaitHit(t, r[2], "cacheme: what is shared?", own)
 
 	// 36 requests at once, 12 per replica, against one limit of 12.
-	codes := make([]int, 36)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			codes[i], _ = r[i%3].ask("count me", "X-Team", "blue")
-		}()
-	}
-	close(start)
-	wg.Wait()
+	codes := burst(r, 36)
 	admitted, refused := 0, 0
 	for _, c := range codes {
 		switch c {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/junction-router/junction/internal/state/redisstate/redistest"
@@ -24,27 +23,7 @@ func TestServeOnTLSRedis(t *testing.T) {
 	up := newUpstream(t)
 	replica := func() *storedServer {
 		p := newServePorts(t)
-		cfg := writeServeConfig(t, p, fmt.Sprintf(`providers:
-  defaults: {default_model: m}
-  models:
-    - {name: m, backend_refs: [{base_url: %s/v1, provider: openai}]}
-recipes:
-  - name: default
-    signals:
-      keywords: [{name: cache, keywords: [cacheme]}]
-    decisions:
-      - name: cached
-        priority: 20
-        rules: {operator: OR, conditions: [{type: keyword, name: cache}]}
-        modelRefs: [{model: m}]
-        plugins:
-          - {type: response_cache, configuration: {mode: exact, ttl_seconds: 600}}
-      - name: all
-        rules: {operator: AND, conditions: []}
-        modelRefs: [{model: m}]
-`, up.URL), fmt.Sprintf(`  rate_limits:
-    - {name: per-team, key: "header:X-Team", requests: 4, window: 1h}
-  state:
+		cfg := writeServeConfig(t, p, replicaRecipe(up.URL, ""), perTeamLimit(4)+fmt.Sprintf(`  state:
     backend: redis
     redis:
       address: "%s"
@@ -64,29 +43,9 @@ recipes:
 		t.Fatalf("the same request on replica 1: %d, x-cache-status %q, want a hit from the shared cache\n%s", code, h.Get("x-cache-status"), r[1].stderr.String())
 	}
 
-	codes := make([]int, 12)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range codes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			codes[i], _ = r[i%2].ask("count me", "X-Team", "blue")
-		}()
-	}
-	close(start)
-	wg.Wait()
-	admitted := 0
-	for _, c := range codes {
-		if c == 200 {
-			admitted++
-		} else if c != 429 {
-			t.Fatalf("a limited request answered %d: %v", c, codes)
-		}
-	}
-	if admitted != 4 {
-		t.Fatalf("two replicas on a TLS Redis admitted %d of 12 against a shared limit of 4 (fail_closed: a Redis they cannot reach admits none): %v", admitted, codes)
+	codes := burst(r, 12)
+	if n := admitted(t, codes); n != 4 {
+		t.Fatalf("two replicas on a TLS Redis admitted %d of 12 against a shared limit of 4 (fail_closed: a Redis they cannot reach admits none): %v", n, codes)
 	}
 	keys, err := s.Client(t).Keys(context.Background(), "tls-e2e:*").Result()
 	if err != nil || len(keys) < 2 {
