@@ -8,6 +8,7 @@ package chat
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -466,6 +467,16 @@ func plainKey(k string) bool {
 // needsHTMLEscape reports whether b holds a byte json.HTMLEscape rewrites:
 // <, > and &, or the first byte of U+2028 and U+2029.
 func needsHTMLEscape(b []byte) bool {
+	// Eight bytes at a time, then the tail.
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(b) >= 8 {
+		w := binary.LittleEndian.Uint64(b)
+		lt, gt, amp, e2 := w^(ones*'<'), w^(ones*'>'), w^(ones*'&'), w^(ones*0xe2)
+		if ((lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp|(e2-ones)&^e2)&highs != 0 {
+			break // one of them is in this word: the loop below finds it
+		}
+		b = b[8:]
+	}
 	for _, c := range b {
 		if c == '<' || c == '>' || c == '&' || c == 0xe2 {
 			return true

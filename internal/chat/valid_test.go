@@ -2,6 +2,7 @@ package chat
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -99,6 +100,7 @@ func TestValidMutations(t *testing.T) {
 		`{ "a" : 1 , "k\\\"ey" :{"x":[]}, "b":[ ],"c":{},"a":"dup\"licate" , "\u00e9":null}`,
 		`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6,"x":-1.5e-3}}`,
 		`[1,-0.5,2e10,true,false,null,"a",[],{},[{"a":[{}]}]]`,
+		`{"content":"I was charged twice for order 1234, can I get a refund? \"Answer\" in one word, please.\n\u00e9 and a long tail of plain text after the escapes, so that eight-byte steps meet every change"}`,
 	}
 	alphabet := []byte("{}[]\",:\\/ \t\n0123456789-+.eEtrufalsn\x00\x1f\x7f\xffabu")
 	rng := rand.New(rand.NewPCG(16, 2026))
@@ -123,6 +125,42 @@ func TestValidMutations(t *testing.T) {
 		}
 		checkCompact(t, doc)
 		checkValidObject(t, doc)
+	}
+}
+
+// TestSpecial8 checks special8 against a byte loop: every byte value at
+// every position of a word of plain bytes, and random words.
+func TestSpecial8(t *testing.T) {
+	want := func(w [8]byte) bool {
+		for _, c := range w {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(w [8]byte) {
+		if got := special8(binary.LittleEndian.Uint64(w[:])); got != want(w) {
+			t.Fatalf("special8(%q) = %v", w[:], got)
+		}
+	}
+	for pos := 0; pos < 8; pos++ {
+		for c := 0; c < 256; c++ {
+			for _, fill := range []byte{'a', 0x7f, 0x80, 0xff, 0x21, 0x5d} {
+				var w [8]byte
+				for k := range w {
+					w[k] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(8, 2026))
+	for n := 0; n < 1000000; n++ {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rng.Uint64())
+		check(w)
 	}
 }
 
@@ -157,4 +195,39 @@ func BenchmarkValid(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestNeedsHTMLEscape checks the word-at-a-time needsHTMLEscape against a
+// byte loop: each of the bytes it looks for, and near misses, at every
+// position of buffers of 0 to 40 bytes.
+func TestNeedsHTMLEscape(t *testing.T) {
+	want := func(b []byte) bool {
+		for _, c := range b {
+			if c == '<' || c == '>' || c == '&' || c == 0xe2 {
+				return true
+			}
+		}
+		return false
+	}
+	for n := 0; n <= 40; n++ {
+		for pos := 0; pos < n; pos++ {
+			for _, c := range []byte{'<', '>', '&', 0xe2, '=', '?', '%', '\'', 0xe1, 0xe3, 0x62, 0x00, 0xff} {
+				b := bytes.Repeat([]byte{'a'}, n)
+				b[pos] = c
+				if got := needsHTMLEscape(b); got != want(b) {
+					t.Fatalf("needsHTMLEscape(%q) = %v", b, got)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(9, 2026))
+	for k := 0; k < 200000; k++ {
+		b := make([]byte, rng.IntN(24))
+		for i := range b {
+			b[i] = byte(rng.IntN(256))
+		}
+		if got := needsHTMLEscape(b); got != want(b) {
+			t.Fatalf("needsHTMLEscape(%q) = %v", b, got)
+		}
+	}
 }
