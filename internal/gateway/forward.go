@@ -106,10 +106,10 @@ func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, bod
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        header,
-		Body:          io.NopCloser(bytes.NewReader(body)),
+		Body:          newRequestBody(body),
 		ContentLength: int64(len(body)),
 		GetBody: func() (io.ReadCloser, error) {
-			return io.NopCloser(bytes.NewReader(body)), nil
+			return newRequestBody(body), nil
 		},
 		Host: ru.Host,
 	}
@@ -119,6 +119,17 @@ func newUpstreamRequest(ctx context.Context, u *url.URL, header http.Header, bod
 	}
 	return req.WithContext(ctx)
 }
+
+// requestBody is io.NopCloser(bytes.NewReader(b)) in one allocation.
+type requestBody struct{ bytes.Reader }
+
+func newRequestBody(b []byte) *requestBody {
+	r := &requestBody{}
+	r.Reset(b)
+	return r
+}
+
+func (*requestBody) Close() error { return nil }
 
 // upstreamFailed answers a request whose upstream call failed before an answer
 // began: the client went away (nothing to write), the backend timed out (504)

@@ -244,6 +244,8 @@ func rawBody(c *chat.Request) []byte {
 	slices.Sort(keys)
 	bp := bodyBuffers.Get().(*[]byte)
 	b := (*bp)[:0]
+	*bp = nil
+	holders.Put(bp)
 	if cap(b) < n {
 		b = make([]byte, 0, n)
 	}
@@ -673,11 +675,16 @@ func responseHeaderEdits(muts []abi.Mutation) ([]HeaderEdit, error) {
 }
 
 func moduleReport(typ string, res *ModuleResult, mode string) Report {
+	return moduleReportIn(new(ModuleReport), typ, res, mode)
+}
+
+// moduleReportIn is moduleReport with the module part written to into.
+func moduleReportIn(into *ModuleReport, typ string, res *ModuleResult, mode string) Report {
 	if mode == "" {
 		mode = ModeLive
 	}
-	rep := Report{Type: typ, Status: StatusApplied, Detail: res.Detail,
-		Module: &ModuleReport{Mode: mode, BackendCalls: res.BackendCalls, Persisted: res.Persisted, Values: kvMap(res.Values)}}
+	*into = ModuleReport{Mode: mode, BackendCalls: res.BackendCalls, Persisted: res.Persisted, Values: kvMap(res.Values)}
+	rep := Report{Type: typ, Status: StatusApplied, Detail: res.Detail, Module: into}
 	if res.Skipped {
 		rep.Status = StatusSkipped
 	}
@@ -695,15 +702,21 @@ func kvMap(kvs []abi.KV) map[string]string {
 	return m
 }
 
-// bodyBuffers hold the bodies built for request records.
-var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// bodyBuffers hold the bodies built for request records; holders are the
+// empty *[]byte a body is put back in, so that giving one back allocates
+// nothing.
+var (
+	bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+	holders     = sync.Pool{New: func() any { return new([]byte) }}
+)
 
 func releaseBody(b []byte) {
 	if cap(b) == 0 || cap(b) > 1<<20 {
 		return
 	}
-	b = b[:0]
-	bodyBuffers.Put(&b)
+	h := holders.Get().(*[]byte)
+	*h = b[:0]
+	bodyBuffers.Put(h)
 }
 
 // validToolCalls reports whether raw is a non-empty JSON array of objects.

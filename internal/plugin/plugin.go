@@ -154,7 +154,15 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 	if n == 0 {
 		return out, nil
 	}
-	out.Reports = make([]Report, 0, n)
+	// The reports and their module parts, in one allocation for a short
+	// stage; mods never grows past n, so pointers into it stay put.
+	var mods []ModuleReport
+	if n <= len(stageReports{}.reports) {
+		b := new(stageReports)
+		out.Reports, mods = b.reports[:0:n], b.modules[:0:n]
+	} else {
+		out.Reports, mods = make([]Report, 0, n), make([]ModuleReport, 0, n)
+	}
 	var rec record
 	defer rec.release()
 	answeredBy := -1
@@ -214,7 +222,8 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 		}
 		rep := Report{Type: s.typ, Status: status, Detail: m.detail}
 		if mr != nil {
-			rep = moduleReport(s.typ, mr, req.Mode)
+			mods = mods[:len(mods)+1]
+			rep = moduleReportIn(&mods[len(mods)-1], s.typ, mr, req.Mode)
 			rep.Status = status
 		}
 		endPluginSpan(span, status, nil)
@@ -228,6 +237,12 @@ func run(ctx context.Context, n int, at func(int) step, req *Request) (Outcome, 
 		}
 	}
 	return out, nil
+}
+
+// stageReports is the storage of a short stage's reports (see run).
+type stageReports struct {
+	reports [4]Report
+	modules [4]ModuleReport
 }
 
 // call runs one plugin, turning a native plugin's panic into that plugin's
