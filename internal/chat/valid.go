@@ -1,6 +1,9 @@
 package chat
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // Valid reports whether b is one valid JSON value, with exactly the answer
 // of encoding/json.Valid (same grammar, bytes ≥ 0x20 of any kind accepted in
@@ -211,13 +214,16 @@ func objectKey(b []byte, i int, strict bool) int {
 func validString(b []byte, i int) int {
 	i++
 	for i < len(b) {
-		// Eight plain bytes at a time (no quote, backslash or control
-		// byte): most of a request or an answer is string contents.
-		for i+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		if i >= len(b) {
-			break
+		if i+8 <= len(b) {
+			// Eight bytes at a time: most of a request or an answer is
+			// string contents. The lowest flagged byte is the first quote,
+			// backslash or control byte.
+			m := special8(binary.LittleEndian.Uint64(b[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) >> 3
 		}
 		c := b[i]
 		switch {
@@ -252,15 +258,16 @@ func validString(b []byte, i int) int {
 	return -1
 }
 
-// special8 reports whether any of the eight bytes of w is a quote, a
-// backslash or a control byte (< 0x20): the bytes a string's contents stop
-// at. Each test is the exact "some byte is zero" (or "is less than n") bit
-// trick: no byte is reported that is not there, none missed.
-func special8(w uint64) bool {
+// special8 flags (the high bit of each byte) the bytes of w that may be a
+// quote, a backslash or a control byte (< 0x20): the bytes a string's
+// contents stop at. It is zero exactly when there is none, and its lowest
+// flag is exactly the first one (the "some byte is zero" and "some byte is
+// less than n" bit tricks: a borrow only runs upward from a flagged byte).
+func special8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := w ^ (ones * '"')
 	bs := w ^ (ones * '\\')
-	return ((q-ones)&^q|(bs-ones)&^bs|(w-ones*0x20)&^w)&highs != 0
+	return ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & highs
 }
 
 func isHex(c byte) bool {

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // validCases are the shapes where a hand-written JSON check can go wrong:
@@ -140,8 +143,16 @@ func TestSpecial8(t *testing.T) {
 		return false
 	}
 	check := func(w [8]byte) {
-		if got := special8(binary.LittleEndian.Uint64(w[:])); got != want(w) {
-			t.Fatalf("special8(%q) = %v", w[:], got)
+		m := special8(binary.LittleEndian.Uint64(w[:]))
+		if got := m != 0; got != want(w) {
+			t.Fatalf("special8(%q) = %x", w[:], m)
+		}
+		if m != 0 { // the lowest flag is the first special byte
+			first := bits.TrailingZeros64(m) >> 3
+			c := w[first]
+			if !(c == '"' || c == '\\' || c < 0x20) || (first > 0 && want([8]byte(append(w[:first:first], bytes.Repeat([]byte{'a'}, 8-first)...)))) {
+				t.Fatalf("special8(%q): lowest flag at byte %d", w[:], first)
+			}
 		}
 	}
 	for pos := 0; pos < 8; pos++ {
@@ -229,5 +240,42 @@ func TestNeedsHTMLEscape(t *testing.T) {
 		if got := needsHTMLEscape(b); got != want(b) {
 			t.Fatalf("needsHTMLEscape(%q) = %v", b, got)
 		}
+	}
+}
+
+// TestScanValueEndMatchesJSONScan: scanValueEnd gives jsonscan.ValueEnd's
+// answer from every start index of the valid cases and of many mutations of
+// documents with long strings and escapes.
+func TestScanValueEndMatchesJSONScan(t *testing.T) {
+	check := func(doc []byte) {
+		for i := 0; i <= len(doc); i++ {
+			if got, want := scanValueEnd(doc, i), jsonscan.ValueEnd(doc, i); got != want {
+				t.Fatalf("scanValueEnd(%q, %d) = %d, jsonscan.ValueEnd %d", doc, i, got, want)
+			}
+		}
+	}
+	for _, c := range validCases {
+		check([]byte(c))
+	}
+	seeds := []string{
+		`{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"I was charged twice for order 1234, \"can\" I get a refund?\\ Answer in one word, please.\n"}],"max_tokens":16}`,
+		`["a long string without any escape at all in it, to be skipped in words","\\\\\\\"x\\"]`,
+	}
+	alphabet := []byte("{}[]\",:\\ \tab0")
+	rng := rand.New(rand.NewPCG(10, 2026))
+	for n := 0; n < 20000; n++ {
+		doc := []byte(seeds[rng.IntN(len(seeds))])
+		for k := rng.IntN(4); k > 0; k-- {
+			at := rng.IntN(len(doc))
+			switch rng.IntN(3) {
+			case 0:
+				doc[at] = alphabet[rng.IntN(len(alphabet))]
+			case 1:
+				doc = append(doc[:at], append([]byte{alphabet[rng.IntN(len(alphabet))]}, doc[at:]...)...)
+			default:
+				doc = append(doc[:at], doc[at+1:]...)
+			}
+		}
+		check(doc)
 	}
 }
