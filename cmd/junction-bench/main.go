@@ -16,7 +16,13 @@
 // which inserts a system prompt and adds a header); "example" serves a copy of
 // the example configuration (-example, ports and backends rewritten to this
 // run's) with --signal-models lexical, and the request reaches urgent_support:
-// the example configuration's model-free path.
+// the example configuration's model-free path; "shared" (shared.go, not run
+// by default: it needs redis-server) is issue 18's figure: bench.yaml with an
+// exact response cache and a rate limit, its state in memory and on a
+// redis-server the run starts, served side by side, each answering new
+// questions (misses, each stored) and one repeated question (hits); it reports
+// what each adds over the bare proxy and what Redis adds over memory, against
+// the goal of ≤ 150 µs p50 (no throughput runs).
 //
 // The open loop never waits for answers: each request is sent on its own
 // goroutine at its scheduled time whether or not earlier ones were answered, so
@@ -57,10 +63,12 @@ func main() {
 	conc := flag.Int("concurrency", 64, "closed-loop clients for the throughput runs")
 	tput := flag.Duration("throughput-duration", 3*time.Second, "length of one throughput run")
 	tputRounds := flag.Int("throughput-rounds", 3, "interleaved throughput runs per path")
-	scenarios := flag.String("scenarios", "bench,example", "comma-separated: bench (recipes/examples/bench.yaml, refund decision), example (the example configuration, --signal-models lexical)")
+	scenarios := flag.String("scenarios", "bench,example", "comma-separated: bench (recipes/examples/bench.yaml, refund decision), example (the example configuration, --signal-models lexical), "+
+		"shared (issue 18: bench.yaml with an exact response cache and a rate limit, state in memory and on a redis-server this run starts; "+
+		"new questions (miss) and one repeated (hit), Redis − memory against ≤ 150 µs p50; needs redis-server on PATH)")
 	example := flag.String("example", "recipes/testdata/example-config.yaml", "the example configuration the example scenario copies (ports and backends rewritten)")
 	gwCPUs := flag.String("server-cpus", "", "pin Junction and the bare proxy to these CPUs (taskset list, e.g. 0,1; GOMAXPROCS follows)")
-	upCPUs := flag.String("backend-cpus", "", "pin the demo backend to these CPUs")
+	upCPUs := flag.String("backend-cpus", "", "pin the demo backend (and the shared scenario's redis-server) to these CPUs")
 	trace := flag.Bool("trace", false, "serve with tracing on (every request sampled), exporting over OTLP/gRPC to a receiver in this process")
 	floorAddr := flag.String("floor-proxy", "", "internal: serve the bare reverse proxy on this address, forwarding to -floor-upstream")
 	floorUp := flag.String("floor-upstream", "", "internal: the bare reverse proxy's upstream base URL")
@@ -129,6 +137,9 @@ type scenario struct {
 	body           string
 	config         func(gwPort, upPort int) (string, error)
 	serveArgs      []string
+	// shared is the shared scenario (shared.go), which serves and sends
+	// its own way.
+	shared bool
 }
 
 // A chat completion that reaches bench.yaml's refund decision (keyword
@@ -166,8 +177,10 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			out = append(out, scenario{name: "example configuration, --signal-models lexical (urgent_support)",
 				decision: "urgent_support", body: exampleBody, serveArgs: []string{"--signal-models", "lexical"},
 				config: func(gw, up int) (string, error) { return exampleConfig(string(src), gw, up) }})
+		case "shared":
+			out = append(out, scenario{name: "shared state: response cache and rate limit, state in memory and on Redis (issue 18)", shared: true})
 		default:
-			return nil, fmt.Errorf("unknown scenario %q: use bench or example", n)
+			return nil, fmt.Errorf("unknown scenario %q: use bench, example or shared", n)
 		}
 	}
 	return out, nil
@@ -272,7 +285,13 @@ func run(o options, names []string) error {
 		DisableCompression: true,
 	}, Timeout: 10 * time.Second}
 	for _, sc := range scs {
-		if err := runScenario(ctx, o, sc, client, upPort, floorPort, floor); err != nil {
+		var err error
+		if sc.shared {
+			err = runShared(ctx, o, client, upPort, floorPort, floor)
+		} else {
+			err = runScenario(ctx, o, sc, client, upPort, floorPort, floor)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 	}
@@ -285,16 +304,11 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var tracing string
-	if o.trace {
-		sink, err := startOTLPSink()
-		if err != nil {
-			return err
-		}
-		defer sink.srv.Stop()
-		tracing = fmt.Sprintf("      tracing: {enabled: true, exporter: {type: otlp, endpoint: %q}, sampling: {type: always_on}}\n", sink.addr)
-		defer func() { fmt.Printf("tracing on: %d spans received over OTLP/gRPC\n", sink.spans.Load()) }()
+	tracing, stopTracing, err := startTracing(o)
+	if err != nil {
+		return err
 	}
+	defer stopTracing()
 	paths := []path{
 		{"direct to backend", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort), nil},
 		{"bare ReverseProxy", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", floorPort), floor},
@@ -433,6 +447,25 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 	fmt.Printf("goals: Junction − bare p50 %.0f µs (≤ 50: %s), p99 %.0f µs (≤ 300: %s), throughput ratio %.2f (≥ 0.8: %s)\n",
 		med(own50), met(med(own50) <= 50), med(own99), met(med(own99) <= 300), med(ratios), met(med(ratios) >= 0.8))
 	return nil
+}
+
+// startTracing starts -trace's OTLP receiver and returns the configuration
+// lines that export to it (under global.services.observability) and what
+// stops it and says how many spans it received; without -trace, "" and a
+// no-op.
+func startTracing(o options) (string, func(), error) {
+	if !o.trace {
+		return "", func() {}, nil
+	}
+	sink, err := startOTLPSink()
+	if err != nil {
+		return "", nil, err
+	}
+	lines := fmt.Sprintf("      tracing: {enabled: true, exporter: {type: otlp, endpoint: %q}, sampling: {type: always_on}}\n", sink.addr)
+	return lines, func() {
+		fmt.Printf("tracing on: %d spans received over OTLP/gRPC\n", sink.spans.Load())
+		sink.srv.Stop()
+	}, nil
 }
 
 func met(ok bool) string {
