@@ -69,7 +69,7 @@ func main() {
 	example := flag.String("example", "recipes/testdata/example-config.yaml", "the example configuration the example scenario copies (ports and backends rewritten)")
 	gwCPUs := flag.String("server-cpus", "", "pin Junction and the bare proxy to these CPUs (taskset list, e.g. 0,1; GOMAXPROCS follows)")
 	upCPUs := flag.String("backend-cpus", "", "pin the demo backend (and the shared scenario's redis-server) to these CPUs")
-	trace := flag.Bool("trace", false, "serve with tracing on (every request sampled), exporting over OTLP/gRPC to a receiver in this process")
+	trace := flag.Bool("trace", false, "serve with tracing on (every request sampled), exporting over OTLP/gRPC to a receiver in this process (bench and shared scenarios: the example configuration declares its own tracing)")
 	floorAddr := flag.String("floor-proxy", "", "internal: serve the bare reverse proxy on this address, forwarding to -floor-upstream")
 	floorUp := flag.String("floor-upstream", "", "internal: the bare reverse proxy's upstream base URL")
 	flag.Parse()
@@ -135,8 +135,10 @@ global:
 type scenario struct {
 	name, decision string
 	body           string
-	config         func(gwPort, upPort int) (string, error)
-	serveArgs      []string
+	// config is the document Junction serves; tracing is -trace's lines
+	// (under global.services.observability) or "".
+	config    func(gwPort, upPort int, tracing string) (string, error)
+	serveArgs []string
 	// shared is the shared scenario (shared.go), which serves and sends
 	// its own way.
 	shared bool
@@ -158,7 +160,7 @@ func scenarios(o options, names []string) ([]scenario, error) {
 		case "bench":
 			out = append(out, scenario{name: "bench (keyword + pii signals, refund decision with system_prompt and header_mutation)",
 				decision: "refund", body: benchBody,
-				config: func(gw, up int) (string, error) {
+				config: func(gw, up int, tracing string) (string, error) {
 					mgmtPort, err := loadrun.FreePort()
 					if err != nil {
 						return "", err
@@ -167,7 +169,7 @@ func scenarios(o options, names []string) ([]scenario, error) {
 					if err != nil {
 						return "", err
 					}
-					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + recipes.BenchRecipesYAML(), nil
+					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + tracing + recipes.BenchRecipesYAML(), nil
 				}})
 		case "example":
 			src, err := os.ReadFile(o.example)
@@ -176,7 +178,12 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			}
 			out = append(out, scenario{name: "example configuration, --signal-models lexical (urgent_support)",
 				decision: "urgent_support", body: exampleBody, serveArgs: []string{"--signal-models", "lexical"},
-				config: func(gw, up int) (string, error) { return exampleConfig(string(src), gw, up) }})
+				config: func(gw, up int, tracing string) (string, error) {
+					if tracing != "" {
+						return "", fmt.Errorf("-trace: the example configuration declares tracing already (disabled); trace the bench scenario")
+					}
+					return exampleConfig(string(src), gw, up)
+				}})
 		case "shared":
 			out = append(out, scenario{name: "shared state: response cache and rate limit, state in memory and on Redis (issue 18)", shared: true})
 		default:
@@ -322,15 +329,9 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 		if err != nil {
 			return err
 		}
-		cfg, err := sc.config(gwPort, upPort)
+		cfg, err := sc.config(gwPort, upPort, tracing)
 		if err != nil {
 			return err
-		}
-		if tracing != "" {
-			if strings.Contains(cfg, "tracing:") {
-				return fmt.Errorf("-trace: the configuration declares tracing already")
-			}
-			cfg += tracing
 		}
 		cfgPath := filepath.Join(dir, fmt.Sprintf("junction-%d.yaml", k))
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
