@@ -220,13 +220,15 @@ func (c *Client) Ping(ctx context.Context) error {
 	if c.cluster == nil {
 		err = c.UniversalClient.Ping(ctx).Err()
 	} else {
+		// The slot map comes from a seed; the masters are then dialled at
+		// the addresses it names, with the same TLS settings and password.
 		err = c.cluster.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 			info, err := n.ClusterInfo(ctx).Result()
-			if err != nil {
-				return err
+			if err == nil && !strings.Contains(info, "cluster_state:ok") {
+				err = errors.New("the cluster is not ok (cluster_state is not ok: slots unassigned or a shard down)")
 			}
-			if !strings.Contains(info, "cluster_state:ok") {
-				return fmt.Errorf("node %s reports the cluster is not ok (cluster_state is not ok: slots unassigned or a shard down)", n.Options().Addr)
+			if err != nil {
+				return &nodeError{addr: n.Options().Addr, err: err}
 			}
 			return nil
 		})
@@ -237,18 +239,33 @@ func (c *Client) Ping(ctx context.Context) error {
 	return nil
 }
 
+// nodeError is the error of a cluster's node at an address the slot map
+// named (a seed answered it), as opposed to a seed's own.
+type nodeError struct {
+	addr string
+	err  error
+}
+
+func (e *nodeError) Error() string { return "node " + e.addr + ": " + e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }
+
 // advice is what to do about err, the error of a connection or a PING,
 // where its cause is a setting ("" where it is not): a certificate the
 // client does not trust, a TLS client talking to a plain port or the
-// other way round, a missing client certificate or password.
+// other way round, a missing client certificate or password, a TLS
+// cluster that announces its plain ports.
 func (c *Client) advice(err error) string {
 	var (
 		unknownCA  x509.UnknownAuthorityError
 		hostname   x509.HostnameError
 		invalid    x509.CertificateInvalidError
 		plainReply tls.RecordHeaderError
+		node       *nodeError
 	)
 	msg := err.Error()
+	// A plain server reads a ClientHello as the start of an inline command
+	// and waits for its end: the handshake times out.
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || strings.Contains(msg, "i/o timeout")
 	switch {
 	case errors.As(err, &unknownCA):
 		return "; the server's certificate is not signed by a CA the client trusts: set global.state.redis.tls.ca_file to the CA certificate that signed it"
@@ -256,6 +273,12 @@ func (c *Client) advice(err error) string {
 		return "; the server's certificate does not name the host the address names: connect by a name or IP the certificate lists, or reissue the certificate"
 	case errors.As(err, &invalid):
 		return "; the server's certificate is not valid (expired, or not for a server): renew it"
+	case c.tls && errors.As(err, &node) && (errors.As(err, &plainReply) || timedOut):
+		// The seed spoke TLS, so tls.enabled is right: the slot map named
+		// a port that does not. A node with tls-cluster no announces its
+		// plain port (port) even to a TLS client.
+		return fmt.Sprintf("; a seed answered over TLS, but node %s, at the port the cluster announces, did not complete a TLS handshake: "+
+			"if the nodes serve TLS on a port other than the one they announce, run every redis-server with tls-cluster yes (and tls-replication yes), so the cluster announces its TLS ports", node.addr)
 	case errors.As(err, &plainReply):
 		return "; the server does not speak TLS on that port: set global.state.redis.tls.enabled: false, or use the server's TLS port"
 	case strings.Contains(msg, "remote error: tls:"):
@@ -264,9 +287,7 @@ func (c *Client) advice(err error) string {
 		return "; the server requires a password: set global.state.redis.password_env to the environment variable that holds it"
 	case strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "invalid password"):
 		return fmt.Sprintf("; the server refuses the password in %s: set it to the server's password (requirepass)", c.pwEnv)
-	case c.tls && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || strings.Contains(msg, "i/o timeout")):
-		// A plain server reads a ClientHello as the start of an inline
-		// command and waits for its end: the handshake times out.
+	case c.tls && timedOut:
 		return "; the TLS handshake got no answer: if the server does not speak TLS on that port, set global.state.redis.tls.enabled: false, or use the server's TLS port"
 	case !c.tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded) ||
 		strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "connection reset")):

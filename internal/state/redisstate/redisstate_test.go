@@ -254,3 +254,82 @@ func TestPassword(t *testing.T) {
 		t.Fatalf("a wrong password: %v", err)
 	}
 }
+
+// TestClusterOverTLS: against a real three-node Redis Cluster that speaks
+// TLS only (tls-cluster yes: the bus too, and CLUSTER SLOTS names the TLS
+// ports), requires client certificates and a password, a cluster client
+// seeded with one node reaches every node over TLS (keys land on several)
+// and a group's keys accept a multi-key command; without the CA, without
+// a client certificate, over plain TCP or without the password it fails
+// at once saying what to set, as with one server.
+func TestClusterOverTLS(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_REDIS_CLUSTER_PASSWORD", "cluster-s3cret")
+	cl := redistest.StartClusterWith(t, 3, redistest.Options{TLS: true, ClientCerts: "yes", PasswordEnv: "JUNCTION_TEST_REDIS_CLUSTER_PASSWORD"})
+	c := cl.Client(t)
+	ctx := context.Background()
+	const n = 30
+	for i := range n {
+		if err := c.Set(ctx, fmt.Sprintf("%sloose:%d", c.Prefix, i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := c.Group("g")
+	if err := c.MSet(ctx, g+":a", "1", g+":b", "2").Err(); err != nil {
+		t.Fatalf("a multi-key command on one group's keys: %v", err)
+	}
+	per := cl.KeysPerNode(t, c.Prefix)
+	used, total := 0, 0
+	for _, k := range per {
+		total += k
+		if k > 0 {
+			used++
+		}
+	}
+	if used < 2 || total != n+2 {
+		t.Fatalf("keys over TLS on %d node(s) of 3, %d of %d: %v", used, total, n+2, per)
+	}
+
+	noCA := cl.Config()
+	noCA.TLS.CAFile = redistest.NewTLSFiles(t).CA
+	if err := pingWith(t, noCA); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.ca_file to the CA certificate that signed it") {
+		t.Fatalf("a CA that did not sign the nodes' certificate: %v", err)
+	}
+	noCert := cl.Config()
+	noCert.TLS.CertFile, noCert.TLS.KeyFile = "", ""
+	if err := pingWith(t, noCert); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.cert_file and key_file") {
+		t.Fatalf("no client certificate for nodes that require one: %v", err)
+	}
+	plain := cl.Config()
+	plain.TLS = redisstate.TLS{}
+	if err := pingWith(t, plain); err == nil || !strings.Contains(err.Error(), "set global.state.redis.tls.enabled: true") {
+		t.Fatalf("plain TCP to a TLS cluster: %v", err)
+	}
+	noPassword := cl.Config()
+	noPassword.PasswordEnv = ""
+	if err := pingWith(t, noPassword); err == nil || !strings.Contains(err.Error(), "set global.state.redis.password_env") {
+		t.Fatalf("no password for a cluster that requires one: %v", err)
+	}
+}
+
+// TestClusterAnnouncingPlainPorts: a cluster whose nodes serve TLS beside
+// a plain port but run tls-cluster no names the plain ports in its slot
+// map even to a TLS client: the seed answers over TLS, the masters do
+// not, and Ping says to set tls-cluster yes (not tls.enabled: false,
+// which the seed's answer shows is right).
+func TestClusterAnnouncingPlainPorts(t *testing.T) {
+	cl := redistest.StartClusterWith(t, 3, redistest.Options{TLS: true, PlainPortsAnnounced: true})
+	c, err := redisstate.New(cl.Config(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A plain port waits for the end of the inline command a ClientHello
+	// seems to start: the handshakes end at the deadline (serve gives its
+	// Ping 2 s), here 1 s.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	err = c.Ping(ctx)
+	if err == nil || !strings.Contains(err.Error(), "run every redis-server with tls-cluster yes") {
+		t.Fatalf("a TLS client of a cluster announcing its plain ports: %v", err)
+	}
+}

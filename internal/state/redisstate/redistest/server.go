@@ -31,9 +31,10 @@ type Server struct {
 	TLS *TLSFiles
 }
 
-// Options are what StartServerWith starts.
+// Options are what StartServerWith (or StartClusterWith) starts.
 type Options struct {
-	// Volatile: no append-only file, no snapshots.
+	// Volatile: no append-only file, no snapshots (a cluster's nodes
+	// always run so).
 	Volatile bool
 	// TLS: the server speaks TLS only (--port 0, --tls-port), with a
 	// certificate from a fresh CA (Server.TLS).
@@ -46,6 +47,11 @@ type Options struct {
 	// server requires its value (--requirepass), and Config carries it as
 	// password_env.
 	PasswordEnv string
+	// PlainPortsAnnounced (StartClusterWith only, with TLS) is a TLS
+	// cluster misconfigured: each node keeps a plain port beside its TLS
+	// one and runs tls-cluster no, so CLUSTER SLOTS names the plain ports
+	// even to a client connected over TLS.
+	PlainPortsAnnounced bool
 }
 
 // StartServer starts a redis-server, skipping the test when the binary is
@@ -145,14 +151,21 @@ func (s *Server) Start() {
 // the CA (and, where the server requires one, the client certificate),
 // with a password the password_env.
 func (s *Server) Config() redisstate.Config {
-	c := redisstate.Config{Address: s.Addr(), PasswordEnv: s.o.PasswordEnv}
-	if s.TLS != nil {
-		c.TLS = redisstate.TLS{Enabled: true, CAFile: s.TLS.CA}
-		if s.o.ClientCerts == "yes" {
-			c.TLS.CertFile, c.TLS.KeyFile = s.TLS.ClientCert, s.TLS.ClientKey
-		}
+	return redisstate.Config{Address: s.Addr(), PasswordEnv: s.o.PasswordEnv, TLS: clientTLS(s.TLS, s.o.ClientCerts)}
+}
+
+// clientTLS is global.state.redis.tls for a server (or cluster) with the
+// PKI f (nil: no TLS): the CA, and the client certificate where
+// clientCerts (tls-auth-clients) is "yes".
+func clientTLS(f *TLSFiles, clientCerts string) redisstate.TLS {
+	if f == nil {
+		return redisstate.TLS{}
 	}
-	return c
+	t := redisstate.TLS{Enabled: true, CAFile: f.CA}
+	if clientCerts == "yes" {
+		t.CertFile, t.KeyFile = f.ClientCert, f.ClientKey
+	}
+	return t
 }
 
 // Client is a client of the server under a key prefix of its own, whose
