@@ -47,3 +47,14 @@ func TestOnCluster(t *testing.T) {
 		}
 	})
 }
+
+// TestOnTLSCluster runs the take's tests against a real three-node Redis
+// Cluster that speaks TLS only (to clients and on its bus), requires
+// client certificates and a password: the client reaches the buckets'
+// node, which the slot map names, over TLS.
+func TestOnTLSCluster(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_REDIS_CLUSTER_PASSWORD", "rl-cluster-s3cret")
+	cl := redistest.StartClusterWith(t, 3, redistest.Options{TLS: true, ClientCerts: "yes", PasswordEnv: "JUNCTION_TEST_REDIS_CLUSTER_PASSWORD"})
+	t.Run("ConcurrentTakesAdmitExactlyTheLimit", func(t *testing.T) { testConcurrentTakesAdmitExactlyTheLimit(t, cl.Client(t)) })
+	t.Run("AllOrNoneAndRefill", func(t *testing.T) { testAllOrNoneAndRefill(t, cl.Client(t)) })
+}

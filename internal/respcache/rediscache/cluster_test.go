@@ -97,3 +97,40 @@ func TestOnCluster(t *testing.T) {
 		}
 	})
 }
+
+// TestOnTLSCluster runs the two-replica test (stores, exact and semantic
+// lookups, eviction, invalidation and flush reaching the other replica
+// through the stream) against a real three-node Redis Cluster that speaks
+// TLS only (to clients and on its bus), requires client certificates and
+// a password, with entries on several nodes, each reached over TLS.
+func TestOnTLSCluster(t *testing.T) {
+	t.Setenv("JUNCTION_TEST_REDIS_CLUSTER_PASSWORD", "cache-cluster-s3cret")
+	cl := redistest.StartClusterWith(t, 3, redistest.Options{TLS: true, ClientCerts: "yes", PasswordEnv: "JUNCTION_TEST_REDIS_CLUSTER_PASSWORD"})
+	c := cl.Client(t)
+	testReplicasShareEntries(t, c)
+	ctx := context.Background()
+	a := rediscache.Open(ctx, c, respcache.Options{})
+	defer a.Close()
+	const n = 16
+	for i := range n {
+		if err := a.Store(ctx, "ns/tls", fmt.Sprintf("k%d", i), []byte("v"), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes := 0
+	for _, k := range cl.KeysPerNode(t, c.Prefix+"cache:e:ns/tls") {
+		if k > 0 {
+			nodes++
+		}
+	}
+	b := rediscache.Open(ctx, c, respcache.Options{})
+	defer b.Close()
+	for i := range n {
+		if e, ok, err := b.Lookup(ctx, "ns/tls", fmt.Sprintf("k%d", i), nil, 0.9); err != nil || !ok || string(e.Value) != "v" {
+			t.Fatalf("lookup of k%d on another replica: %q %v %v", i, e.Value, ok, err)
+		}
+	}
+	if nodes < 2 {
+		t.Fatalf("%d entries on %d node(s) of 3, want several", n, nodes)
+	}
+}
