@@ -1,13 +1,14 @@
 // Package controller reconciles JunctionRouter resources: the converted configuration in a ConfigMap, the
-// router's Deployment, one Service with its four ports, a HorizontalPodAutoscaler and an Ingress when
-// enabled, an Envoy Gateway EnvoyExtensionPolicy when a gateway is referenced, and the Ready and Degraded
-// conditions read from the router's pods and its Deployment.
+// router's Deployment (mounting it, and the resource's own volumes), one Service with its four ports, a
+// HorizontalPodAutoscaler and an Ingress when enabled, an Envoy Gateway EnvoyExtensionPolicy when a gateway
+// is referenced, and the Ready and Degraded conditions read from the router's pods and its Deployment.
 package controller
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,7 +38,8 @@ const (
 	DefaultImage   = "ghcr.io/junction-router/junction"
 	DefaultTag     = "latest"
 	ConfigKey      = "config.yaml"
-	configDir      = "/etc/junction"
+	configDir      = convert.ConfigDir
+	configVolume   = convert.ConfigVolume
 	ConfigHashAnno = "junction-router.io/config-hash"
 	containerName  = "junction"
 	// maxMessage keeps a condition's message well under the API's 32768 characters.
@@ -47,6 +49,7 @@ const (
 // Reasons of the conditions.
 const (
 	ReasonConfigRefused   = "ConfigRefused"
+	ReasonVolumesRefused  = "VolumesRefused"
 	ReasonAvailable       = "Available"
 	ReasonProgressing     = "Progressing"
 	ReasonScaledToZero    = "ScaledToZero"
@@ -123,12 +126,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !jr.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &jr)
 	}
-	doc, err := convert.ToYAML(&jr)
-	if err != nil {
-		// A configuration Junction would refuse is never written: the pods keep serving the last good one.
-		log.FromContext(ctx).Info("configuration refused", "resource", req.NamespacedName, "reason", err.Error())
-		r.setCondition(&jr, v1alpha1.ConditionDegraded, metav1.ConditionTrue, ReasonConfigRefused, err.Error())
-		r.setCondition(&jr, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonConfigRefused, "the configuration was refused; see the Degraded condition")
+	doc, convErr := convert.ToYAML(&jr)
+	mountErr := convert.CheckMounts(&jr)
+	if err := errors.Join(convErr, mountErr); err != nil {
+		// A configuration Junction would refuse is never written, nor pods that could not read its TLS files:
+		// the pods keep serving the last good one.
+		reason, what := ReasonConfigRefused, "the configuration was refused"
+		if convErr == nil {
+			reason, what = ReasonVolumesRefused, "the pods' volumes were refused"
+		}
+		log.FromContext(ctx).Info(what, "resource", req.NamespacedName, "reason", err.Error())
+		r.setCondition(&jr, v1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, err.Error())
+		r.setCondition(&jr, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, what+"; see the Degraded condition")
 		return ctrl.Result{}, r.updateStatus(ctx, &jr)
 	}
 	sum := sha256.Sum256(doc)
@@ -279,13 +288,14 @@ func (r *Reconciler) deployment(ctx context.Context, jr *v1alpha1.JunctionRouter
 			StartupProbe:   probe("/health", 5, 60),
 			ReadinessProbe: probe("/ready", 5, 3),
 			LivenessProbe:  probe("/health", 10, 3),
-			VolumeMounts:   []corev1.VolumeMount{{Name: "config", MountPath: configDir, ReadOnly: true}},
+			// The configuration, then the resource's own mounts (the TLS files of its connections).
+			VolumeMounts: append([]corev1.VolumeMount{{Name: configVolume, MountPath: configDir, ReadOnly: true}}, jr.Spec.VolumeMounts...),
 		}
 		tpl.Spec.Containers = []corev1.Container{c}
 		tpl.Spec.ImagePullSecrets = jr.Spec.ImagePullSecrets
-		tpl.Spec.Volumes = []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+		tpl.Spec.Volumes = append([]corev1.Volume{{Name: configVolume, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(jr)}},
-		}}}
+		}}}, jr.Spec.Volumes...)
 		return controllerutil.SetControllerReference(jr, dep, r.Scheme)
 	})
 	return dep, err

@@ -44,6 +44,12 @@ func newEnv(t *testing.T, edit func(*v1alpha1.JunctionRouter)) *env {
 // cluster has installed beyond Kubernetes' own and the JunctionRouter's), holding objs as well.
 func newEnvWith(t *testing.T, extra []schema.GroupVersionKind, edit func(*v1alpha1.JunctionRouter), objs ...client.Object) *env {
 	t.Helper()
+	return newEnvFrom(t, "../config/samples/junctionrouter.yaml", extra, edit, objs...)
+}
+
+// newEnvFrom is newEnvWith on the committed sample in file.
+func newEnvFrom(t *testing.T, file string, extra []schema.GroupVersionKind, edit func(*v1alpha1.JunctionRouter), objs ...client.Object) *env {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func newEnvWith(t *testing.T, extra []schema.GroupVersionKind, edit func(*v1alph
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("../config/samples/junctionrouter.yaml")
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -442,7 +442,8 @@ spec:
 // TestKeyValueCacheOnCluster: connection mode cluster with addresses converts to global.state.redis mode
 // cluster and those seeds (host and port naming the one seed without addresses), with the TLS files; what
 // Junction would refuse is refused by the CRD or by convert with the field to change; and export lifts such
-// a document back into the typed key_value backend, converting to the same document again.
+// a document back into the typed key_value backend, converting to the same document again, with a note for
+// each TLS file to mount.
 func TestKeyValueCacheOnCluster(t *testing.T) {
 	r := loadResource(t, `
 apiVersion: junction-router.io/v1alpha1
@@ -472,9 +473,14 @@ spec:
 		t.Fatalf("global.state = %+v (redis %+v)\n%s", st, st.Redis, out)
 	}
 
-	exported, _, err := convert.FromDocument(out, "x", "prod")
+	exported, notes, err := convert.FromDocument(out, "x", "prod")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The files are the resource's to mount: export says so for each.
+	if n := strings.Join(notes, "\n"); strings.Count(n, "is in no volume mounted in the router's pods") != 3 ||
+		!strings.Contains(n, "spec.config.response_cache.key_value.connection.tls.key_file: /tls/tls.key") {
+		t.Errorf("export notes = %q", notes)
 	}
 	cc := exported.Spec.Config.ResponseCache
 	if cc == nil || cc.BackendType != "key_value" || cc.KeyValue == nil {

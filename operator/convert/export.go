@@ -3,6 +3,7 @@ package convert
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -21,7 +22,9 @@ import (
 // are cleared (a pod is reached on its IP; convert binds 0.0.0.0), and reported in notes.
 //
 // The result converts back to the same document (ToDocument, compared after Junction's defaults and with
-// those addresses aside); where lifting a section would not, that section stays in routing.
+// those addresses aside); where lifting a section would not, that section stays in routing. TLS files the
+// document names are reported in notes too: the resource needs spec.volumes and spec.volumeMounts that mount
+// them before the controller accepts it (CheckMounts).
 func FromDocument(data []byte, name, namespace string) (*v1alpha1.JunctionRouter, []string, error) {
 	orig, _, err := recipes.ParseSource(data)
 	if err != nil {
@@ -68,6 +71,14 @@ func FromDocument(data []byte, name, namespace string) (*v1alpha1.JunctionRouter
 	r.Spec.Config.Routing = &runtime.RawExtension{Raw: mustJSON(prune(routing))}
 	if ok, err := roundTrips(r, want); !ok {
 		return nil, nil, fmt.Errorf("export does not convert back to the same configuration (a bug; please report it): %v", err)
+	}
+	// TLS files the document names are files of the machine it ran on: in a pod they come from a mounted
+	// Secret, which only the user can name.
+	var me *MountError
+	if errors.As(CheckMounts(r), &me) {
+		for _, x := range me.Refused {
+			notes = append(notes, x.Path+": "+x.Reason)
+		}
 	}
 	return r, notes, nil
 }

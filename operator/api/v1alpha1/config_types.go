@@ -242,15 +242,25 @@ type InMemoryIndex struct {
 	MaxMemoryEntries *int32 `json:"max_memory_entries,omitempty"`
 }
 
-// TLSFiles are TLS files mounted in the router's pods.
+// TLSFiles are TLS files mounted in the router's pods: each an absolute path under one of spec.volumeMounts
+// (a Secret mounted with spec.volumes), which the controller checks.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.cert_file) == has(self.key_file)",message="a client certificate needs both cert_file and key_file: set both or neither"
+// +kubebuilder:validation:XValidation:rule="(has(self.enabled) && self.enabled) || !(has(self.ca_file) || has(self.cert_file) || has(self.key_file))",message="TLS files are read only with enabled: true: set it, or remove ca_file, cert_file and key_file"
 type TLSFiles struct {
 	// +kubebuilder:default=false
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
+	// CertFile is the client certificate (PEM), with KeyFile.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	CertFile string `json:"cert_file,omitempty"`
+	// KeyFile is the client certificate's private key (PEM), with CertFile.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	KeyFile string `json:"key_file,omitempty"`
+	// CAFile holds the certificates (PEM) the server's is checked against; empty: the system's roots.
+	// +kubebuilder:validation:MinLength=1
 	// +optional
 	CAFile string `json:"ca_file,omitempty"`
 }

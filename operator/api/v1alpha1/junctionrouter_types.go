@@ -63,6 +63,28 @@ type JunctionRouterSpec struct {
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
+	// Volumes are added to the router's pods beside the operator's own (named config: the configuration
+	// ConfigMap); a Secret holding the TLS files of config's connections is mounted this way. None may be
+	// named config.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(v, v.name != 'config')",message="config is the operator's own volume (the configuration ConfigMap): give yours another name"
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+
+	// VolumeMounts mount Volumes in the router container beside its configuration at /etc/junction. Each
+	// names one of Volumes (the controller checks), none config, none at or under /etc/junction. Every TLS file
+	// config names (tls.ca_file, cert_file, key_file) must lie under one of these mount paths: the controller
+	// refuses the resource otherwise, with its Degraded condition.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(m, m.name != 'config')",message="config is the operator's configuration volume, mounted at /etc/junction already: mount one of spec.volumes"
+	// +kubebuilder:validation:XValidation:rule="self.all(m, m.mountPath != '/etc/junction' && !m.mountPath.startsWith('/etc/junction/'))",message="/etc/junction is where the operator mounts the configuration (read-only): mount elsewhere, say /etc/junction-tls"
+	// +listType=map
+	// +listMapKey=mountPath
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
 	// Autoscaling adds a HorizontalPodAutoscaler when enabled.
 	// +kubebuilder:default={}
 	// +optional

@@ -993,6 +993,20 @@ func (in *JunctionRouterSpec) DeepCopyInto(out *JunctionRouterSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Volumes != nil {
+		in, out := &in.Volumes, &out.Volumes
+		*out = make([]v1.Volume, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
+	if in.VolumeMounts != nil {
+		in, out := &in.VolumeMounts, &out.VolumeMounts
+		*out = make([]v1.VolumeMount, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	in.Autoscaling.DeepCopyInto(&out.Autoscaling)
 	in.Ingress.DeepCopyInto(&out.Ingress)
 	if in.Gateway != nil {

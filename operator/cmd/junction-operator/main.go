@@ -95,8 +95,9 @@ func convertCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
+	// What the controller refuses besides the configuration: TLS files outside the pod's mounts.
 	out, err := convert.ToYAML(r)
-	if err != nil {
+	if err := errors.Join(err, convert.CheckMounts(r)); err != nil {
 		return fmt.Errorf("%s: %w", fs.Arg(0), err)
 	}
 	_, err = stdout.Write(out)

@@ -17,7 +17,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 // TestConvertExportCLI: convert prints a document, export prints a resource that converts again, and a
-// refused field is an exit status 1 naming its path.
+// refused field (or a TLS file under no mount, as the controller refuses it) is an exit status 1 naming its path.
 func TestConvertExportCLI(t *testing.T) {
 	code, doc, stderr := runCLI(t, "convert", "../../config/samples/junctionrouter.yaml")
 	if code != 0 || !strings.Contains(doc, "qwen3-8b") || !strings.Contains(doc, "listeners:") {
@@ -50,6 +50,15 @@ func TestConvertExportCLI(t *testing.T) {
 	code, _, stderr = runCLI(t, "convert", bad)
 	if code != 1 || !strings.Contains(stderr, "spec.replicas") {
 		t.Fatalf("schema problem: %d %s", code, stderr)
+	}
+	if code, doc, stderr := runCLI(t, "convert", "../../config/samples/junctionrouter-redis-tls.yaml"); code != 0 || !strings.Contains(doc, "/etc/junction-redis-tls/ca.crt") {
+		t.Fatalf("convert of the Redis TLS sample: %d %s\n%s", code, stderr, doc)
+	}
+	os.WriteFile(bad, []byte("apiVersion: junction-router.io/v1alpha1\nkind: JunctionRouter\nmetadata: {name: b}\n"+
+		"spec: {config: {response_cache: {enabled: true, backend_type: key_value, key_value: {connection: {host: r, tls: {enabled: true, ca_file: /tls/ca.crt}}}}}}\n"), 0o600)
+	code, _, stderr = runCLI(t, "convert", bad)
+	if code != 1 || !strings.Contains(stderr, "spec.config.response_cache.key_value.connection.tls.ca_file: /tls/ca.crt is in no volume") {
+		t.Fatalf("unmounted TLS file: %d %s", code, stderr)
 	}
 	if code, out, _ := runCLI(t, "crd"); code != 0 || !strings.Contains(out, "kind: CustomResourceDefinition") {
 		t.Fatalf("crd: %d", code)

@@ -1,7 +1,7 @@
 // Package crdschema checks a JunctionRouter resource against the CRD's OpenAPI schema offline, as the API
 // server would at admission: unknown fields (what the server prunes, or refuses under strict field
-// validation), defaults, the schema's types, bounds, enums and patterns, and the x-kubernetes-validations
-// CEL rules.
+// validation), defaults, the schema's types, bounds, enums and patterns, list types (set and map items
+// distinct), and the x-kubernetes-validations CEL rules.
 package crdschema
 
 import (
@@ -15,6 +15,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -126,6 +127,8 @@ func (s *Schema) Check(ctx context.Context, obj map[string]any) field.ErrorList 
 	}
 	structuraldefaulting.Default(obj, s.structural)
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, s.validator)...)
+	// x-kubernetes-list-type set and map: no two items alike, no two map items with the same keys.
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, obj)...)
 	if len(errs) > 0 {
 		// CEL rules assume the schema holds (types, required fields); the server runs them only then.
 		return errs

@@ -36,18 +36,19 @@ func read(t *testing.T, path string) (map[string]any, string) {
 	return obj, strings.TrimSpace(strings.TrimPrefix(first, "# want:"))
 }
 
-// TestValidSamples: the committed sample and the good test resources pass the CRD's schema and CEL rules.
+// TestValidSamples: the committed samples (config/samples) and the good test resources pass the CRD's schema and CEL rules.
 func TestValidSamples(t *testing.T) {
 	s := load(t)
 	files, _ := filepath.Glob("testdata/valid/*.yaml")
-	files = append(files, "../../config/samples/junctionrouter.yaml")
+	samples, _ := filepath.Glob("../../config/samples/*.yaml")
+	files = append(files, samples...)
 	for _, f := range files {
 		obj, _ := read(t, f)
 		if errs := s.Check(context.Background(), obj); len(errs) > 0 {
 			t.Errorf("%s: %v", f, errs.ToAggregate())
 		}
 	}
-	if len(files) < 3 {
+	if len(files) < 6 {
 		t.Fatalf("found only %d valid samples", len(files))
 	}
 }
