@@ -333,22 +333,11 @@ func runScenario(ctx context.Context, o options, sc scenario, client *http.Clien
 		if err != nil {
 			return err
 		}
-		cfgPath := filepath.Join(dir, fmt.Sprintf("junction-%d.yaml", k))
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		gw, stop, err := startServe(ctx, o.serverCPUs, bin, dir, fmt.Sprint(k), cfg, os.Stderr, append([]string{"--log-level", "error"}, sc.serveArgs...)...)
+		if err != nil {
 			return err
 		}
-		sctx, stop := context.WithCancel(ctx)
-		args := append([]string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", k)), "--log-level", "error", "--extproc=false"}, sc.serveArgs...)
-		gw := loadrun.Pinned(sctx, o.serverCPUs, bin, args...)
-		gw.Stderr = os.Stderr
-		if err := gw.Start(); err != nil {
-			stop()
-			return fmt.Errorf("start %v: %w", gw.Args, err)
-		}
-		defer func() {
-			stop()
-			_ = gw.Wait()
-		}()
+		defer stop()
 		name := "Junction"
 		if k > 0 {
 			name = "Junction, -baseline"
@@ -513,4 +502,23 @@ func post(c *http.Client, url, body string) bool {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode == 200
+}
+
+// startServe writes cfg to dir as junction-<id>.yaml and starts bin's serve on it, pinned to cpus, with a data
+// directory of its own and no ext_proc listener, its stderr to stderr, then args. stop ends the process and waits
+// for it; the process also ends with ctx.
+func startServe(ctx context.Context, cpus, bin, dir, id, cfg string, stderr io.Writer, args ...string) (gw *exec.Cmd, stop func(), err error) {
+	cfgPath := filepath.Join(dir, "junction-"+id+".yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	gw = loadrun.Pinned(sctx, cpus, bin, append([]string{"serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data-"+id),
+		"--extproc=false"}, args...)...)
+	gw.Stderr = stderr
+	if err := gw.Start(); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("start %v: %w", gw.Args, err)
+	}
+	return gw, func() { cancel(); _ = gw.Wait() }, nil
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -79,12 +78,9 @@ func runSemantic(o options) error {
 	if err := up.Start(); err != nil {
 		return err
 	}
-	procs := []*exec.Cmd{up}
 	defer func() {
 		cancel()
-		for _, p := range procs {
-			_ = p.Wait()
-		}
+		_ = up.Wait()
 	}()
 	var stderrs []*lockedBuffer
 	paths := []path{{"direct to backend", fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", upPort), nil}}
@@ -101,19 +97,14 @@ func runSemantic(o options) error {
 		if err != nil {
 			return err
 		}
-		cfgPath := filepath.Join(dir, fmt.Sprintf("example-%d.yaml", k))
-		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		logs := &lockedBuffer{}
+		stderrs = append(stderrs, logs)
+		gw, stop, err := startServe(ctx, o.serverCPUs, bin, dir, "example-"+strconv.Itoa(k), cfg, io.MultiWriter(os.Stderr, logs),
+			"--log-level", "warn", "--config-watch", "0")
+		if err != nil {
 			return err
 		}
-		gw := loadrun.Pinned(ctx, o.serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, fmt.Sprintf("data-%d", k)),
-			"--log-level", "warn", "--extproc=false", "--config-watch", "0")
-		logs := &lockedBuffer{}
-		gw.Stderr = io.MultiWriter(os.Stderr, logs)
-		stderrs = append(stderrs, logs)
-		if err := gw.Start(); err != nil {
-			return fmt.Errorf("start %v: %w", gw.Args, err)
-		}
-		procs = append(procs, gw)
+		defer stop()
 		name := "Junction (" + filepath.Base(bin) + ")"
 		if k > 0 {
 			name = "Junction -baseline (" + filepath.Base(bin) + ")"

@@ -106,23 +106,11 @@ func runShared(ctx context.Context, o options, client *http.Client, upPort, floo
 			if err != nil {
 				return err
 			}
-			id := fmt.Sprintf("%d-%v", k, onRedis)
-			cfgPath := filepath.Join(dir, "junction-"+id+".yaml")
-			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			gw, stop, err := startServe(ctx, o.serverCPUs, bin, dir, fmt.Sprintf("%d-%v", k, onRedis), cfg, os.Stderr, "--log-level", "error")
+			if err != nil {
 				return err
 			}
-			sctx, stop := context.WithCancel(ctx)
-			gw := loadrun.Pinned(sctx, o.serverCPUs, bin, "serve", "--config", cfgPath, "--data-dir", filepath.Join(dir, "data-"+id),
-				"--log-level", "error", "--extproc=false")
-			gw.Stderr = os.Stderr
-			if err := gw.Start(); err != nil {
-				stop()
-				return fmt.Errorf("start %v: %w", gw.Args, err)
-			}
-			defer func() {
-				stop()
-				_ = gw.Wait()
-			}()
+			defer stop()
 			paths = append(paths, sharedPath{path: path{name, fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", gwPort), gw}, junction: true, redis: prefix})
 		}
 	}
