@@ -231,6 +231,40 @@ func TestJunctionChartRedisClusterAndTLS(t *testing.T) {
 	}
 }
 
+// TestJunctionChartSysmonTuning: the container gets GODEBUG=schedtrace=2147483647 by default (sysmon kept out
+// of its deep sleep: docs/operator.md#runtime-tuning-sysmon), none with runtime.sysmonTuning false, and only
+// the user's own when values.env names GODEBUG.
+func TestJunctionChartSysmonTuning(t *testing.T) {
+	godebug := func(values map[string]any) []any {
+		t.Helper()
+		lintChart(t, "junction", values)
+		c := dig(render(t, "junction", values)["Deployment/r-junction"], "spec", "template", "spec", "containers").([]any)[0].(map[string]any)
+		env, _ := c["env"].([]any)
+		var vals []any
+		for _, e := range env {
+			if e.(map[string]any)["name"] == "GODEBUG" {
+				vals = append(vals, e.(map[string]any)["value"])
+			}
+		}
+		return vals
+	}
+	if got := godebug(nil); len(got) != 1 || got[0] != "schedtrace=2147483647" {
+		t.Errorf("default GODEBUG entries %v, want one schedtrace=2147483647", got)
+	}
+	if got := godebug(map[string]any{"runtime": map[string]any{"sysmonTuning": false}}); len(got) != 0 {
+		t.Errorf("runtime.sysmonTuning false: GODEBUG entries %v, want none", got)
+	}
+	own := map[string]any{"env": []any{map[string]any{"name": "GODEBUG", "value": "http2debug=1"}}}
+	if got := godebug(own); len(got) != 1 || got[0] != "http2debug=1" {
+		t.Errorf("values.env with GODEBUG: entries %v, want only the user's http2debug=1", got)
+	}
+	// Beside the Secrets' entries, the tuning is one more.
+	withRedis := map[string]any{"redis": map[string]any{"enabled": true, "passwordSecret": map[string]any{"name": "redis", "key": "password"}}}
+	if got := godebug(withRedis); len(got) != 1 {
+		t.Errorf("with redis: GODEBUG entries %v, want one", got)
+	}
+}
+
 func configOf(t *testing.T, objs map[string]map[string]any) *recipes.Document {
 	t.Helper()
 	cm := objs["ConfigMap/r-junction-config"]

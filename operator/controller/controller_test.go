@@ -189,8 +189,9 @@ func TestReconcileSample(t *testing.T) {
 	if c.Resources.Requests.Cpu().String() != "500m" || c.Resources.Limits.Memory().String() != "2Gi" {
 		t.Errorf("resources = %+v", c.Resources)
 	}
-	if len(c.Env) != 1 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef.Name != "upstream-keys" {
-		t.Errorf("env = %+v", c.Env)
+	if len(c.Env) != 2 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef.Name != "upstream-keys" ||
+		c.Env[1].Name != "GODEBUG" || c.Env[1].Value != "schedtrace=2147483647" {
+		t.Errorf("env = %+v, want the sample's upstream key and GODEBUG=schedtrace=2147483647", c.Env)
 	}
 	if pod.Annotations[controller.ConfigHashAnno] == "" || pod.Annotations[controller.ConfigHashAnno] != jr.Status.ConfigHash {
 		t.Errorf("config hash annotation %q, status %q", pod.Annotations[controller.ConfigHashAnno], jr.Status.ConfigHash)
@@ -334,12 +335,36 @@ func TestRedisPasswordFromSecret(t *testing.T) {
 	}
 	env := dep.Spec.Template.Spec.Containers[0].Env
 	own := e.resource().Spec.Env
-	if len(env) != len(own)+1 {
+	if len(env) != len(own)+2 { // and GODEBUG
 		t.Fatalf("env = %+v", env)
 	}
-	last := env[len(env)-1]
+	last := env[len(own)]
 	if last.Name != convert.RedisPasswordEnv || last.ValueFrom == nil || last.ValueFrom.SecretKeyRef == nil ||
 		last.ValueFrom.SecretKeyRef.Name != "redis" || last.ValueFrom.SecretKeyRef.Key != "password" {
 		t.Fatalf("the password's variable = %+v", last)
+	}
+}
+
+// TestUserGODEBUGWins: spec.env naming GODEBUG replaces the sysmon tuning (no second entry), an empty value
+// being how a resource turns it off; without one the container gets controller.SysmonGODEBUG.
+func TestUserGODEBUGWins(t *testing.T) {
+	for _, own := range []string{"", "http2debug=1"} {
+		e := newEnv(t, func(jr *v1alpha1.JunctionRouter) {
+			jr.Spec.Env = append(jr.Spec.Env, corev1.EnvVar{Name: "GODEBUG", Value: own})
+		})
+		e.reconcile()
+		var dep appsv1.Deployment
+		if !e.get("junction-sample", &dep) {
+			t.Fatal("no Deployment")
+		}
+		var got []string
+		for _, v := range dep.Spec.Template.Spec.Containers[0].Env {
+			if v.Name == "GODEBUG" {
+				got = append(got, v.Value)
+			}
+		}
+		if len(got) != 1 || got[0] != own {
+			t.Errorf("spec.env GODEBUG=%q: the container's GODEBUG entries are %q, want only the user's", own, got)
+		}
 	}
 }

@@ -70,3 +70,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Where redis.tls.secretName is mounted. */}}
 {{- define "junction.redisTLSDir" -}}/etc/junction-redis-tls{{- end -}}
+
+{{/* junction.sysmonTuning is the GODEBUG value that keeps the Go runtime's sysmon out of its deep sleep
+     (docs/operator.md#runtime-tuning-sysmon), or "" when runtime.sysmonTuning is false or values.env sets
+     GODEBUG itself (the user's entry wins; two entries of one name would leave the choice to the kubelet). */}}
+{{- define "junction.sysmonTuning" -}}
+{{- $own := false -}}
+{{- range .Values.env }}{{ if eq (toString .name) "GODEBUG" }}{{ $own = true }}{{ end }}{{ end -}}
+{{- $rt := default dict .Values.runtime -}}
+{{- if and (ne (toString $rt.sysmonTuning) "false") (not $own) -}}
+schedtrace=2147483647
+{{- end -}}
+{{- end -}}
