@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/junction-router/junction"
@@ -69,6 +71,14 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 	if *watch < 0 {
 		*watch = 0 // as before: a negative interval does not watch
 	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	// Whether the process started with the sysmon tuning the charts, the operator and make run set: the runtime
+	// read GODEBUG before main, so this only reports it.
+	if ms := schedtraceMS(os.Getenv("GODEBUG")); ms > 0 {
+		logger.Info("go runtime: sysmon tuning on", "godebug_schedtrace_ms", ms)
+	} else {
+		logger.Debug("go runtime: sysmon tuning off (set GODEBUG=schedtrace=2147483647 for less CPU per request: docs/operator.md#runtime-tuning-sysmon)")
+	}
 	srv, err := junction.New(junction.Options{
 		ConfigPath: *cfg, Model: sm.options(model),
 		DisableGateway: !*gwOn, DisableExtproc: !*epOn, ExtprocRecipe: *epRecipe,
@@ -77,11 +87,26 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer) error {
 		ConfigHistoryLimit: *historyLimit, ConfigWatch: *watch,
 		SignalModels: *sigModels, PluginDir: *pluginDir, PluginCacheDir: *pluginCache,
 		DataDir:      *dataDir,
-		Logger:       slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv})),
+		Logger:       logger,
 		WorkerStderr: stderr, Version: version,
 	})
 	if err != nil {
 		return err
 	}
 	return srv.Run(ctx)
+}
+
+// schedtraceMS is the schedtrace interval (ms) a GODEBUG value gives the Go runtime, 0 for none. Above 0
+// sysmon stays out of its deep sleep (docs/operator.md#runtime-tuning-sysmon). It reads the value as the
+// runtime does at start: fields left to right, a later one overriding, one that is no int32 skipped.
+func schedtraceMS(godebug string) int64 {
+	var ms int64
+	for _, f := range strings.Split(godebug, ",") {
+		if k, v, ok := strings.Cut(f, "="); ok && k == "schedtrace" {
+			if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+				ms = n
+			}
+		}
+	}
+	return ms
 }
