@@ -1,8 +1,10 @@
 package extproc
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -112,6 +114,89 @@ func TestHopIndex(t *testing.T) {
 	for _, k := range []string{"Content-Type", "X-Request-Id", "connection", "Tes"} {
 		if got := hopIndex(k); got != -1 {
 			t.Errorf("hopIndex(%q) = %d, want -1", k, got)
+		}
+	}
+}
+
+// diffMaps is diff as it was, against a copy of the map taken before it
+// changed: the reference TestDiffSnapshot holds diff to.
+func diffMaps(m *mutation, before, after http.Header) {
+	keys := []string{}
+	for k, vs := range after {
+		if !slices.Equal(before[k], vs) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		m.setValues(lowerKey(k), after[k])
+	}
+	var gone []string
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	slices.Sort(gone)
+	for _, k := range gone {
+		m.remove = append(m.remove, strings.ToLower(k))
+	}
+}
+
+// TestDiffSnapshot: the mutation computed against a snapshot of the
+// request's own map is the one computed against a copy of it, whatever the
+// request phase does to the map the way it changes headers (replacing a
+// name's values, deleting it, adding a value, emptying it), for random
+// maps, from none to more headers than the snapshot keeps on the stack.
+func TestDiffSnapshot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"Content-Type", "Accept", "Authorization", "X-Request-Id", "X-Selected-Model", "X-A", "X-B", "X-C", "Traceparent"}
+	for i := range 20 {
+		names = append(names, "X-Extra-"+strconv.Itoa(i))
+	}
+	for round := range 3000 {
+		h := http.Header{}
+		// parseHeaders' shape: values sharing one backing array, each with
+		// no room to grow, a repeated name with room.
+		vals := []string{}
+		for range rng.IntN(len(names) + 1) {
+			k := names[rng.IntN(len(names))]
+			v := strconv.Itoa(rng.IntN(3))
+			if vs, ok := h[k]; ok {
+				h[k] = append(vs, v)
+				continue
+			}
+			vals = append(vals, v)
+			h[k] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
+		copyBefore := h.Clone()
+		var buf [16]headerPair
+		before := snapshot(buf[:0], h)
+		for range rng.IntN(8) {
+			k := names[rng.IntN(len(names))]
+			switch rng.IntN(5) {
+			case 0:
+				h.Set(k, strconv.Itoa(rng.IntN(3)))
+			case 1:
+				delete(h, k)
+			case 2:
+				h.Add(k, strconv.Itoa(rng.IntN(3)))
+			case 3:
+				h[k] = []string{}
+			case 4:
+				h[k] = append(h[k], "x") // a plugin's add (plugin.Stage)
+			}
+		}
+		var got, want mutation
+		got.diff(before, h)
+		diffMaps(&want, copyBefore, h)
+		if got.n != want.n || !slices.Equal(got.remove, want.remove) {
+			t.Fatalf("round %d: %d set, removed %q; want %d, %q", round, got.n, got.remove, want.n, want.remove)
+		}
+		for i := range got.n {
+			if *got.entry(i) != *want.entry(i) {
+				t.Fatalf("round %d: entry %d %+v, want %+v", round, i, *got.entry(i), *want.entry(i))
+			}
 		}
 	}
 }

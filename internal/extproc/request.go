@@ -251,8 +251,12 @@ func (x *exchange) decide(trailers bool) error {
 		}
 		x.body = chatBody
 	}
+	// Run builds the forwarded headers on the request's own map; the
+	// snapshot is what the mutation is computed against.
+	var snapBuf [16]headerPair
+	before := snapshot(snapBuf[:0], x.reqHeader)
 	out := x.dp.Run(x.ctx, &dataplane.Request{
-		Gen: x.gen, Recipe: x.s.opts.Recipe, ID: x.id, Start: x.start, Body: x.body, Header: x.reqHeader.Clone(),
+		Gen: x.gen, Recipe: x.s.opts.Recipe, ID: x.id, Start: x.start, Body: x.body, Header: x.reqHeader,
 	})
 	x.body = nil // parsed in place; out holds what it needs
 	if out.Cancelled {
@@ -269,7 +273,7 @@ func (x *exchange) decide(trailers bool) error {
 	x.startModelSpan()
 
 	m := &x.early // the request's changes so far (nothing once sent), then the decision's
-	m.diff(x.reqHeader, out.Header)
+	m.diff(before, out.Header)
 	x.reqHeader = out.Header // as Envoy will hold them
 	putPolicyHeaders(m, out.Result.Policy)
 	if p := out.Target.RequestURI(); p != x.path {
