@@ -123,6 +123,8 @@ type exchange struct {
 	cancelled bool // the request was cancelled and counted as such
 	recorded  bool
 
+	replies replySlots // the first reply of each kind (replies.go)
+
 	// Tracing (trace.go): nil spans when it is off.
 	span, modelSpan trace.Span
 	phaseTimes      [msgKinds]spanTimes

@@ -216,3 +216,42 @@ func TestDiffSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestReplySlots: the first reply of each kind comes from the exchange,
+// later ones are new messages, and building one never changes a reply
+// already handed out.
+func TestReplySlots(t *testing.T) {
+	x := &exchange{}
+	var m mutation
+	m.put("x-a", "1", false)
+	first := x.headersResponse(false, &m, false)
+	firstResp := x.headersResponse(true, nil, false)
+	b1 := x.bodyResponse(false).replace([]byte("one")).msg()
+	b1r := x.bodyResponse(true).clearBody().msg()
+	var m2 mutation
+	m2.put("x-b", "2", false)
+	second := x.headersResponse(false, &m2, true)
+	b2 := x.bodyResponse(false).replace([]byte("two")).msg()
+	if first != &x.replies.headers[0].pr || firstResp != &x.replies.headers[1].pr || b1 != &x.replies.body[0].pr || b1r != &x.replies.body[1].pr {
+		t.Fatal("the first replies are not the exchange's")
+	}
+	if second == first || b2 == b1 {
+		t.Fatal("a second reply of a kind reuses the first")
+	}
+	if h := first.GetRequestHeaders().GetResponse(); h.GetClearRouteCache() || len(h.GetHeaderMutation().GetSetHeaders()) != 1 ||
+		h.GetHeaderMutation().GetSetHeaders()[0].GetHeader().GetKey() != "x-a" {
+		t.Errorf("first headers reply changed: %v", first)
+	}
+	if firstResp.GetResponseHeaders() == nil || firstResp.GetResponseHeaders().GetResponse() != nil {
+		t.Errorf("response headers reply: %v", firstResp)
+	}
+	if got := string(b1.GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "one" {
+		t.Errorf("first body reply now %q", got)
+	}
+	if !b1r.GetResponseBody().GetResponse().GetBodyMutation().GetClearBody() {
+		t.Errorf("response body reply: %v", b1r)
+	}
+	if got := string(b2.GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "two" {
+		t.Errorf("second body reply %q", got)
+	}
+}

@@ -58,7 +58,7 @@ func (x *exchange) heldStreamBody(b *extprocv3.HttpBody) error {
 			x.respHeld = true
 			return nil
 		}
-		return x.send(bodyResponse(true).clearBody().msg())
+		return x.send(x.bodyResponse(true).clearBody().msg())
 	}
 	return x.releaseHeld()
 }

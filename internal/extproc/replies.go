@@ -12,7 +12,49 @@ import (
 // The ProcessingResponse messages an exchange sends Envoy. Each is
 // allocated as one block with the messages it is made of (headersReply,
 // bodyReply): one allocation per message sent instead of five to eight. A
-// reply is sent once and not changed after.
+// reply is sent once and not changed after, so the first of each kind a
+// stream sends (request and response headers, request and response body:
+// a buffered request's four) is kept in the exchange (replySlots), allocated
+// with it; the others are allocated as they are sent.
+
+// replySlots are an exchange's first replies of each kind.
+type replySlots struct {
+	headers [2]headersReply // request, response
+	body    [2]bodyReply
+	used    uint8 // bit i: headers[i] was handed out; bit 2+i: body[i]
+}
+
+// slot is the index of a request's (0) or response's (1) reply.
+func slot(response bool) uint8 {
+	if response {
+		return 1
+	}
+	return 0
+}
+
+// headersResponse is a headers reply; see headersReply.fill.
+func (x *exchange) headersResponse(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
+	var r *headersReply
+	if i := slot(response); x.replies.used&(1<<i) == 0 {
+		x.replies.used |= 1 << i
+		r = &x.replies.headers[i]
+	} else {
+		r = &headersReply{}
+	}
+	return r.fill(response, m, clearRoute)
+}
+
+// bodyResponse is a body reply to fill; see bodyReply.
+func (x *exchange) bodyResponse(response bool) *bodyReply {
+	var r *bodyReply
+	if i := slot(response); x.replies.used&(1<<(2+i)) == 0 {
+		x.replies.used |= 1 << (2 + i)
+		r = &x.replies.body[i]
+	} else {
+		r = &bodyReply{}
+	}
+	return r.init(response)
+}
 
 // headersReply is a headers answer and its parts.
 type headersReply struct {
@@ -24,8 +66,9 @@ type headersReply struct {
 	hm   extprocv3.HeaderMutation
 }
 
-func headersResponse(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
-	r := &headersReply{}
+// fill makes r (zero) the answer to the request's or the response's
+// headers, with m's changes (none when m is nil or empty).
+func (r *headersReply) fill(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
 	if (m != nil && !m.empty()) || clearRoute {
 		r.cr.ClearRouteCache = clearRoute
 		if m != nil {
@@ -60,8 +103,8 @@ type bodyReply struct {
 	sbr      extprocv3.StreamedBodyResponse
 }
 
-func bodyResponse(response bool) *bodyReply {
-	r := &bodyReply{}
+// init makes r (zero) the answer to a request or response body piece.
+func (r *bodyReply) init(response bool) *bodyReply {
 	r.br.Response = &r.cr
 	if response {
 		r.resp.ResponseBody = &r.br
@@ -122,7 +165,7 @@ func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *bod
 	if !response {
 		full = x.proto.GetRequestBodyMode() == modeFullDuplex
 	}
-	r := bodyResponse(response)
+	r := x.bodyResponse(response)
 	switch {
 	case full:
 		r.stream(body, eos)

@@ -164,7 +164,7 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 	if x.deferHeaders {
 		return nil
 	}
-	err := x.send(headersResponse(false, &x.early, false))
+	err := x.send(x.headersResponse(false, &x.early, false))
 	x.early.reset()
 	return err
 }
@@ -207,7 +207,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		// STREAMED after the headers were answered: each piece is answered in
 		// order, emptied; the whole rewritten body goes with the last one.
 		x.replied++
-		return x.send(bodyResponse(false).clearBody().msg())
+		return x.send(x.bodyResponse(false).clearBody().msg())
 	}
 	return nil
 }
@@ -288,18 +288,18 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders && mode == modeFullDuplex:
 		// The headers waited for the body; the rewritten body follows as one
 		// streamed piece.
-		if err := x.send(headersResponse(false, m, true)); err != nil {
+		if err := x.send(x.headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		x.replied = x.chunks
-		err := x.send(bodyResponse(false).stream(out.Body, !trailers).msg())
+		err := x.send(x.bodyResponse(false).stream(out.Body, !trailers).msg())
 		if err != nil || !trailers {
 			return err
 		}
 	case x.deferHeaders:
 		// STREAMED, sent without waiting for the headers' answer: answer the
 		// headers, then every piece in order, the last carrying the body.
-		if err := x.send(headersResponse(false, m, true)); err != nil {
+		if err := x.send(x.headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		if err := x.answerPieces(pending, out.Body); err != nil || !trailers {
@@ -308,7 +308,7 @@ func (x *exchange) decide(trailers bool) error {
 	case pending == 1 && (mode == modeBuffered || mode == modePartial || (x.proto == nil && x.chunks == 1)):
 		// BUFFERED: Envoy holds the headers until this answer, so they change
 		// with the body and the route is picked again on them.
-		r := bodyResponse(false).headers(m).replace(out.Body)
+		r := x.bodyResponse(false).headers(m).replace(out.Body)
 		r.cr.ClearRouteCache = true
 		err := x.send(r.msg())
 		x.replied = x.chunks
@@ -330,7 +330,7 @@ func (x *exchange) decide(trailers bool) error {
 // replaced by body.
 func (x *exchange) answerPieces(n int, body []byte) error {
 	for i := 0; i < n; i++ {
-		r := bodyResponse(false)
+		r := x.bodyResponse(false)
 		if i == n-1 {
 			r.replace(body)
 		} else {

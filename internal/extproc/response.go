@@ -23,7 +23,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	switch x.phase {
 	case phaseForwarded:
 	case phasePassthrough:
-		return x.send(headersResponse(true, nil, false))
+		return x.send(x.headersResponse(true, nil, false))
 	case phaseRequestBody:
 		// Envoy answered before Junction had the whole request (its own
 		// buffer limit, a timeout, an upstream that answered early): count it
@@ -34,12 +34,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.markComplete()
 		var m mutation
 		m.put("x-request-id", x.id, false)
-		return x.send(headersResponse(true, &m, false))
+		return x.send(x.headersResponse(true, &m, false))
 	case phaseDone:
 		if !x.quiet {
 			x.stray("response_headers")
 		}
-		return x.send(headersResponse(true, nil, false))
+		return x.send(x.headersResponse(true, nil, false))
 	default:
 		return x.protocolError("response_headers", "response headers arrived while the request was "+phaseNames[x.phase])
 	}
@@ -59,7 +59,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		// The body changes length as it is translated.
 		m.remove = append(m.remove, "content-length")
 	}
-	resp := headersResponse(true, &m, false)
+	resp := x.headersResponse(true, &m, false)
 	switch {
 	case h.GetEndOfStream():
 		x.phase = phaseDone
@@ -326,7 +326,7 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 		if x.respFullDuplex() {
 			return nil
 		}
-		return x.send(bodyResponse(true).clearBody().msg())
+		return x.send(x.bodyResponse(true).clearBody().msg())
 	}
 	out, st := x.translateAnswer(x.respBuf)
 	x.respBuf = nil
