@@ -69,7 +69,10 @@ type exchange struct {
 	endpoint  string
 	gen       *engine.Generation
 	reqHeader http.Header // the request's headers as Envoy holds them
-	path      string      // :path as Envoy holds it
+	// headerVals holds reqHeader's values as received when they fit (a
+	// request's dozen headers, pseudo-headers included).
+	headerVals [12]string
+	path       string // :path as Envoy holds it
 
 	// The request body.
 	early        mutation // header changes made before the body is seen

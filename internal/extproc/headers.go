@@ -97,13 +97,18 @@ type requestInfo struct {
 	header http.Header
 }
 
-func parseHeaders(m *corev3.HeaderMap) requestInfo {
+// parseHeaders reads the request headers; the values are kept in vals'
+// spare room when they fit (an exchange's own array), else in one new
+// array.
+func parseHeaders(m *corev3.HeaderMap, vals []string) requestInfo {
 	var ri requestInfo
 	hs := m.GetHeaders()
 	ri.header = make(http.Header, len(hs))
 	// One backing array for the values: a header's first value is a slice
 	// of it with no room to grow, so a second value (rare) copies.
-	vals := make([]string, 0, len(hs))
+	if cap(vals)-len(vals) < len(hs) {
+		vals = make([]string, 0, len(hs))
+	}
 	for _, h := range hs {
 		k := h.GetKey()
 		if strings.HasPrefix(k, ":") {

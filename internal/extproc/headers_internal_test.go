@@ -94,7 +94,9 @@ func TestCanonicalKey(t *testing.T) {
 }
 
 // TestParseHeadersValues: repeated headers keep every value in order, and
-// adding a value to one header's slice does not change another's.
+// adding a value to one header's slice does not change another's, whether
+// the values are kept in the exchange's array or (too many for it) in a new
+// one.
 func TestParseHeadersValues(t *testing.T) {
 	hm := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
 		{Key: ":path", RawValue: []byte("/v1/chat/completions")},
@@ -103,16 +105,30 @@ func TestParseHeadersValues(t *testing.T) {
 		{Key: "x-a", RawValue: []byte("3")},
 		{Key: "x-c", Value: "4"},
 	}}
-	ri := parseHeaders(hm)
-	if ri.path != "/v1/chat/completions" || len(ri.header) != 3 {
-		t.Fatalf("parsed %q %v", ri.path, ri.header)
+	var x exchange
+	for _, vals := range [][]string{nil, x.headerVals[:0], x.headerVals[:0:2]} {
+		ri := parseHeaders(hm, vals)
+		if ri.path != "/v1/chat/completions" || len(ri.header) != 3 {
+			t.Fatalf("parsed %q %v", ri.path, ri.header)
+		}
+		if got := ri.header["X-A"]; len(got) != 2 || got[0] != "1" || got[1] != "3" {
+			t.Errorf("X-A = %q", got)
+		}
+		_ = append(ri.header["X-B"], "overwrite?")
+		if got := ri.header["X-C"]; len(got) != 1 || got[0] != "4" {
+			t.Errorf("X-C = %q after appending to X-B", got)
+		}
+		if got := ri.header["X-B"]; len(got) != 1 || got[0] != "2" {
+			t.Errorf("X-B = %q", got)
+		}
 	}
-	if got := ri.header["X-A"]; len(got) != 2 || got[0] != "1" || got[1] != "3" {
-		t.Errorf("X-A = %q", got)
+	if x.headerVals[0] != "1" || x.headerVals[1] != "2" {
+		t.Errorf("the values that fit are not kept in the exchange's array: %q", x.headerVals[:3])
 	}
-	_ = append(ri.header["X-B"], "overwrite?")
-	if got := ri.header["X-C"]; len(got) != 1 || got[0] != "4" {
-		t.Errorf("X-C = %q after appending to X-B", got)
+	withRoom := testing.AllocsPerRun(10, func() { parseHeaders(hm, x.headerVals[:0]) })
+	without := testing.AllocsPerRun(10, func() { parseHeaders(hm, nil) })
+	if withRoom != without-1 {
+		t.Errorf("parseHeaders: %v allocations with room for the values, %v without; want one less", withRoom, without)
 	}
 }
 

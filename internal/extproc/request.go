@@ -22,7 +22,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) error {
 	if x.phase != phaseStart {
 		return x.protocolError("request_headers", "a second request_headers message on one stream")
 	}
-	ri := parseHeaders(h.GetHeaders())
+	ri := parseHeaders(h.GetHeaders(), x.headerVals[:0])
 	x.reqHeader, x.path = ri.header, ri.path
 	x.id = dataplane.RequestID(ri.header.Get(dataplane.HeaderRequestID))
 	if x.s.opts.Runtime != nil {
