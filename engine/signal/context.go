@@ -40,26 +40,45 @@ func EstimateTokens(s string) int {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			i++
-			switch {
-			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			// A run of one ASCII class is counted at once: within it only its
+			// first byte can flush (the others find nothing else pending), so
+			// the count is the byte-by-byte one (TestEstimateTokensMatchesBytewise).
+			switch asciiClass[c] {
+			case classLetter:
 				if digits+punct > 0 {
 					flush()
 				}
-				latin++
-			case c >= '0' && c <= '9':
+				j := i + 1
+				for j < len(s) && asciiClass[s[j]] == classLetter {
+					j++
+				}
+				latin += j - i
+				i = j
+			case classDigit:
 				if latin+other+punct > 0 {
 					flush()
 				}
-				digits++
-			case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+				j := i + 1
+				for j < len(s) && asciiClass[s[j]] == classDigit {
+					j++
+				}
+				digits += j - i
+				i = j
+			case classSpace:
 				flush()
-			case c < ' ' || c == 0x7f:
+				i++
+			case classControl:
+				i++
 			default:
 				if latin+other+digits > 0 {
 					flush()
 				}
-				punct++
+				j := i + 1
+				for j < len(s) && asciiClass[s[j]] == classPunct {
+					j++
+				}
+				punct += j - i
+				i = j
 			}
 			continue
 		}
@@ -99,6 +118,38 @@ func EstimateTokens(s string) int {
 	flush()
 	return n
 }
+
+// The classes of ASCII bytes EstimateTokens counts by.
+const (
+	classPunct   = iota // punctuation and symbols
+	classLetter         // a-z, A-Z
+	classDigit          // 0-9
+	classSpace          // space, \t, \n, \r: ends a word
+	classControl        // other control bytes and DEL: not counted
+	classOther          // not ASCII: EstimateTokens decodes the rune
+)
+
+// asciiClass is each byte's class; bytes from utf8.RuneSelf up are classOther,
+// so that a run of one ASCII class stops at them.
+var asciiClass = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = classOther
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			t[c] = classLetter
+		case c >= '0' && c <= '9':
+			t[c] = classDigit
+		case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+			t[c] = classSpace
+		case c < ' ' || c == 0x7f:
+			t[c] = classControl
+		default:
+			t[c] = classPunct
+		}
+	}
+	return t
+}()
 
 type contextSet struct {
 	signals []recipes.ContextSignal

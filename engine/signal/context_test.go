@@ -2,7 +2,11 @@ package signal
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/junction-router/junction/recipes"
 )
@@ -99,6 +103,97 @@ func TestContextCompileErrors(t *testing.T) {
 	} {
 		if _, err := Compile(recipes.Signals{Context: []recipes.ContextSignal{c}}, nil, Models{}); err == nil {
 			t.Errorf("%s: compiled", name)
+		}
+	}
+}
+
+// estimateTokensBytewise is EstimateTokens as it was before runs of one ASCII
+// class were counted at once: one byte at a time.
+func estimateTokensBytewise(s string) int {
+	n := 0
+	latin, other, digits, punct := 0, 0, 0, 0
+	flush := func() {
+		if latin > 0 {
+			n += 1 + (latin-1)/8
+		}
+		n += (other+1)/2 + (digits+2)/3 + (punct+1)/2
+		latin, other, digits, punct = 0, 0, 0, 0
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			switch {
+			case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+				if digits+punct > 0 {
+					flush()
+				}
+				latin++
+			case c >= '0' && c <= '9':
+				if latin+other+punct > 0 {
+					flush()
+				}
+				digits++
+			case c == ' ' || c == '\n' || c == '\t' || c == '\r':
+				flush()
+			case c < ' ' || c == 0x7f:
+			default:
+				if latin+other+digits > 0 {
+					flush()
+				}
+				punct++
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		switch {
+		case unicode.IsMark(r):
+		case !isWordRune(r) && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			flush()
+			n++
+		case unicode.IsLetter(r):
+			if digits+punct > 0 {
+				flush()
+			}
+			if unicode.Is(unicode.Latin, r) {
+				latin++
+			} else {
+				other++
+			}
+		case unicode.IsDigit(r):
+			if latin+other+punct > 0 {
+				flush()
+			}
+			digits++
+		case unicode.IsSpace(r):
+			flush()
+		default:
+			if latin+other+digits > 0 {
+				flush()
+			}
+			punct++
+		}
+	}
+	flush()
+	return n
+}
+
+// TestEstimateTokensMatchesBytewise: counting ASCII runs at once gives the
+// byte-by-byte count on random texts of every class (letters, digits, spaces,
+// controls, punctuation, Latin and other letters, marks, Han, invalid bytes).
+func TestEstimateTokensMatchesBytewise(t *testing.T) {
+	pieces := []string{"a", "Z", "word", "internationalization", "7", "123", " ", "\n", "\t", "\r", "\x00", "\x7f", ".", "\"", ":", "!?",
+		"é", "Über", "привет", "\u0301", "東", "タ", "١٢", "😀", "\xff", "\xe2\x80", "ß", "٣"}
+	rng := rand.New(rand.NewPCG(16, 15))
+	for k := 0; k < 50000; k++ {
+		var b strings.Builder
+		for n := rng.IntN(24); n > 0; n-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := EstimateTokens(s), estimateTokensBytewise(s); got != want {
+			t.Fatalf("EstimateTokens(%q) = %d, byte by byte %d", s, got, want)
 		}
 	}
 }
