@@ -242,7 +242,17 @@ func upperASCII(c byte) byte {
 func (d *piiScan) ibans() {
 	s := d.text
 	for i := 0; i+4 <= len(s); i++ {
-		if !isLetterASCII(s[i]) || !isLetterASCII(s[i+1]) || !isDigit(s[i+2]) || !isDigit(s[i+3]) || wordBefore(s, i) {
+		if c := s[i+3]; !isDigit(c) {
+			// No IBAN starts at i or i+1 (c would be its third or fourth
+			// character), nor at i+2 or i+3 unless c is a letter: skip those.
+			if !isLetterASCII(c) {
+				i += 3
+			} else {
+				i++
+			}
+			continue
+		}
+		if !isLetterASCII(s[i]) || !isLetterASCII(s[i+1]) || !isDigit(s[i+2]) || wordBefore(s, i) {
 			continue
 		}
 		// Collect up to 34 alphanumerics, allowing single spaces between
