@@ -392,15 +392,16 @@ func checkMessage(raw []byte) (chat.Message, error) {
 	// A validity check, not a decode: this runs for
 	// every message a plugin writes. The whole value must be valid JSON, as
 	// it is sent upstream as it is.
-	if !chat.Valid(raw) {
-		return chat.Message{}, errors.New("the message is not valid JSON")
+	// Validated and split in one walk.
+	var buf [8]chat.Member
+	ms, ok := chat.ValidObject(buf[:0], raw)
+	if !ok {
+		if !chat.Valid(raw) {
+			return chat.Message{}, errors.New("the message is not valid JSON")
+		}
+		return chat.Message{}, errors.New("the message is not a JSON object: not a JSON object")
 	}
-	var buf [8]member
-	ms, err := appendMembers(buf[:0], raw)
-	if err != nil {
-		return chat.Message{}, fmt.Errorf("the message is not a JSON object: %v", err)
-	}
-	roleRaw := bytes.TrimSpace(lookup(raw, ms, "role"))
+	roleRaw := memberValue(ms, "role")
 	if len(roleRaw) == 0 || roleRaw[0] != '"' {
 		return chat.Message{}, errors.New("the message has no role")
 	}
@@ -409,12 +410,23 @@ func checkMessage(raw []byte) (chat.Message, error) {
 		return chat.Message{}, errors.New("the message has no role")
 	}
 	text := ""
-	if content := lookup(raw, ms, "content"); len(content) > 0 {
+	if content := memberValue(ms, "content"); len(content) > 0 {
 		if text, err = chat.ContentText(content); err != nil {
 			return chat.Message{}, fmt.Errorf("the message's content: %v", err)
 		}
 	}
 	return chat.Message{Role: role, Content: text}, nil
+}
+
+// memberValue is the value of the first member named key (its escapes
+// decoded, as encoding/json matches keys exactly here), nil when none is.
+func memberValue(ms []chat.Member, key string) []byte {
+	for _, m := range ms {
+		if m.Is(key) {
+			return m.Value
+		}
+	}
+	return nil
 }
 
 func currentTools(req *Request) ([]json.RawMessage, error) {
