@@ -83,13 +83,18 @@ func Parse(body []byte) (*Request, error) {
 		return nil, badf("", "the request body is not valid JSON: %s", jsonErrText(err))
 	}
 	fields := make(map[string]json.RawMessage, len(members))
+	// The fields read below are picked up on the way (a member's value is
+	// never nil, so nil is absent) instead of looked up in the map after.
+	var known knownFields
 	for _, m := range members {
 		// A repeated key keeps its last value, as with encoding/json.
-		fields[m.Name()] = m.Value
+		name := m.Name()
+		fields[name] = m.Value
+		known.note(name, m.Value)
 	}
 	r := &Request{Fields: fields}
-	raw, ok := fields["model"]
-	if !ok || isNull(raw) {
+	raw := known.model
+	if raw == nil || isNull(raw) {
 		return nil, badf("model", "you must provide a model parameter")
 	}
 	if s, ok := plainString(raw); ok {
@@ -100,8 +105,8 @@ func Parse(body []byte) (*Request, error) {
 	if strings.TrimSpace(r.Model) == "" {
 		return nil, badf("model", "model must not be empty")
 	}
-	raw, ok = fields["messages"]
-	if !ok || isNull(raw) {
+	raw = known.messages
+	if raw == nil || isNull(raw) {
 		return nil, badf("messages", "missing required parameter: messages")
 	}
 	msgs, ok := scanMessages(raw)
@@ -128,7 +133,7 @@ func Parse(body []byte) (*Request, error) {
 		}
 		r.Messages[i] = Message{Role: m.Role, Content: text}
 	}
-	if raw, ok := fields["stream"]; ok && !isNull(raw) {
+	if raw := known.stream; raw != nil && !isNull(raw) {
 		switch string(raw) {
 		case "true":
 			r.Stream = true
@@ -139,7 +144,7 @@ func Parse(body []byte) (*Request, error) {
 			}
 		}
 	}
-	if raw, ok := fields["stream_options"]; ok && !isNull(raw) {
+	if raw := known.streamOptions; raw != nil && !isNull(raw) {
 		var so struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
@@ -148,28 +153,58 @@ func Parse(body []byte) (*Request, error) {
 		}
 		r.IncludeUsage = so.IncludeUsage
 	}
-	if raw, ok := fields["tools"]; ok && !isNull(raw) {
+	if raw := known.tools; raw != nil && !isNull(raw) {
 		var tools []json.RawMessage
 		if err := json.Unmarshal(raw, &tools); err != nil {
 			return nil, badf("tools", "tools must be an array")
 		}
 		r.Tools = len(tools)
 	}
-	for _, name := range [...]string{"max_tokens", "max_completion_tokens", "n"} {
-		if raw, ok := fields[name]; ok && !isNull(raw) && !smallInteger(raw) {
+	for k, name := range [...]string{"max_tokens", "max_completion_tokens", "n"} {
+		if raw := known.integers[k]; raw != nil && !isNull(raw) && !smallInteger(raw) {
 			var n int64
 			if err := json.Unmarshal(raw, &n); err != nil {
 				return nil, badf(name, "%s must be an integer", name)
 			}
 		}
 	}
-	if raw, ok := fields["temperature"]; ok && !isNull(raw) && !smallInteger(raw) {
+	if raw := known.temperature; raw != nil && !isNull(raw) && !smallInteger(raw) {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
 			return nil, badf("temperature", "temperature must be a number")
 		}
 	}
 	return r, nil
+}
+
+// knownFields are the values of the body fields Parse reads (nil: absent),
+// the last of each name as in Fields.
+type knownFields struct {
+	model, messages, stream, streamOptions, tools, temperature []byte
+	integers                                                   [3][]byte // max_tokens, max_completion_tokens, n
+}
+
+func (k *knownFields) note(name string, v []byte) {
+	switch name {
+	case "model":
+		k.model = v
+	case "messages":
+		k.messages = v
+	case "stream":
+		k.stream = v
+	case "stream_options":
+		k.streamOptions = v
+	case "tools":
+		k.tools = v
+	case "max_tokens":
+		k.integers[0] = v
+	case "max_completion_tokens":
+		k.integers[1] = v
+	case "n":
+		k.integers[2] = v
+	case "temperature":
+		k.temperature = v
+	}
 }
 
 // smallInteger reports whether raw is a JSON integer literal that fits an
