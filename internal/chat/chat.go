@@ -242,11 +242,12 @@ func scanMessages(raw []byte) (msgs []rawMessage, ok bool) {
 	}
 	var buf [8]Member
 	for {
-		e, err := valueEnd(raw, i)
-		if err != nil || raw[i] != '{' {
+		// raw is valid JSON (Parse validated the body): the object's members
+		// and its end come from one walk.
+		if raw[i] != '{' {
 			return nil, false
 		}
-		members, err := Members(buf[:0], raw[i:e])
+		members, e, err := membersAt(buf[:0], raw, i)
 		if err != nil {
 			return nil, false
 		}

@@ -62,50 +62,56 @@ func quoted(key []byte) []byte {
 // (nesting, string ends, separators), not every lexical rule, and reports an
 // error for anything that is not an object.
 func Members(dst []Member, obj []byte) ([]Member, error) {
-	i := skipWS(obj, 0)
+	dst, e, err := membersAt(dst, obj, 0)
+	if err == nil && skipWS(obj, e) != len(obj) {
+		err = errStructure
+	}
+	return dst, err
+}
+
+// membersAt is Members of the object that starts at obj[i] (after any
+// whitespace), which also returns the index just past the object; what
+// follows it is not looked at. A scan of an array of objects lists each
+// object's members and finds its end in one walk.
+func membersAt(dst []Member, obj []byte, i int) ([]Member, int, error) {
+	i = skipWS(obj, i)
 	if i >= len(obj) || obj[i] != '{' {
-		return dst, errStructure
+		return dst, 0, errStructure
 	}
 	i = skipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
-		if skipWS(obj, i+1) != len(obj) {
-			return dst, errStructure
-		}
-		return dst, nil
+		return dst, i + 1, nil
 	}
 	for {
 		if i >= len(obj) || obj[i] != '"' {
-			return dst, errStructure
+			return dst, 0, errStructure
 		}
 		ke, err := stringEnd(obj, i)
 		if err != nil {
-			return dst, err
+			return dst, 0, err
 		}
 		key := obj[i+1 : ke-1]
 		i = skipWS(obj, ke)
 		if i >= len(obj) || obj[i] != ':' {
-			return dst, errStructure
+			return dst, 0, errStructure
 		}
 		i = skipWS(obj, i+1)
 		ve, err := valueEnd(obj, i)
 		if err != nil {
-			return dst, err
+			return dst, 0, err
 		}
 		dst = append(dst, Member{Key: key, Value: obj[i:ve]})
 		i = skipWS(obj, ve)
 		if i >= len(obj) {
-			return dst, errStructure
+			return dst, 0, errStructure
 		}
 		switch obj[i] {
 		case ',':
 			i = skipWS(obj, i+1)
 		case '}':
-			if skipWS(obj, i+1) != len(obj) {
-				return dst, errStructure
-			}
-			return dst, nil
+			return dst, i + 1, nil
 		default:
-			return dst, errStructure
+			return dst, 0, errStructure
 		}
 	}
 }
