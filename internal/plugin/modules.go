@@ -42,6 +42,20 @@ type BlindModules interface {
 	IgnoresRequest(typ string) bool
 }
 
+// BoundModules is implemented by Modules that can resolve a (type,
+// configuration) pair ahead of its calls: Bind returns a function that does
+// what Call(ctx, typ, config, req) does for that pair, or nil (then the stage
+// calls Call). A configuration's instance binds on its first call and keeps
+// the function, so that a request does not look the pair up again (the
+// native modules' binding: a key of type and configuration, hashed and looked
+// up under a lock, per call).
+type BoundModules interface {
+	Bind(typ string, config json.RawMessage) BoundCall
+}
+
+// BoundCall is a module call for one bound (type, configuration).
+type BoundCall func(ctx context.Context, req *abi.Request) (ModuleResult, error)
+
 // ModuleResult is a module's result and what the host counted.
 type ModuleResult struct {
 	abi.Result
@@ -62,6 +76,22 @@ type moduleInstance struct {
 	// blind: the module's request handler reads nothing of the request
 	// (BlindModules).
 	blind bool
+	// bind sets call, on the first call (BoundModules); nil call: mods.Call.
+	bind sync.Once
+	call BoundCall
+}
+
+// module calls the module with in: through the bound call when mods binds.
+func (m *moduleInstance) module(ctx context.Context, in *abi.Request) (ModuleResult, error) {
+	m.bind.Do(func() {
+		if b, ok := m.mods.(BoundModules); ok {
+			m.call = b.Bind(m.typ, m.config)
+		}
+	})
+	if m.call != nil {
+		return m.call(ctx, in)
+	}
+	return m.mods.Call(ctx, m.typ, m.config, in)
 }
 
 func (m *moduleInstance) run(*Request) (*mutations, error) {
@@ -81,7 +111,7 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request, rec *reco
 	} else {
 		in = rec.get(req, mode)
 	}
-	res, err := m.mods.Call(ctx, m.typ, m.config, in)
+	res, err := m.module(ctx, in)
 	if err != nil {
 		return nil, &res, err
 	}

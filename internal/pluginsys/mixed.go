@@ -33,6 +33,15 @@ var _ plugin.Modules = mixed{}
 // (a module read from --plugin-dir is never taken to be blind).
 func (m mixed) IgnoresRequest(typ string) bool { return m.types[typ] && m.native.IgnoresRequest(typ) }
 
+// Bind implements plugin.BoundModules for the natively run types (a module
+// is called through Call).
+func (m mixed) Bind(typ string, config json.RawMessage) plugin.BoundCall {
+	if m.types[typ] {
+		return m.native.Bind(typ, config)
+	}
+	return nil
+}
+
 func (m mixed) Has(typ string) bool {
 	return m.types[typ] || (m.wasm != nil && m.wasm.Has(typ))
 }

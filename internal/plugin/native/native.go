@@ -161,13 +161,37 @@ func configError(typ string, err error) error {
 // Call implements plugin.Modules: the plugin reads req as it would read its
 // record in a module (sdk.HandleRequest).
 func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, req *abi.Request) (plugin.ModuleResult, error) {
-	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the plugin call's span (internal/plugin)
-		span.SetAttributes(tracing.PluginRuntime.String("native"))
-	}
 	b, err := m.binding(typ, config)
 	if b == nil {
+		markSpan(ctx)
 		return plugin.ModuleResult{}, err
 	}
+	return m.call(ctx, typ, config, b, err, req)
+}
+
+// Bind implements plugin.BoundModules: Call for (typ, config) with the
+// binding looked up once, here (nil for a type without a native plugin,
+// which Call reports).
+func (m *Modules) Bind(typ string, config json.RawMessage) plugin.BoundCall {
+	b, err := m.binding(typ, config)
+	if b == nil {
+		return nil
+	}
+	return func(ctx context.Context, req *abi.Request) (plugin.ModuleResult, error) {
+		return m.call(ctx, typ, config, b, err, req)
+	}
+}
+
+// markSpan says on the plugin call's span (internal/plugin) that it ran natively.
+func markSpan(ctx context.Context) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(tracing.PluginRuntime.String("native"))
+	}
+}
+
+// call is Call with the pair's binding b (and the error of its factory).
+func (m *Modules) call(ctx context.Context, typ string, config json.RawMessage, b *binding, err error, req *abi.Request) (plugin.ModuleResult, error) {
+	markSpan(ctx)
 	p, _ := b.pool.Get().(sdk.Plugin)
 	if p == nil && err == nil {
 		p, err = m.factories[typ](configBytes(config))
@@ -187,19 +211,19 @@ func (m *Modules) Call(ctx context.Context, typ string, config json.RawMessage, 
 		b.pool.Put(p)
 		return plugin.ModuleResult{Result: res}, nil
 	}
-	c := call{p: p, req: req}
+	c := hostCall{p: p, req: req}
 	cr, err := b.host.Call(ctx, req, c.handle)
 	b.pool.Put(p) // a plugin value holds its configuration only: a fault does not spoil it
 	return plugin.ModuleResult{Result: cr.Result, BackendCalls: cr.BackendCalls, Persisted: cr.Persisted}, err
 }
 
-// call is one handler call through a host binding.
-type call struct {
+// hostCall is one handler call through a host binding.
+type hostCall struct {
 	p   sdk.Plugin
 	req *abi.Request
 }
 
-func (c *call) handle(h *hostapi.HostCalls) abi.Result { return sdk.HandleRequest(c.p, c.req, h) }
+func (c *hostCall) handle(h *hostapi.HostCalls) abi.Result { return sdk.HandleRequest(c.p, c.req, h) }
 
 // binding returns the binding of (typ, config), checking the configuration
 // the first time.
