@@ -29,14 +29,9 @@ const MethodTokensEstimate = "tokens-estimate"
 // cl100k and the more frugal o200k.
 func EstimateTokens(s string) int {
 	n := 0
+	// The pending runs, added to n by a flush. The counts live in locals, not
+	// in a closure's captured variables, which kept them in memory.
 	latin, other, digits, punct := 0, 0, 0, 0
-	flush := func() {
-		if latin > 0 {
-			n += 1 + (latin-1)/8
-		}
-		n += (other+1)/2 + (digits+2)/3 + (punct+1)/2
-		latin, other, digits, punct = 0, 0, 0, 0
-	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
@@ -46,7 +41,8 @@ func EstimateTokens(s string) int {
 			switch asciiClass[c] {
 			case classLetter:
 				if digits+punct > 0 {
-					flush()
+					n += pendingTokens(latin, other, digits, punct)
+					latin, other, digits, punct = 0, 0, 0, 0
 				}
 				j := i + 1
 				for j < len(s) && asciiClass[s[j]] == classLetter {
@@ -56,7 +52,8 @@ func EstimateTokens(s string) int {
 				i = j
 			case classDigit:
 				if latin+other+punct > 0 {
-					flush()
+					n += pendingTokens(latin, other, digits, punct)
+					latin, other, digits, punct = 0, 0, 0, 0
 				}
 				j := i + 1
 				for j < len(s) && asciiClass[s[j]] == classDigit {
@@ -65,13 +62,15 @@ func EstimateTokens(s string) int {
 				digits += j - i
 				i = j
 			case classSpace:
-				flush()
+				n += pendingTokens(latin, other, digits, punct)
+				latin, other, digits, punct = 0, 0, 0, 0
 				i++
 			case classControl:
 				i++
 			default:
 				if latin+other+digits > 0 {
-					flush()
+					n += pendingTokens(latin, other, digits, punct)
+					latin, other, digits, punct = 0, 0, 0, 0
 				}
 				j := i + 1
 				for j < len(s) && asciiClass[s[j]] == classPunct {
@@ -89,11 +88,12 @@ func EstimateTokens(s string) int {
 			// Combining marks belong to the letter before them.
 		case !isWordRune(r) && (unicode.IsLetter(r) || unicode.IsDigit(r)):
 			// Han, kana, Thai and similar: about one token per character.
-			flush()
-			n++
+			n += pendingTokens(latin, other, digits, punct) + 1
+			latin, other, digits, punct = 0, 0, 0, 0
 		case unicode.IsLetter(r):
 			if digits+punct > 0 {
-				flush()
+				n += pendingTokens(latin, other, digits, punct)
+				latin, other, digits, punct = 0, 0, 0, 0
 			}
 			if unicode.Is(unicode.Latin, r) {
 				latin++
@@ -102,20 +102,36 @@ func EstimateTokens(s string) int {
 			}
 		case unicode.IsDigit(r):
 			if latin+other+punct > 0 {
-				flush()
+				n += pendingTokens(latin, other, digits, punct)
+				latin, other, digits, punct = 0, 0, 0, 0
 			}
 			digits++
 		case unicode.IsSpace(r):
-			flush()
+			n += pendingTokens(latin, other, digits, punct)
+			latin, other, digits, punct = 0, 0, 0, 0
 		default:
 			// Punctuation, symbols, emoji; an invalid byte costs a byte token.
 			if latin+other+digits > 0 {
-				flush()
+				n += pendingTokens(latin, other, digits, punct)
+				latin, other, digits, punct = 0, 0, 0, 0
 			}
 			punct++
 		}
 	}
-	flush()
+	return n + pendingTokens(latin, other, digits, punct)
+}
+
+// pendingTokens is what EstimateTokens counts for pending runs of latin and
+// other letters, digits and punctuation (none negative): most flushes follow
+// a plain word, so the other three are skipped when all are zero.
+func pendingTokens(latin, other, digits, punct int) int {
+	n := 0
+	if latin > 0 {
+		n = 1 + int(uint(latin-1)/8)
+	}
+	if other|digits|punct != 0 {
+		n += int(uint(other+1)/2 + uint(digits+2)/3 + uint(punct+1)/2)
+	}
 	return n
 }
 
