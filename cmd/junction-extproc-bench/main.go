@@ -455,13 +455,16 @@ func selected(rs []*extprocv3.ProcessingResponse) bool {
 }
 
 // floorServer answers every ext_proc message at once with an empty answer
-// of the matching kind: the least any processor can do.
+// of the matching kind: the least any processor can do. It keeps stream
+// workers as Junction's server does (extproc.DefaultStreamWorkers): without
+// them each stream starts on a fresh goroutine whose stack grows, work the
+// floor would count and Junction does not do, understating Junction's share.
 func floorServer(addr string) error {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.NumStreamWorkers(uint32(extproc.DefaultStreamWorkers())))
 	extprocv3.RegisterExternalProcessorServer(gs, extproc.EmptyProcessor{})
 	return gs.Serve(lis)
 }
