@@ -150,7 +150,7 @@ func responseStatus(m *corev3.HeaderMap) (status int, contentType string) {
 // names, one set per value (the first overwrites, the rest append). The
 // changes are kept as plain entries (in the mutation itself for the first
 // sixteen) and turned into Envoy's messages once, when the mutation is sent
-// (fill): one allocation up to sixteen headers (newOptions), two beyond.
+// (fill): two allocations of the exact size, whatever the number of headers.
 type mutation struct {
 	n      int
 	fixed  [16]headerEntry
@@ -212,7 +212,8 @@ func (m *mutation) fill(hm *extprocv3.HeaderMutation) *extprocv3.HeaderMutation 
 	if m.n == 0 {
 		return hm
 	}
-	opts, set := newOptions(m.n)
+	opts := make([]headerOption, m.n)
+	set := make([]*corev3.HeaderValueOption, m.n)
 	for i := range opts {
 		e, o := m.entry(i), &opts[i]
 		o.val.Key, o.val.RawValue = e.key, unsafeBytes(e.value)
@@ -226,71 +227,6 @@ func (m *mutation) fill(hm *extprocv3.HeaderMutation) *extprocv3.HeaderMutation 
 	}
 	hm.SetHeaders = set
 	return hm
-}
-
-// optionsN are N options and the list of pointers to them that a
-// HeaderMutation holds, in one allocation. newOptions picks the smallest
-// that fits; the sizes follow the counts a routed request sends (one, five,
-// eleven headers), so that the bytes allocated stay those of two exact
-// allocations (160 bytes an option).
-type (
-	options1 struct {
-		opts [1]headerOption
-		set  [1]*corev3.HeaderValueOption
-	}
-	options2 struct {
-		opts [2]headerOption
-		set  [2]*corev3.HeaderValueOption
-	}
-	options4 struct {
-		opts [4]headerOption
-		set  [4]*corev3.HeaderValueOption
-	}
-	options6 struct {
-		opts [6]headerOption
-		set  [6]*corev3.HeaderValueOption
-	}
-	options8 struct {
-		opts [8]headerOption
-		set  [8]*corev3.HeaderValueOption
-	}
-	options12 struct {
-		opts [12]headerOption
-		set  [12]*corev3.HeaderValueOption
-	}
-	options16 struct {
-		opts [16]headerOption
-		set  [16]*corev3.HeaderValueOption
-	}
-)
-
-// newOptions returns n zero options and a list of n pointers to fill, in
-// one allocation up to sixteen, two beyond.
-func newOptions(n int) ([]headerOption, []*corev3.HeaderValueOption) {
-	switch {
-	case n <= 1:
-		b := new(options1)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 2:
-		b := new(options2)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 4:
-		b := new(options4)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 6:
-		b := new(options6)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 8:
-		b := new(options8)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 12:
-		b := new(options12)
-		return b.opts[:n:n], b.set[:n:n]
-	case n <= 16:
-		b := new(options16)
-		return b.opts[:n:n], b.set[:n:n]
-	}
-	return make([]headerOption, n), make([]*corev3.HeaderValueOption, n)
 }
 
 // unsafeBytes is s's bytes without a copy, for a message field that is only
