@@ -24,27 +24,11 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// benchConfig is cmd/junction-bench's: the example configuration's
-// model-free signals.
-const benchConfig = `version: v1
-providers:
-  defaults: {default_model: small}
-  reasoning_families:
-    qwen3: {type: chat_template_kwargs, parameter: enable_thinking}
-  models:
-    - name: small
-      reasoning_family: qwen3
-      pricing: {currency: USD, prompt_per_1m: 0.10, completion_per_1m: 0.40}
-      backend_refs: [{base_url: "http://127.0.0.1:18001/v1", provider: openai}]
-    - name: big
-      backend_refs: [{base_url: "http://127.0.0.1:18002/v1", provider: openai}]
-`
-
 const benchBody = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"What is the capital of France? Answer in one word, please."}],"max_tokens":16}`
 
 func benchServer(b *testing.B) (*extproc.Server, *engine.Generation) {
 	b.Helper()
-	doc, err := recipes.Parse([]byte(benchConfig + recipes.BenchRecipesYAML()))
+	doc, err := recipes.Parse([]byte(extproc.BenchConfig + recipes.BenchRecipesYAML()))
 	if err != nil {
 		b.Fatal(err)
 	}

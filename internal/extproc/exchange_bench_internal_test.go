@@ -22,9 +22,10 @@ import (
 	"github.com/junction-router/junction/recipes"
 )
 
-// handlerBenchConfig is bench_test.go's benchConfig (that file is in the
-// external test package).
-const handlerBenchConfig = `version: v1
+// BenchConfig is the providers section the extproc benchmarks route with
+// (cmd/junction-bench's models), followed by recipes.BenchRecipesYAML();
+// exported for bench_test.go, which is in the external test package.
+const BenchConfig = `version: v1
 providers:
   defaults: {default_model: small}
   reasoning_families:
@@ -84,7 +85,7 @@ func hdrs(kv ...string) *corev3.HeaderMap {
 // either, so callgrind's inclusive costs per function are meaningful here
 // (they are not across grpc-go's goroutines).
 func BenchmarkExtprocHandler(b *testing.B) {
-	doc, err := recipes.Parse([]byte(handlerBenchConfig + recipes.BenchRecipesYAML()))
+	doc, err := recipes.Parse([]byte(BenchConfig + recipes.BenchRecipesYAML()))
 	if err != nil {
 		b.Fatal(err)
 	}
