@@ -153,6 +153,20 @@ const benchBody = `{"model":"MoM","messages":[{"role":"system","content":"You ar
 // answer repeated requests without the backend.
 const exampleBody = `{"model":"MoM","messages":[{"role":"system","content":"You are helpful."},{"role":"user","content":"Urgent: where is my parcel? Answer in one word, please."}],"max_tokens":16}`
 
+// benchHead is config with its ports: the listener on gw, both models' backend on up, the management API and
+// metrics on free ports.
+func benchHead(gw, up int) (string, error) {
+	mgmtPort, err := loadrun.FreePort()
+	if err != nil {
+		return "", err
+	}
+	metricsPort, err := loadrun.FreePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort), nil
+}
+
 func scenarios(o options, names []string) ([]scenario, error) {
 	var out []scenario
 	for _, n := range names {
@@ -161,15 +175,11 @@ func scenarios(o options, names []string) ([]scenario, error) {
 			out = append(out, scenario{name: "bench (keyword + pii signals, refund decision with system_prompt and header_mutation)",
 				decision: "refund", body: benchBody,
 				config: func(gw, up int, tracing string) (string, error) {
-					mgmtPort, err := loadrun.FreePort()
+					head, err := benchHead(gw, up)
 					if err != nil {
 						return "", err
 					}
-					metricsPort, err := loadrun.FreePort()
-					if err != nil {
-						return "", err
-					}
-					return fmt.Sprintf(config, gw, up, up, mgmtPort, metricsPort) + tracing + recipes.BenchRecipesYAML(), nil
+					return head + tracing + recipes.BenchRecipesYAML(), nil
 				}})
 		case "example":
 			src, err := os.ReadFile(o.example)

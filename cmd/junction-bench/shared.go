@@ -255,11 +255,7 @@ func runShared(ctx context.Context, o options, client *http.Client, upPort, floo
 // limit per model that the run cannot exhaust, and global.state as state
 // says; tracing is -trace's lines or "".
 func sharedConfig(gwPort, upPort int, tracing, state string) (string, error) {
-	mgmtPort, err := loadrun.FreePort()
-	if err != nil {
-		return "", err
-	}
-	metricsPort, err := loadrun.FreePort()
+	head, err := benchHead(gwPort, upPort)
 	if err != nil {
 		return "", err
 	}
@@ -273,7 +269,7 @@ func sharedConfig(gwPort, upPort int, tracing, state string) (string, error) {
 	}
 	rec = strings.Replace(rec, after, "            configuration: {add: [{name: x-route-family, value: billing}]}\n"+
 		"          - {type: response_cache, configuration: {mode: exact, ttl_seconds: 3600}}\n      - name: private_data\n", 1)
-	return fmt.Sprintf(config, gwPort, upPort, upPort, mgmtPort, metricsPort) + tracing +
+	return head + tracing +
 		"  rate_limits:\n    - {name: per-model, key: model, requests: 1000000000000, window: 1h}\n" +
 		"  state: " + state + "\n" + rec, nil
 }
