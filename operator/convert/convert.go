@@ -42,9 +42,14 @@ type Refusal struct {
 type Error struct{ Refused []Refusal }
 
 func (e *Error) Error() string {
+	return listRefusals(fmt.Sprintf("%d field(s) have no Junction equivalent:", len(e.Refused)), e.Refused)
+}
+
+// listRefusals is head, then each refusal on a line of its own: its path and its reason.
+func listRefusals(head string, refused []Refusal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d field(s) have no Junction equivalent:", len(e.Refused))
-	for _, r := range e.Refused {
+	b.WriteString(head)
+	for _, r := range refused {
 		fmt.Fprintf(&b, "\n  %s: %s", r.Path, r.Reason)
 	}
 	return b.String()

@@ -19,12 +19,7 @@ const (
 type MountError struct{ Refused []Refusal }
 
 func (e *MountError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d problem(s) with the volumes of the router's pods:", len(e.Refused))
-	for _, r := range e.Refused {
-		fmt.Fprintf(&b, "\n  %s: %s", r.Path, r.Reason)
-	}
-	return b.String()
+	return listRefusals(fmt.Sprintf("%d problem(s) with the volumes of the router's pods:", len(e.Refused)), e.Refused)
 }
 
 // CheckMounts checks what the router's pods mount: spec.volumes and spec.volumeMounts beside the operator's
