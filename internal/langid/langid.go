@@ -5,20 +5,22 @@ package langid
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"embed"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
-	_ "unsafe" // go:linkname, to read lingua's embedded models
+	"unsafe" // go:linkname, to read lingua's embedded models; n-grams hashed in place
 
 	lingua "github.com/pemistahl/lingua-go"
-	"github.com/pemistahl/lingua-go/serialization"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // linguaModels is lingua's embedded model archive (language-models/<iso>/
@@ -95,8 +97,9 @@ func New(languages ...lingua.Language) (*Detector, error) {
 
 // build fills d.tables from lingua's models.
 func (d *Detector) build() error {
+	var buf bytes.Buffer
 	for n := 1; n <= maxNgram; n++ {
-		if err := d.loadTable(n); err != nil {
+		if err := d.loadTable(n, &buf); err != nil {
 			return err
 		}
 	}
@@ -149,98 +152,280 @@ func newDetector(languages []lingua.Language) (*Detector, error) {
 
 var ngramNames = [...]string{1: "unigram", 2: "bigram", 3: "trigram", 4: "quadrigram", 5: "fivegram"}
 
-type posting struct {
-	h    uint64
-	lang uint8
-	logp float64
-}
-
 func modelName(iso string, n int) string {
 	return fmt.Sprintf("language-models/%s/%ss.pb.bin.zip", iso, ngramNames[n])
 }
 
-func (d *Detector) loadTable(n int) error {
-	var ps []posting
+// loadTable builds d.tables[n] from every candidate's lingua model of
+// n-grams. It is the cold start's largest allocation (the five-gram
+// table of ten languages is about 45 MB), so what it holds besides the
+// table is kept to exact sizes: each language's postings in one slice of
+// the length its model declares (16 bytes a posting, no pointers), the
+// models' protobuf read in place (no message of strings), one decompression
+// buffer reused for every file. The table is then filled by merging the
+// languages' sorted postings, which gives the layout a sort of all of them
+// by (hash, language) gives (what the table cache files hold).
+func (d *Detector) loadTable(n int, buf *bytes.Buffer) error {
+	per := make([][]posting, len(d.langs))
 	for i, l := range d.langs {
 		iso := strings.ToLower(l.IsoCode639_1().String())
 		name := modelName(iso, n)
-		data, err := linguaModels.ReadFile(name)
-		if err != nil && n != 1 {
+		raw, err := readModel(name, buf)
+		if errors.Is(err, fs.ErrNotExist) && n != 1 {
 			continue // some languages lack a model (Chinese has only unigrams); lingua scores them 0 too
 		}
 		if err != nil {
-			return fmt.Errorf("langid: lingua's model %s is missing (%v); the lingua-go version does not match this package", name, err)
+			return err
 		}
-		zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-		if err != nil || len(zr.File) == 0 {
-			return fmt.Errorf("langid: lingua's model %s is not a zip archive: %v", name, err)
-		}
-		f, err := zr.File[0].Open()
-		if err != nil {
-			return fmt.Errorf("langid: opening lingua's model %s: %w", name, err)
-		}
-		raw, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("langid: reading lingua's model %s: %w", name, err)
-		}
-		var m serialization.SerializableLanguageModel
-		if err := proto.Unmarshal(raw, &m); err != nil {
+		if per[i], err = d.postings(raw); err != nil {
 			return fmt.Errorf("langid: decoding lingua's model %s: %w", name, err)
 		}
-		for _, set := range m.NgramSets {
-			if set.Probability <= 0 {
-				continue // lingua skips these (probability > 0 test)
-			}
-			lp := math.Log(set.Probability)
-			for _, g := range set.Ngrams {
-				ps = append(ps, posting{d.hashString(g), uint8(i), lp})
-			}
-		}
 	}
-	slices.SortFunc(ps, func(a, b posting) int {
-		if a.h != b.h {
-			if a.h < b.h {
-				return -1
-			}
-			return 1
-		}
-		return int(a.lang) - int(b.lang)
+	d.tables[n] = mergeTable(per)
+	return nil
+}
+
+// readModel decompresses lingua's model file name into buf (grown once to
+// the largest file) and returns its bytes. The archive is read where it is
+// embedded rather than copied out first.
+func readModel(name string, buf *bytes.Buffer) ([]byte, error) {
+	f, err := linguaModels.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("langid: lingua's model %s is missing (%w); the lingua-go version does not match this package", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("langid: lingua's model %s: %w", name, err)
+	}
+	ra, ok := f.(io.ReaderAt)
+	if !ok {
+		return nil, fmt.Errorf("langid: lingua's model %s cannot be read in place", name)
+	}
+	zr, err := zip.NewReader(ra, fi.Size())
+	if err != nil || len(zr.File) == 0 {
+		return nil, fmt.Errorf("langid: lingua's model %s is not a zip archive: %v", name, err)
+	}
+	zf, err := zr.File[0].Open()
+	if err != nil {
+		return nil, fmt.Errorf("langid: opening lingua's model %s: %w", name, err)
+	}
+	defer zf.Close()
+	buf.Reset()
+	// ReadFrom grows the buffer whenever less than MinRead is free, also at
+	// the end: room for the whole file plus MinRead reads it without a copy.
+	buf.Grow(int(zr.File[0].UncompressedSize64) + bytes.MinRead)
+	if _, err := buf.ReadFrom(zf); err != nil { // the archive's CRC is checked at the end
+		return nil, fmt.Errorf("langid: reading lingua's model %s: %w", name, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// posting is one n-gram of one language's model: its hash and the log of
+// its probability.
+type posting struct {
+	h    uint64
+	logp float64
+}
+
+// The wire fields of lingua's serialization.SerializableLanguageModel
+// (serialization/model.proto) that the tables read.
+const (
+	modelNgramSets = 4 // repeated SerializableNgramSet
+	setProbability = 1 // double
+	setNgrams      = 2 // repeated string
+)
+
+// postings returns the postings of one model's serialised protobuf, sorted
+// by hash, a hash listed twice kept once (the first in the model's order).
+// Sets whose probability is not positive are skipped, as lingua skips them.
+// It reads the wire format in place, so that no string is allocated per
+// n-gram, and counts the postings before it allocates them.
+func (d *Detector) postings(raw []byte) ([]posting, error) {
+	count := 0
+	err := eachSet(raw, func(_ float64, set []byte) error {
+		return eachNgram(set, func([]byte) { count++ })
 	})
-	// A model lists an n-gram once; keep the first posting per (hash,
-	// language) all the same.
-	ps = slices.CompactFunc(ps, func(a, b posting) bool { return a.h == b.h && a.lang == b.lang })
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]posting, 0, count)
+	_ = eachSet(raw, func(p float64, set []byte) error {
+		lp := math.Log(p)
+		return eachNgram(set, func(g []byte) {
+			ps = append(ps, posting{d.hashString(unsafe.String(unsafe.SliceData(g), len(g))), lp})
+		})
+	})
+	slices.SortStableFunc(ps, func(a, b posting) int { return cmp.Compare(a.h, b.h) })
+	return slices.CompactFunc(ps, func(a, b posting) bool { return a.h == b.h }), nil
+}
+
+// eachSet calls f with each n-gram set of a model whose probability is
+// positive, and the set's encoded message.
+func eachSet(raw []byte, f func(p float64, set []byte) error) error {
+	return eachField(raw, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num != modelNgramSets || typ != protowire.BytesType {
+			return nil
+		}
+		p := 0.0 // proto3: absent is zero; the last of repeated scalars wins
+		err := eachField(v, func(num protowire.Number, typ protowire.Type, x []byte) error {
+			if num == setProbability && typ == protowire.Fixed64Type {
+				u, _ := protowire.ConsumeFixed64(x)
+				p = math.Float64frombits(u)
+			}
+			return nil
+		})
+		if err != nil || p <= 0 {
+			return err
+		}
+		return f(p, v)
+	})
+}
+
+// eachNgram calls f with each n-gram of an encoded set.
+func eachNgram(set []byte, f func(g []byte)) error {
+	return eachField(set, func(num protowire.Number, typ protowire.Type, v []byte) error {
+		if num == setNgrams && typ == protowire.BytesType {
+			f(v)
+		}
+		return nil
+	})
+}
+
+// eachField calls f with each field of an encoded message: for a bytes
+// field its contents, for another its encoded value.
+func eachField(b []byte, f func(protowire.Number, protowire.Type, []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		var v []byte
+		if typ == protowire.BytesType {
+			x, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return protowire.ParseError(m)
+			}
+			v, n = x, m
+		} else {
+			n = protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			v = b[:n]
+		}
+		if err := f(num, typ, v); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// mergeTable builds the table of the languages' sorted postings (by
+// language index): postings in (hash, language) order, each distinct hash
+// in its slot.
+func mergeTable(per [][]posting) table {
+	total := 0
+	for _, ps := range per {
+		total += len(ps)
+	}
 	distinct := 0
-	for i := range ps {
-		if i == 0 || ps[i].h != ps[i-1].h {
+	var last uint64
+	m := newMerger(per)
+	for i := 0; i < total; i++ {
+		h, _, _ := m.next()
+		if i == 0 || h != last {
 			distinct++
 		}
+		last = h
 	}
 	size := 1
 	for size < distinct*3/2+1 {
 		size <<= 1
 	}
-	t := &d.tables[n]
-	t.keys = make([]uint64, size)
-	t.start = make([]uint32, size)
-	t.count = make([]uint8, size)
-	t.lang = make([]uint8, len(ps))
-	t.logp = make([]float64, len(ps))
-	t.mask = uint64(size - 1)
-	for i := 0; i < len(ps); {
-		j := i
-		for j < len(ps) && ps[j].h == ps[i].h {
-			t.lang[j], t.logp[j] = ps[j].lang, ps[j].logp
-			j++
+	t := table{
+		keys: make([]uint64, size), start: make([]uint32, size), count: make([]uint8, size),
+		lang: make([]uint8, total), logp: make([]float64, total), mask: uint64(size - 1),
+	}
+	m = newMerger(per)
+	slot := -1
+	for i := 0; i < total; i++ {
+		h, lang, lp := m.next()
+		t.lang[i], t.logp[i] = uint8(lang), lp
+		if slot >= 0 && t.keys[slot] == h {
+			t.count[slot]++
+			continue
 		}
-		s := ps[i].h & t.mask
+		s := h & t.mask
 		for t.keys[s] != 0 {
 			s = (s + 1) & t.mask
 		}
-		t.keys[s], t.start[s], t.count[s] = ps[i].h, uint32(i), uint8(j-i)
-		i = j
+		t.keys[s], t.start[s], t.count[s] = h, uint32(i), 1
+		slot = int(s)
 	}
-	return nil
+	return t
+}
+
+// merger yields the postings of several sorted lists in (hash, list) order:
+// a binary min-heap of the lists' heads.
+type merger struct {
+	per  [][]posting
+	pos  []int
+	heap []int // list indices
+}
+
+func newMerger(per [][]posting) *merger {
+	m := &merger{per: per, pos: make([]int, len(per))}
+	for i, ps := range per {
+		if len(ps) > 0 {
+			m.heap = append(m.heap, i)
+		}
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+	return m
+}
+
+func (m *merger) less(a, b int) bool {
+	ha, hb := m.per[a][m.pos[a]].h, m.per[b][m.pos[b]].h
+	return ha < hb || ha == hb && a < b
+}
+
+func (m *merger) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(m.heap) {
+			return
+		}
+		if r := l + 1; r < len(m.heap) && m.less(m.heap[r], m.heap[l]) {
+			l = r
+		}
+		if !m.less(m.heap[l], m.heap[i]) {
+			return
+		}
+		m.heap[i], m.heap[l] = m.heap[l], m.heap[i]
+		i = l
+	}
+}
+
+// next returns the smallest head (the caller asks no more often than there
+// are postings).
+func (m *merger) next() (h uint64, list int, logp float64) {
+	list = m.heap[0]
+	p := m.per[list][m.pos[list]]
+	m.pos[list]++
+	if m.pos[list] == len(m.per[list]) {
+		last := len(m.heap) - 1
+		m.heap[0] = m.heap[last]
+		m.heap = m.heap[:last]
+	}
+	if len(m.heap) > 0 {
+		m.down(0)
+	}
+	return p.h, list, p.logp
 }
 
 // The n-gram hash is fixed (FNV-1a, then murmur3's finaliser so that the
