@@ -12,6 +12,7 @@
 package defaultmodels
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
@@ -117,16 +118,23 @@ func Encode(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// decode reads the gob straight from the decompressor (a cold start runs
+// it, beside other loads: the decompressed vectors are not held whole as
+// well as decoded).
 func decode(raw []byte, v any) error {
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
+	if err := gob.NewDecoder(bufio.NewReader(zr)).Decode(v); err != nil {
 		return err
 	}
-	return gob.NewDecoder(bytes.NewReader(b)).Decode(v)
+	// The gzip trailer's checksum is checked only once the stream is read to
+	// its end.
+	if _, err := io.Copy(io.Discard, zr); err != nil {
+		return err
+	}
+	return zr.Close()
 }
 
 // Load decodes the committed bundle (about a second: it is 10 MB of weights).

@@ -95,6 +95,11 @@ func (b *Bundle) jointConfig(heads []string) ([]byte, error) {
 // Write creates dir/embed-glove, dir/domain-glove and dir/jailbreak-glove, and
 // the joint models of JointNames, each with model.onnx, config.json and
 // tokenizer.json. The same bundle gives the same files.
+//
+// It runs on every cold start (an empty cache directory), beside the other
+// loads, so it holds one graph at a time and each graph's file is written
+// from the bundle's own slices: what it adds to the bundle is the
+// classifier graphs' per-word tables (a few MB), not seven models' files.
 func (b *Bundle) Write(dir string) error {
 	tok, err := b.Vectors.TokenizerJSON()
 	if err != nil {
@@ -102,27 +107,28 @@ func (b *Bundle) Write(dir string) error {
 	}
 	type model struct {
 		name  string
-		graph *onnxgraph.Graph
+		graph func() *onnxgraph.Graph
 		cfg   func() ([]byte, error)
 	}
 	models := []model{
-		{EmbedderName, EmbedderGraph(b.Vectors), embedderConfig},
-		{DomainName, ClassifierGraph(DomainName, b.Vectors, b.Domain), func() ([]byte, error) { return classifierConfig(b.Domain) }},
-		{JailbreakName, ClassifierGraph(JailbreakName, b.Vectors, b.Jailbreak), func() ([]byte, error) { return classifierConfig(b.Jailbreak) }},
+		{EmbedderName, func() *onnxgraph.Graph { return EmbedderGraph(b.Vectors) }, embedderConfig},
+		{DomainName, func() *onnxgraph.Graph { return ClassifierGraph(DomainName, b.Vectors, b.Domain) }, func() ([]byte, error) { return classifierConfig(b.Domain) }},
+		{JailbreakName, func() *onnxgraph.Graph { return ClassifierGraph(JailbreakName, b.Vectors, b.Jailbreak) }, func() ([]byte, error) { return classifierConfig(b.Jailbreak) }},
 	}
 	for _, name := range JointNames {
 		heads := jointHeads(name)
-		models = append(models, model{name, JointGraph(name, b, heads), func() ([]byte, error) { return b.jointConfig(heads) }})
+		models = append(models, model{name, func() *onnxgraph.Graph { return JointGraph(name, b, heads) }, func() ([]byte, error) { return b.jointConfig(heads) }})
 	}
 	for _, m := range models {
 		d := filepath.Join(dir, m.name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		if err := m.graph.Err(); err != nil {
+		g := m.graph()
+		if err := g.Err(); err != nil {
 			return fmt.Errorf("defaultmodels: %s graph: %w", m.name, err)
 		}
-		if err := m.graph.WriteFile(filepath.Join(d, "model.onnx"), onnxgraph.ModelOptions{Producer: "junction-defaultmodels"}); err != nil {
+		if err := g.WriteFile(filepath.Join(d, "model.onnx"), onnxgraph.ModelOptions{Producer: "junction-defaultmodels"}); err != nil {
 			return fmt.Errorf("defaultmodels: %s: %w", m.name, err)
 		}
 		cfg, err := m.cfg()

@@ -23,6 +23,7 @@
 package onnxgraph
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -122,7 +123,7 @@ type tensor struct {
 	f32  []float32
 	i64  []int64
 	i32  []int32
-	raw  []byte // pre-encoded little-endian data for types without a typed slice here
+	i8   []int8
 }
 
 type node struct {
@@ -232,6 +233,8 @@ func (g *Graph) initializer(name, prefix string, dims []int64, n int) string {
 
 // Float32 adds a float32 initializer (a constant weight) and returns its name; an empty name is generated.
 // data is row-major and must hold exactly the product of dims elements (one element for a scalar, dims empty).
+// The graph keeps data, not a copy (so do the other initializer helpers): it must not change until the graph
+// is written.
 func (g *Graph) Float32(name string, dims []int64, data []float32) string {
 	name = g.initializer(name, "w", dims, len(data))
 	g.inits = append(g.inits, tensor{name: name, dt: Float, dims: dims, f32: data})
@@ -257,11 +260,7 @@ func (g *Graph) Int32(name string, dims []int64, data []int32) string {
 // empty name is generated.
 func (g *Graph) Int8(name string, dims []int64, data []int8) string {
 	name = g.initializer(name, "q", dims, len(data))
-	raw := make([]byte, len(data))
-	for i, v := range data {
-		raw[i] = byte(v)
-	}
-	g.inits = append(g.inits, tensor{name: name, dt: Int8, dims: dims, raw: raw})
+	g.inits = append(g.inits, tensor{name: name, dt: Int8, dims: dims, i8: data})
 	return name
 }
 
@@ -299,6 +298,15 @@ type ModelOptions struct {
 
 // Marshal encodes the graph as an ONNX ModelProto.
 func (g *Graph) Marshal(o ModelOptions) ([]byte, error) {
+	m, err := g.model(o)
+	if err != nil {
+		return nil, err
+	}
+	return m.appendTo(make([]byte, 0, m.n)), nil
+}
+
+// model is the encoded ModelProto, its tensors' data left in the graph's slices.
+func (g *Graph) model(o ModelOptions) (*pieces, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
@@ -322,11 +330,14 @@ func (g *Graph) Marshal(o ModelOptions) ([]byte, error) {
 	if o.Doc != "" {
 		b = appendString(b, 6, o.Doc)
 	}
-	b = appendMessage(b, 7, g.encodeGraph())
+	m := &pieces{}
+	graph := g.encodeGraph()
+	m.bytes(protowire.AppendVarint(protowire.AppendTag(b, 7, protowire.BytesType), uint64(graph.n)))
+	m.append(graph)
 	var opset []byte
 	opset = appendString(opset, 1, "")
 	opset = appendVarint(opset, 2, uint64(o.Opset))
-	b = appendMessage(b, 8, opset)
+	b = appendMessage(nil, 8, opset)
 	keys := make([]string, 0, len(o.Metadata))
 	for k := range o.Metadata {
 		keys = append(keys, k)
@@ -338,13 +349,16 @@ func (g *Graph) Marshal(o ModelOptions) ([]byte, error) {
 		e = appendString(e, 2, o.Metadata[k])
 		b = appendMessage(b, 14, e)
 	}
-	return b, nil
+	m.bytes(b)
+	return m, nil
 }
 
 // WriteFile marshals the model and writes it to path (parent directories are created), replacing the file
-// atomically so a reader never sees half a model.
-func (g *Graph) WriteFile(path string, o ModelOptions) error {
-	data, err := g.Marshal(o)
+// atomically so a reader never sees half a model. The weights are written from the graph's slices through a
+// small buffer: the file is never held in memory whole (a default model's is 9 MB, and the cold start writes
+// seven of them).
+func (g *Graph) WriteFile(path string, o ModelOptions) (err error) {
+	m, err := g.model(o)
 	if err != nil {
 		return err
 	}
@@ -352,20 +366,104 @@ func (g *Graph) WriteFile(path string, o ModelOptions) error {
 		return err
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err := m.writeTo(w); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
 }
 
-func (g *Graph) encodeGraph() []byte {
+// pieces is an encoded message held as parts, n bytes in all: encoded bytes, and tensors whose raw data is
+// encoded only as it is written (so a model's weights are not copied into one buffer first).
+type pieces struct {
+	parts []piece
+	n     int
+}
+
+type piece struct {
+	b []byte  // encoded bytes, or
+	t *tensor // a tensor's raw_data contents (little-endian)
+}
+
+func (p *pieces) bytes(b []byte) {
+	p.parts = append(p.parts, piece{b: b})
+	p.n += len(b)
+}
+
+func (p *pieces) data(t *tensor) {
+	p.parts = append(p.parts, piece{t: t})
+	p.n += t.dataLen()
+}
+
+func (p *pieces) append(q *pieces) {
+	p.parts = append(p.parts, q.parts...)
+	p.n += q.n
+}
+
+func (p *pieces) appendTo(b []byte) []byte {
+	for _, x := range p.parts {
+		if x.t != nil {
+			b = x.t.appendData(b, 0, x.t.len())
+		} else {
+			b = append(b, x.b...)
+		}
+	}
+	return b
+}
+
+func (p *pieces) writeTo(w *bufio.Writer) error {
+	const chunk = 4096 // elements encoded at a time
+	var scratch []byte
+	for _, x := range p.parts {
+		if x.t == nil {
+			if _, err := w.Write(x.b); err != nil {
+				return err
+			}
+			continue
+		}
+		for i, n := 0, x.t.len(); i < n; i += chunk {
+			scratch = x.t.appendData(scratch[:0], i, min(i+chunk, n))
+			if _, err := w.Write(scratch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Graph) encodeGraph() *pieces {
+	p := &pieces{}
 	var b []byte
 	for _, n := range g.nodes {
 		b = appendMessage(b, 1, encodeNode(n))
 	}
 	b = appendString(b, 2, g.name)
-	for _, t := range g.inits {
-		b = appendMessage(b, 5, encodeTensor(t))
+	for i := range g.inits {
+		t := &g.inits[i]
+		head := encodeTensorHead(*t)
+		n := t.dataLen()
+		head = protowire.AppendVarint(protowire.AppendTag(head, 9, protowire.BytesType), uint64(n))
+		b = protowire.AppendVarint(protowire.AppendTag(b, 5, protowire.BytesType), uint64(len(head)+n))
+		p.bytes(append(b, head...))
+		p.data(t)
+		b = nil
 	}
 	if g.doc != "" {
 		b = appendString(b, 10, g.doc)
@@ -376,7 +474,8 @@ func (g *Graph) encodeGraph() []byte {
 	for _, v := range g.outputs {
 		b = appendMessage(b, 12, encodeValueInfo(v))
 	}
-	return b
+	p.bytes(b)
+	return p
 }
 
 func encodeNode(n node) []byte {
@@ -426,6 +525,13 @@ func encodeAttr(a Attr) []byte {
 }
 
 func encodeTensor(t tensor) []byte {
+	b := encodeTensorHead(t)
+	b = protowire.AppendVarint(protowire.AppendTag(b, 9, protowire.BytesType), uint64(t.dataLen()))
+	return t.appendData(b, 0, t.len())
+}
+
+// encodeTensorHead is a TensorProto's fields before raw_data: dims, data_type, name.
+func encodeTensorHead(t tensor) []byte {
 	var b []byte
 	if len(t.dims) > 0 {
 		var packed []byte
@@ -438,28 +544,56 @@ func encodeTensor(t tensor) []byte {
 	if t.name != "" {
 		b = appendString(b, 8, t.name)
 	}
-	// raw_data (field 9): little-endian fixed width, the compact form every exporter uses for weights.
-	var raw []byte
+	return b
+}
+
+// len is the number of elements of t's data.
+func (t *tensor) len() int {
 	switch {
 	case t.f32 != nil:
-		raw = make([]byte, 4*len(t.f32))
-		for i, v := range t.f32 {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		return len(t.f32)
+	case t.i64 != nil:
+		return len(t.i64)
+	case t.i32 != nil:
+		return len(t.i32)
+	default:
+		return len(t.i8)
+	}
+}
+
+// dataLen is the length of t's raw_data (field 9): little-endian fixed width, the compact form every exporter
+// uses for weights.
+func (t *tensor) dataLen() int {
+	switch {
+	case t.f32 != nil, t.i32 != nil:
+		return 4 * t.len()
+	case t.i64 != nil:
+		return 8 * t.len()
+	default:
+		return t.len()
+	}
+}
+
+// appendData appends the raw_data bytes of t's elements [from, to).
+func (t *tensor) appendData(b []byte, from, to int) []byte {
+	switch {
+	case t.f32 != nil:
+		for _, v := range t.f32[from:to] {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
 		}
 	case t.i64 != nil:
-		raw = make([]byte, 8*len(t.i64))
-		for i, v := range t.i64 {
-			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+		for _, v := range t.i64[from:to] {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
 		}
 	case t.i32 != nil:
-		raw = make([]byte, 4*len(t.i32))
-		for i, v := range t.i32 {
-			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+		for _, v := range t.i32[from:to] {
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
 		}
 	default:
-		raw = t.raw
+		for _, v := range t.i8[from:to] {
+			b = append(b, byte(v))
+		}
 	}
-	b = appendBytes(b, 9, raw)
 	return b
 }
 

@@ -1,7 +1,9 @@
 package onnxgraph_test
 
 import (
+	"bytes"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +151,62 @@ func TestBuilderErrors(t *testing.T) {
 	g = onnxgraph.New("empty")
 	if _, err := g.Marshal(onnxgraph.ModelOptions{}); err == nil {
 		t.Fatal("graph without outputs accepted")
+	}
+}
+
+// TestWriteFileIsMarshal checks that the file WriteFile streams (the weights
+// encoded a chunk at a time from the graph's slices) is the bytes Marshal
+// returns, for every initializer type and for data longer than a chunk, and
+// that ONNX Runtime accepts it.
+func TestWriteFileIsMarshal(t *testing.T) {
+	orttest.Environment(t)
+	const n = 10_001 // not a multiple of the writer's chunk
+	f := make([]float32, n)
+	q := make([]int8, n)
+	i32 := make([]int32, n)
+	i64 := make([]int64, n)
+	for i := range n {
+		f[i], q[i], i32[i], i64[i] = float32(i)*0.5-7, int8(i*7), int32(i*3-n), int64(i)<<40-int64(i)
+	}
+	g := onnxgraph.New("all-types")
+	g.Doc("every initializer type")
+	x := g.Input("x", onnxgraph.Int64, onnxgraph.Sym("batch"))
+	fw := g.Float32("f", []int64{n}, f)
+	qw := g.Int8("q", []int64{n}, q)
+	iw := g.Int32("i32", []int64{n}, i32)
+	lw := g.Int64("i64", []int64{n}, i64)
+	sum := g.Op("Add", []string{g.Op("Gather", []string{fw, x}), g.Op("Cast", []string{g.Op("Gather", []string{qw, x})}, onnxgraph.Int("to", int64(onnxgraph.Float)))})
+	sum = g.Op("Add", []string{sum, g.Op("Cast", []string{g.Op("Gather", []string{iw, x})}, onnxgraph.Int("to", int64(onnxgraph.Float)))})
+	sum = g.Op("Add", []string{sum, g.Op("Cast", []string{g.Op("Gather", []string{lw, x})}, onnxgraph.Int("to", int64(onnxgraph.Float)))})
+	g.Node("Identity", []string{sum}, []string{"y"})
+	g.Output("y", onnxgraph.Float, onnxgraph.Sym("batch"))
+	o := onnxgraph.ModelOptions{Producer: "test", Metadata: map[string]string{"b": "2", "a": "1"}}
+	want, err := g.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "sub", "model.onnx")
+	if err := g.WriteFile(path, o); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("WriteFile wrote %d bytes that differ from Marshal's %d", len(got), len(want))
+	}
+	in, err := ort.NewTensor(ort.NewShape(2), []int64{0, n - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Destroy()
+	out := run(t, path, []string{"x"}, []string{"y"}, []ort.Value{in})
+	defer out[0].Destroy()
+	y := out[0].(*ort.Tensor[float32]).GetData()
+	for k, i := range []int{0, n - 1} {
+		if w := f[i] + float32(q[i]) + float32(i32[i]) + float32(i64[i]); y[k] != w {
+			t.Errorf("y[%d] = %v, want %v", i, y[k], w)
+		}
 	}
 }
