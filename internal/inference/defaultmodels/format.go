@@ -118,11 +118,12 @@ func Encode(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decode reads the gob straight from the decompressor (a cold start runs
-// it, beside other loads: the decompressed vectors are not held whole as
-// well as decoded).
-func decode(raw []byte, v any) error {
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
+// decode reads the gob straight from the decompressor, and that from the
+// embedded file (a cold start runs it, beside other loads: neither the
+// compressed nor the decompressed file is copied whole besides the decoded
+// value).
+func decode(r io.Reader, v any) error {
+	zr, err := gzip.NewReader(bufio.NewReader(r))
 	if err != nil {
 		return err
 	}
@@ -144,11 +145,13 @@ func Load() (*Bundle, error) {
 		name string
 		v    any
 	}{{VectorsFile, b.Vectors}, {DomainFile, b.Domain}, {JailbreakFile, b.Jailbreak}} {
-		raw, err := data.ReadFile("data/" + f.name)
+		raw, err := data.Open("data/" + f.name)
 		if err != nil {
 			return nil, fmt.Errorf("defaultmodels: %s is missing; run `make models`", f.name)
 		}
-		if err := decode(raw, f.v); err != nil {
+		err = decode(raw, f.v)
+		raw.Close()
+		if err != nil {
 			return nil, fmt.Errorf("defaultmodels: %s: %w (run `make models` to rebuild it)", f.name, err)
 		}
 	}
