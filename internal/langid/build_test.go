@@ -161,3 +161,21 @@ func TestBuildAllocatesLittle(t *testing.T) {
 		t.Errorf("the build allocated %d MB, want at most %d MB (%d MB of tables, %d postings)", n>>20, limit>>20, tables>>20, postings)
 	}
 }
+
+// TestEmbeddedDataIsTheFile checks that embeddedData still finds an
+// embedded model's contents (what releaseEmbedded is given): the same bytes
+// as the file.
+func TestEmbeddedDataIsTheFile(t *testing.T) {
+	name := modelName("en", 3)
+	want, err := linguaModels.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := embeddedData(name)
+	if !ok || got != string(want) {
+		t.Fatalf("embeddedData(%s): %d bytes, ok %v; want the file's %d bytes", name, len(got), ok, len(want))
+	}
+	if _, ok := embeddedData("language-models/en/none.zip"); ok {
+		t.Error("embeddedData found a file that does not exist")
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -217,6 +219,9 @@ func readModel(name string, buf *bytes.Buffer) ([]byte, error) {
 	buf.Grow(int(zr.File[0].UncompressedSize64) + bytes.MinRead)
 	if _, err := buf.ReadFrom(zf); err != nil { // the archive's CRC is checked at the end
 		return nil, fmt.Errorf("langid: reading lingua's model %s: %w", name, err)
+	}
+	if data, ok := embeddedData(name); ok {
+		releaseEmbedded(data)
 	}
 	return buf.Bytes(), nil
 }
@@ -954,4 +959,33 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 		return subset
 	}
 	return filtered
+}
+
+// embeddedData is the contents of lingua's embedded file name as the binary
+// holds it (not a copy), for releaseEmbedded; ok is false if embed's
+// directory entries no longer carry it (a Go release that changed them:
+// TestEmbeddedDataIsTheFile catches that).
+func embeddedData(name string) (data string, ok bool) {
+	dir, base := path.Split(name)
+	entries, err := linguaModels.ReadDir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return "", false
+	}
+	for _, e := range entries {
+		if e.Name() != base {
+			continue
+		}
+		// embed's directory entries are its *file {name, data string; hash}
+		// (a layout the compiler writes: cmd/compile's staticdata.WriteEmbed).
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return "", false
+		}
+		f := v.Elem().FieldByName("data")
+		if !f.IsValid() || f.Kind() != reflect.String {
+			return "", false
+		}
+		return f.String(), true
+	}
+	return "", false
 }
