@@ -10,6 +10,8 @@
 #   cpu_ms     user+system CPU the process used until then (a busy machine stretches ready_ms, not this)
 #   rss_mb     VmRSS/RssAnon/RssFile in MB once ready, and again after 20 routed requests (answered 502:
 #              no backend). RssFile is the binary's and libraries' pages: clean, shared with the page cache.
+#   hwm_mb     VmHWM after the requests: the peak RSS of the whole run, start-up included (what a memory
+#              limit must allow; on a cold start it is the cache build's peak, not the steady state).
 # With SMAPS=1 it also prints the resident MB of each mapping over 1 MB (/proc/PID/smaps: the binary's
 # pages, ONNX Runtime's library, [anon] = Go heap, wazero code, ORT's allocations).
 # Warm: run it twice and read the second line (the compiled plugin cache and the written default
@@ -64,7 +66,8 @@ for _ in $(seq 20); do
 done
 sleep 0.5
 [ -n "${LEVEL:-}" ] && cut -c1-200 "$dir/log" | grep -v 'msg=request'
-echo "ready_ms=$ready cpu_ms=$cpu rss_ready_mb=$rss0 rss_after_requests_mb=$(rss)"
+hwm=$(awk '/^VmHWM:/{print int($2/1024)}' "/proc/$pid/status")
+echo "ready_ms=$ready cpu_ms=$cpu rss_ready_mb=$rss0 rss_after_requests_mb=$(rss) hwm_mb=$hwm"
 if [ -n "${SMAPS:-}" ]; then
 	awk '/^[0-9a-f]+-[0-9a-f]+ /{name=$6; if(name=="")name="[anon]"} /^Rss:/{r[name]+=$2}
 		END{for(n in r) if(r[n]>1024) printf "%8.1f MB %s\n", r[n]/1024, n}' "/proc/$pid/smaps" | sort -rn
