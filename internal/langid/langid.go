@@ -242,7 +242,10 @@ const (
 )
 
 // postings returns the postings of one model's serialised protobuf, sorted
-// by hash, a hash listed twice kept once (the first in the model's order).
+// by hash, a hash listed twice kept once (which one is unspecified, as it was
+// when all postings were sorted at once; no model of lingua 1.4 lists an
+// n-gram twice or has two of its n-grams' hashes collide, which
+// TestBuildMatchesReference checks).
 // Sets whose probability is not positive are skipped, as lingua skips them.
 // It reads the wire format in place, so that no string is allocated per
 // n-gram, and counts the postings before it allocates them.
@@ -261,7 +264,7 @@ func (d *Detector) postings(raw []byte) ([]posting, error) {
 			ps = append(ps, posting{d.hashString(unsafe.String(unsafe.SliceData(g), len(g))), lp})
 		})
 	})
-	slices.SortStableFunc(ps, func(a, b posting) int { return cmp.Compare(a.h, b.h) })
+	slices.SortFunc(ps, func(a, b posting) int { return cmp.Compare(a.h, b.h) })
 	return slices.CompactFunc(ps, func(a, b posting) bool { return a.h == b.h }), nil
 }
 
@@ -378,14 +381,21 @@ func mergeTable(per [][]posting) table {
 type merger struct {
 	per  [][]posting
 	pos  []int
-	heap []int // list indices
+	heap []head
 }
+
+type head struct {
+	h    uint64
+	list int
+}
+
+func (a head) less(b head) bool { return a.h < b.h || a.h == b.h && a.list < b.list }
 
 func newMerger(per [][]posting) *merger {
 	m := &merger{per: per, pos: make([]int, len(per))}
 	for i, ps := range per {
 		if len(ps) > 0 {
-			m.heap = append(m.heap, i)
+			m.heap = append(m.heap, head{ps[0].h, i})
 		}
 	}
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
@@ -394,43 +404,43 @@ func newMerger(per [][]posting) *merger {
 	return m
 }
 
-func (m *merger) less(a, b int) bool {
-	ha, hb := m.per[a][m.pos[a]].h, m.per[b][m.pos[b]].h
-	return ha < hb || ha == hb && a < b
-}
-
 func (m *merger) down(i int) {
+	h := m.heap
+	x := h[i]
 	for {
 		l := 2*i + 1
-		if l >= len(m.heap) {
-			return
+		if l >= len(h) {
+			break
 		}
-		if r := l + 1; r < len(m.heap) && m.less(m.heap[r], m.heap[l]) {
+		if r := l + 1; r < len(h) && h[r].less(h[l]) {
 			l = r
 		}
-		if !m.less(m.heap[l], m.heap[i]) {
-			return
+		if !h[l].less(x) {
+			break
 		}
-		m.heap[i], m.heap[l] = m.heap[l], m.heap[i]
+		h[i] = h[l]
 		i = l
 	}
+	h[i] = x
 }
 
 // next returns the smallest head (the caller asks no more often than there
 // are postings).
 func (m *merger) next() (h uint64, list int, logp float64) {
-	list = m.heap[0]
-	p := m.per[list][m.pos[list]]
-	m.pos[list]++
-	if m.pos[list] == len(m.per[list]) {
+	top := m.heap[0]
+	p := m.per[top.list][m.pos[top.list]]
+	m.pos[top.list]++
+	if k := m.pos[top.list]; k < len(m.per[top.list]) {
+		m.heap[0].h = m.per[top.list][k].h
+	} else {
 		last := len(m.heap) - 1
 		m.heap[0] = m.heap[last]
 		m.heap = m.heap[:last]
 	}
-	if len(m.heap) > 0 {
+	if len(m.heap) > 1 {
 		m.down(0)
 	}
-	return p.h, list, p.logp
+	return p.h, top.list, p.logp
 }
 
 // The n-gram hash is fixed (FNV-1a, then murmur3's finaliser so that the
