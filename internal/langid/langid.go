@@ -162,7 +162,8 @@ func modelName(iso string, n int) string {
 // n-grams. It is the cold start's largest allocation (the five-gram
 // table of ten languages is about 45 MB), so what it holds besides the
 // table is kept to exact sizes: each language's postings in one slice of
-// the length its model declares (16 bytes a posting, no pointers), the
+// the length a first pass over its model counts (16 bytes a posting, no
+// pointers), the
 // models' protobuf read in place (no message of strings), one decompression
 // buffer reused for every file. The table is then filled by merging the
 // languages' sorted postings, which gives the layout a sort of all of them
