@@ -18,10 +18,10 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,33 +32,72 @@ import (
 
 // take is the script: KEYS the buckets, ARGV now (ns) and then capacity,
 // window (ns) and n per bucket, then 1 to take or 0 to adjust (no refusal).
-// It returns each bucket's level (before the take when refused, after it
-// when admitted) and 1 or 0.
+// It answers one string: 1 (admitted) or 0 (refused), a byte, then each
+// bucket's level (before the take when refused, after it when admitted), a
+// little-endian float64 each.
+//
+// A bucket is one string (bucketLayout): its level and the time of that
+// level, two little-endian float64s (struct.pack), written with its TTL
+// (the time until it is full again, and a second) in one SET … PX, so a
+// bucket costs the script one GET and one SET and no number formatting:
+// the hash of HMGET, HSET and PEXPIRE with the numbers as text (keyed
+// rl:<bucket>, before) cost redis-server 89,000 instructions a one-bucket
+// EVALSHA, this 53,000 (docs/benchmarks.md, "Issue 18, session 16"). A
+// refused take writes
+// nothing: the buckets' levels refill by the same rule from what they
+// hold, so the write would change no later verdict. A level's time never
+// goes back (a replica whose clock is behind takes at the bucket's time),
+// so a bucket never refills twice over the same interval. One bucket, the
+// common case (one limit per model), takes the first branch: no tables.
 var take = redis.NewScript(`
 local now = tonumber(ARGV[1])
 local adjust = ARGV[#ARGV] == "0"
-local levels, ok = {}, true
-for i, key in ipairs(KEYS) do
-  local cap = tonumber(ARGV[3*i-1]); local win = tonumber(ARGV[3*i]); local n = tonumber(ARGV[3*i+1])
-  local h = redis.call("HMGET", key, "l", "t")
-  local level, at = tonumber(h[1]), tonumber(h[2])
-  if level == nil then level, at = cap, now end
+if #KEYS == 1 then
+  local cap, win, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local level, at = cap, now
+  local v = redis.call("GET", KEYS[1])
+  if v then level, at = struct.unpack("<dd", v) end
   if now > at then level = level + (now - at) * cap / win; at = now end
   if level > cap then level = cap end
-  levels[i] = level
+  if not adjust and (n > cap or level < n) then return struct.pack("<Bd", 0, level) end
+  level = level - n
+  local px = math.ceil(((at - now) + (cap - level) * win / cap) / 1e6) + 1000
+  if px < 1 then px = 1 end
+  redis.call("SET", KEYS[1], struct.pack("<dd", level, at), "PX", px)
+  return struct.pack("<Bd", 1, level)
+end
+local levels, ats, ok = {}, {}, true
+for i, key in ipairs(KEYS) do
+  local cap, n = tonumber(ARGV[3*i-1]), tonumber(ARGV[3*i+1])
+  local level, at = cap, now
+  local v = redis.call("GET", key)
+  if v then level, at = struct.unpack("<dd", v) end
+  if now > at then level = level + (now - at) * cap / tonumber(ARGV[3*i]); at = now end
+  if level > cap then level = cap end
+  levels[i], ats[i] = level, at
   if not adjust and (n > cap or level < n) then ok = false end
 end
+local out = {ok and "\1" or "\0"}
 for i, key in ipairs(KEYS) do
-  local cap = tonumber(ARGV[3*i-1]); local win = tonumber(ARGV[3*i]); local n = tonumber(ARGV[3*i+1])
-  if ok then levels[i] = levels[i] - n end
-  redis.call("HSET", key, "l", tostring(levels[i]), "t", tostring(now))
-  local full = math.ceil((cap - levels[i]) * win / cap / 1e6) + 1000
-  redis.call("PEXPIRE", key, full)
-  levels[i] = tostring(levels[i])
+  if ok then
+    local cap, win = tonumber(ARGV[3*i-1]), tonumber(ARGV[3*i])
+    local level = levels[i] - tonumber(ARGV[3*i+1])
+    levels[i] = level
+    local px = math.ceil(((ats[i] - now) + (cap - level) * win / cap) / 1e6) + 1000
+    if px < 1 then px = 1 end
+    redis.call("SET", key, struct.pack("<dd", level, ats[i]), "PX", px)
+  end
+  out[i+1] = struct.pack("<d", levels[i])
 end
-levels[#levels+1] = ok and 1 or 0
-return levels
+return table.concat(out)
 `)
+
+// bucketLayout names the buckets' keys (<group>:<bucketLayout>:<bucket>):
+// a layout of its own, so that during a rolling upgrade a replica of the
+// earlier layout (rl:<bucket>, a hash) and one of this never read each
+// other's values; each counts its own buckets until the last old replica
+// is gone (docs/configuration.md).
+const bucketLayout = "b2"
 
 // Store is the Redis ratelimit.Store.
 type Store struct {
@@ -74,25 +113,23 @@ var _ ratelimit.Store = (*Store)(nil)
 
 func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, adjust bool) ([]float64, bool, error) {
 	keys, args := s.script(now, takes, adjust)
-	return parse(take.Run(ctx, s.c, keys, args...).Slice())
+	return parse(take.Run(ctx, s.c, keys, args...).Text())
 }
 
 // parse reads the script's answer: each bucket's level and whether the take
 // was admitted.
-func parse(res []any, err error) ([]float64, bool, error) {
+func parse(res string, err error) ([]float64, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if len(res) == 0 {
-		return nil, false, errors.New("the take script answered nothing")
+	if len(res) == 0 || (len(res)-1)%8 != 0 {
+		return nil, false, fmt.Errorf("the take script answered %d bytes, not a verdict and levels", len(res))
 	}
-	levels := make([]float64, len(res)-1)
+	levels := make([]float64, (len(res)-1)/8)
 	for i := range levels {
-		str, _ := res[i].(string)
-		levels[i], _ = strconv.ParseFloat(str, 64)
+		levels[i] = math.Float64frombits(binary.LittleEndian.Uint64([]byte(res[1+8*i : 9+8*i])))
 	}
-	ok, _ := res[len(res)-1].(int64)
-	return levels, ok == 1, nil
+	return levels, res[0] == 1, nil
 }
 
 // script is the take script's KEYS and ARGV for takes.
@@ -101,7 +138,7 @@ func (s *Store) script(now time.Time, takes []ratelimit.Take, adjust bool) ([]st
 	args := make([]any, 0, 2+3*len(takes))
 	args = append(args, now.UnixNano())
 	for i, t := range takes {
-		keys[i] = s.c.Group("rl") + ":" + t.Bucket.ID
+		keys[i] = s.c.Group("rl") + ":" + bucketLayout + ":" + t.Bucket.ID
 		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
 	}
 	mode := "1"
@@ -114,14 +151,14 @@ func (s *Store) script(now time.Time, takes []ratelimit.Take, adjust bool) ([]st
 // Take implements ratelimit.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (bool, error) {
 	keys, args := s.script(now, takes, false)
-	res, err := take.Run(ctx, s.c, keys, args...).Slice()
+	res, err := take.Run(ctx, s.c, keys, args...).Text()
 	return s.settle(now, takes, levels, res, err), nil
 }
 
 // settle reads the script's answer to takes (err: Redis did not answer)
 // into levels and returns the verdict; on an error the take fails open or
 // closed, counted and logged.
-func (s *Store) settle(now time.Time, takes []ratelimit.Take, levels []ratelimit.Level, res []any, err error) bool {
+func (s *Store) settle(now time.Time, takes []ratelimit.Take, levels []ratelimit.Level, res string, err error) bool {
 	got, ok, err := parse(res, err)
 	if err == nil && len(got) != len(takes) {
 		err = fmt.Errorf("the take script answered %d levels for %d buckets", len(got), len(takes))
@@ -178,15 +215,15 @@ func (d *deferred) Queue(ctx context.Context, p redis.Pipeliner) {
 }
 
 func (d *deferred) Carried(ctx context.Context) bool {
-	res, err := d.cmd.Slice()
+	res, err := d.cmd.Text()
 	if noScript(err) { // Redis lost the script (a restart, SCRIPT FLUSH): it runs now, and is kept again
-		res, err = take.Eval(ctx, d.s.c, d.keys, d.args...).Slice()
+		res, err = take.Eval(ctx, d.s.c, d.keys, d.args...).Text()
 	}
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 
 func (d *deferred) Send(ctx context.Context) bool {
-	res, err := take.Run(ctx, d.s.c, d.keys, d.args...).Slice()
+	res, err := take.Run(ctx, d.s.c, d.keys, d.args...).Text()
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 

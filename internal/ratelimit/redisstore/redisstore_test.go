@@ -130,3 +130,83 @@ func benchTake(b *testing.B, c *redisstate.Client) {
 		}
 	}
 }
+
+// TestBucketLivesUntilFull: a bucket's key expires a second after the
+// bucket would be full again, and a refused take writes nothing (the key's
+// TTL runs on from the last admitted take).
+func TestBucketLivesUntilFull(t *testing.T) {
+	c := redistest.New(t)
+	s := redisstore.New(c, false)
+	b := ratelimit.Bucket{ID: "ttl", Capacity: 20, Window: 10 * time.Second}
+	lv := make([]ratelimit.Level, 1)
+	now := time.Now()
+	ctx := context.Background()
+	if ok, _ := s.Take(ctx, now, []ratelimit.Take{{Bucket: b, N: 10}}, lv); !ok || lv[0].Remaining != 10 {
+		t.Fatalf("take of 10 from 20: admitted %v, %+v", ok, lv[0])
+	}
+	keys, err := c.Keys(ctx, c.Prefix+"*ttl").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the bucket's keys: %v, %v", keys, err)
+	}
+	// Half empty over a 10 s window: full in 5 s, the key lives 6 s.
+	if ttl := c.PTTL(ctx, keys[0]).Val(); ttl < 5500*time.Millisecond || ttl > 6*time.Second {
+		t.Fatalf("the bucket's TTL is %v, want 6 s (full in 5 s, and a second)", ttl)
+	}
+	before := c.Get(ctx, keys[0]).Val()
+	if ok, _ := s.Take(ctx, now, []ratelimit.Take{{Bucket: b, N: 11}}, lv); ok || lv[0].Remaining != 10 {
+		t.Fatalf("take of 11 from 10: admitted %v, %+v", ok, lv[0])
+	}
+	if after := c.Get(ctx, keys[0]).Val(); after != before {
+		t.Fatal("a refused take rewrote the bucket")
+	}
+}
+
+// TestClockBehindDoesNotRefillTwice: a take from a replica whose clock is
+// behind the bucket's time takes at the bucket's time, so a later take does
+// not refill the interval between the two clocks a second time.
+func TestClockBehindDoesNotRefillTwice(t *testing.T) {
+	s := redisstore.New(redistest.New(t), false)
+	b := ratelimit.Bucket{ID: "skew", Capacity: 10, Window: 10 * time.Second} // 1 a second
+	lv := make([]ratelimit.Level, 1)
+	ctx := context.Background()
+	at := time.Unix(2000, 0)
+	take := func(now time.Time, n int64) bool {
+		ok, err := s.Take(ctx, now, []ratelimit.Take{{Bucket: b, N: n}}, lv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !take(at, 10) {
+		t.Fatal("the first take of a full bucket was refused")
+	}
+	if take(at.Add(-5*time.Second), 1) {
+		t.Fatal("an empty bucket admitted a take from a clock 5 s behind")
+	}
+	if err := s.Adjust(ctx, at.Add(-5*time.Second), b, -1); err != nil { // a refund from the clock behind
+		t.Fatal(err)
+	}
+	// One second after the bucket's time: 1 refilled, 1 refunded.
+	if take(at.Add(time.Second), 3) || lv[0].Remaining != 2 {
+		t.Fatalf("a second later: %+v, want 2 left (one refilled, one refunded), not the 5 s between the clocks again", lv[0])
+	}
+}
+
+// TestOldLayoutIgnored: a bucket of the earlier layout (a hash at rl:<id>,
+// what a replica not yet upgraded keeps) is neither read nor overwritten.
+func TestOldLayoutIgnored(t *testing.T) {
+	c := redistest.New(t)
+	ctx := context.Background()
+	old := c.Group("rl") + ":old"
+	if err := c.HSet(ctx, old, "l", "0", "t", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	lv := make([]ratelimit.Level, 1)
+	b := ratelimit.Bucket{ID: "old", Capacity: 5, Window: time.Minute}
+	if ok, err := redisstore.New(c, false).Take(ctx, time.Now(), []ratelimit.Take{{Bucket: b, N: 1}}, lv); !ok || err != nil || lv[0].Remaining != 4 {
+		t.Fatalf("take beside an old-layout bucket: %v %v %+v, want admitted from a new full bucket", ok, err, lv[0])
+	}
+	if h := c.HGetAll(ctx, old).Val(); h["l"] != "0" || h["t"] != "1" {
+		t.Fatalf("the old-layout bucket changed: %v", h)
+	}
+}
