@@ -30,11 +30,12 @@
 // the lookup counts a miss.
 // Semantic lookups search the local index only, so an entry another
 // replica stored answers them once the stream delivered it (the
-// replication lag: a millisecond or so on a LAN). Flushes and
-// invalidations remove the matching entries from Redis before they return
-// and reach the other replicas' indexes within the same lag; a flush is
-// refused (an error) while Redis does not answer, so none is half done
-// quietly. The bounds apply per replica: each index evicts its least
+// replication lag: a round trip after a quiet spell; while changes flow,
+// which the follower gathers, at most gather, 5 ms, and a round trip).
+// Flushes and invalidations remove the matching entries from Redis before
+// they return and reach the other replicas' indexes within the same lag; a
+// flush is refused (an error) while Redis does not answer, so none is half
+// done quietly. The bounds apply per replica: each index evicts its least
 // recently used entries and deletes them from Redis, so with several
 // replicas the cache may hold fewer entries than the bound, never more.
 //
@@ -96,6 +97,19 @@ const (
 	pause = time.Second
 	// loadBatch is how many entries one round trip of the load reads.
 	loadBatch = 500
+	// gather is how long the follower waits after a read that brought
+	// changes before it reads again, so that the changes arriving
+	// meanwhile come in one read: under load every store wakes every
+	// follower, the storing replica's own too (which skips the change),
+	// and each wake-up is a reply to parse and a new blocking XREAD on
+	// both sides, competing with requests for the CPUs. A change is thus
+	// in every index at most gather and a round trip after it was
+	// streamed (the first after a quiet spell at once: the blocked read
+	// returns with it). A read that brought readCount changes reads again
+	// at once: more are waiting.
+	gather = 5 * time.Millisecond
+	// readCount is the most changes one stream read returns.
+	readCount = 256
 )
 
 // Backend is the Redis response cache. Safe for concurrent use.
@@ -690,11 +704,11 @@ func (b *Backend) Close() error {
 
 // follow applies the other replicas' changes from the stream, from the
 // position after from ("$": the load at open failed, so it loads first),
-// until ctx ends. After a failure it checks the stream still holds the
-// position it reads from: when Redis restarted, or the stream was trimmed
-// past it, changes may be lost, so it loads again (what Redis holds now
-// joins the index; entries the index holds and Redis lost stay until their
-// TTL).
+// until ctx ends, reading at most every gather while changes flow. After
+// a failure it checks the stream still holds the position it reads from:
+// when Redis restarted, or the stream was trimmed past it, changes may be
+// lost, so it loads again (what Redis holds now joins the index; entries
+// the index holds and Redis lost stay until their TTL).
 func (b *Backend) follow(ctx context.Context, from string) {
 	defer close(b.done)
 	load, check := from == "$", false
@@ -721,7 +735,7 @@ func (b *Backend) follow(ctx context.Context, from string) {
 				continue
 			}
 		}
-		res, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.keys.stream, from}, Count: 256, Block: block}).Result()
+		res, err := b.c.XRead(ctx, &redis.XReadArgs{Streams: []string{b.keys.stream, from}, Count: readCount, Block: block}).Result()
 		if errors.Is(err, redis.Nil) { // nothing new: Redis answers
 			b.ok()
 			continue
@@ -734,11 +748,16 @@ func (b *Backend) follow(ctx context.Context, from string) {
 			}
 			continue
 		}
+		read, n := time.Now(), 0
 		for _, s := range res {
 			if len(s.Messages) > 0 {
 				b.apply(ctx, s.Messages)
 				from = s.Messages[len(s.Messages)-1].ID
+				n += len(s.Messages)
 			}
+		}
+		if n > 0 && n < readCount {
+			sleep(ctx, gather-time.Since(read))
 		}
 	}
 }
@@ -758,6 +777,9 @@ func splitID(id string) (ms, seq uint64) {
 }
 
 func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -3,6 +3,8 @@ package rediscache_test
 import (
 	"io"
 	"net"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -244,4 +246,76 @@ func TestReplicaStartedWhileRedisIsDown(t *testing.T) {
 		e, ok, _ := b.Lookup(memstore.Peeking(ctx), "ns", "", []float32{0.01, 1}, 0.99)
 		return ok && string(e.Value) == "stored after"
 	})
+}
+
+// TestFollowerGathersChanges: while one replica stores a change every
+// millisecond, each follower reads the stream at most once per
+// rediscache.Gather (and once per blocking read's timeout), not once per
+// change, and another replica's index still holds each entry within the
+// bound docs/storage.md states (lagBound and a round trip): the median lag
+// from a store's return to the entry in the other index is under twice
+// lagBound (room for a loaded machine), which a follower gathering ten
+// times longer fails.
+func TestFollowerGathersChanges(t *testing.T) {
+	const lagBound = 5 * time.Millisecond // docs/storage.md, "Consistency"
+	c := redistest.StartVolatileServer(t).Client(t)
+	ctx := context.Background()
+	a := rediscache.Open(ctx, c, respcache.Options{})
+	defer a.Close()
+	b := rediscache.Open(ctx, c, respcache.Options{})
+	defer b.Close()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const stores = 200
+	stored := make([]time.Time, stores)
+	seen := make([]time.Time, stores)
+	done := make(chan struct{})
+	go func() { // b's index, watched: when it first holds i+1 entries
+		defer close(done)
+		for i := 0; i < stores; {
+			if _, n := b.Counts(); n > i {
+				now := time.Now()
+				for ; i < n && i < stores; i++ {
+					seen[i] = now
+				}
+				continue
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	start := time.Now()
+	for i := range stores {
+		if err := a.Store(ctx, "ns", "k"+strconv.Itoa(i), []byte("v"), time.Minute, nil); err != nil {
+			t.Fatal(err)
+		}
+		stored[i] = time.Now()
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_, n := b.Counts()
+		t.Fatalf("after 5 s the other replica's index holds %d of %d entries", n, stores)
+	}
+	elapsed := time.Since(start)
+	lags := make([]time.Duration, stores)
+	for i := range lags {
+		lags[i] = seen[i].Sub(stored[i])
+	}
+	slices.Sort(lags)
+	if p50 := lags[stores/2]; p50 > 2*lagBound {
+		t.Errorf("median lag of the other index behind a store: %v (max %v), want under %v", p50, lags[stores-1], 2*lagBound)
+	}
+	info := c.Info(ctx, "commandstats").Val()
+	_, after, _ := strings.Cut(info, "cmdstat_xread:calls=")
+	calls, _ := strconv.Atoi(after[:strings.IndexAny(after, ",\r\n")])
+	// Two followers, each reading at most once per Gather while changes
+	// flow, once per Block when none come, and on waking from a quiet spell;
+	// fewer in all than the stores (a read per change each would be twice
+	// as many).
+	if most := min(2*(int(elapsed/rediscache.Gather)+int(elapsed/rediscache.Block)+3), stores); calls > most {
+		t.Errorf("%d XREADs over %v of %d stores (one a millisecond), want at most %d", calls, elapsed.Round(time.Millisecond), stores, most)
+	}
+	t.Logf("%d stores over %v: %d XREADs, lag p50 %v, max %v", stores, elapsed.Round(time.Millisecond), calls, lags[stores/2], lags[stores-1])
 }

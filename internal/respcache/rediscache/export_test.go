@@ -1,0 +1,7 @@
+package rediscache
+
+// Gather and Block are the follower's tuning, for the tests of its bounds.
+const (
+	Gather = gather
+	Block  = block
+)
