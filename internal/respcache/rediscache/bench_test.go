@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,4 +101,58 @@ func report(b *testing.B, what string, d []time.Duration) {
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2])/1e3, what+"-p50-µs")
 	b.ReportMetric(float64(d[len(d)*99/100])/1e3, what+"-p99-µs")
+}
+
+// BenchmarkStoresAtRate is what a replica's stores cost when they come at a
+// rate, as a miss's do under load (one a millisecond, 1000 a second): one
+// backend on a redis-server of its own, whose follower reads the change
+// stream its own stores wake. It reports per store the stream reads (XREAD
+// calls, from INFO commandstats: the follower's wake-ups), the CPU time of
+// this process (the stores and the follower) and redis-server's (INFO
+// cpu), µs. The reads are the load-independent figure; the CPU times are
+// a loaded machine's too.
+func BenchmarkStoresAtRate(b *testing.B) {
+	c := redistest.StartVolatileServer(b).Client(b)
+	ctx := context.Background()
+	be := rediscache.Open(ctx, c, respcache.Options{})
+	b.Cleanup(func() { be.Close() })
+	value := make([]byte, 1024)
+	serverCPU := func() float64 {
+		var user, sys float64
+		for _, l := range strings.Split(c.Info(ctx, "cpu").Val(), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "used_cpu_user:"); ok {
+				user, _ = strconv.ParseFloat(v, 64)
+			}
+			if v, ok := strings.CutPrefix(l, "used_cpu_sys:"); ok {
+				sys, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		return user + sys
+	}
+	ownCPU := func() float64 {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	srv0, own0 := serverCPU(), ownCPU()
+	next := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := be.Store(ctx, "ns", "k"+strconv.Itoa(i), value, time.Hour, nil); err != nil {
+			b.Fatal(err)
+		}
+		next = next.Add(time.Millisecond)
+		time.Sleep(time.Until(next))
+	}
+	b.StopTimer()
+	srv, own := serverCPU()-srv0, ownCPU()-own0
+	_, after, _ := strings.Cut(c.Info(ctx, "commandstats").Val(), "cmdstat_xread:calls=")
+	calls, _, _ := strings.Cut(after, ",")
+	reads, _ := strconv.Atoi(calls) // 0 when no read ended yet
+	b.ReportMetric(float64(reads)/float64(b.N), "xreads/store")
+	b.ReportMetric(own*1e6/float64(b.N), "cpu-µs/store")
+	b.ReportMetric(srv*1e6/float64(b.N), "redis-cpu-µs/store")
 }
