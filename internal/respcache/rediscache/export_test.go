@@ -1,7 +1,5 @@
 package rediscache
 
-// Gather and Block are the follower's tuning, for the tests of its bounds.
-const (
-	Gather = gather
-	Block  = block
-)
+// Block is how long one stream read waits, for the test of the follower's
+// reads.
+const Block = block
