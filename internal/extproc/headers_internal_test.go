@@ -11,12 +11,14 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestMutationFill: the headers put are kept in the mutation (the first
-// sixteen) and beyond it, and filled into one message with their values
-// not copied; each set header must read back as it was put, in order, and
-// appending to one value must not change the next.
+// sixteen) and beyond it, and filled into one message; each set header
+// must read back as it was put, in order, as Envoy reads the message (fill)
+// and in the messages built for names encode refuses (fillMessages, whose
+// values are not copied: appending to one value must not change the next).
 func TestMutationFill(t *testing.T) {
 	var m mutation
 	type hv struct {
@@ -33,20 +35,100 @@ func TestMutationFill(t *testing.T) {
 		want = append(want, h)
 		m.put(h.k, h.v, h.app)
 	}
-	var hm extprocv3.HeaderMutation
-	p := m.fill(&hm)
-	if len(p.GetSetHeaders()) != len(want) {
-		t.Fatalf("%d headers set, want %d", len(p.GetSetHeaders()), len(want))
-	}
-	_ = append(p.GetSetHeaders()[0].GetHeader().GetRawValue(), "overwrite?"...)
-	for i, o := range p.GetSetHeaders() {
-		action := corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-		if want[i].app {
-			action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+	var hm, built extprocv3.HeaderMutation
+	direct := m.fillMessages(&built)
+	_ = append(direct.GetSetHeaders()[0].GetHeader().GetRawValue(), "overwrite?"...)
+	for name, p := range map[string]*extprocv3.HeaderMutation{"fill": asSent(t, m.fill(&hm)), "fillMessages": direct} {
+		if len(p.GetSetHeaders()) != len(want) {
+			t.Fatalf("%s: %d headers set, want %d", name, len(p.GetSetHeaders()), len(want))
 		}
-		if o.GetHeader().GetKey() != want[i].k || string(o.GetHeader().GetRawValue()) != want[i].v || o.GetAppendAction() != action {
-			t.Errorf("header %d: %s=%q (%v), want %s=%q (%v)", i, o.GetHeader().GetKey(), o.GetHeader().GetRawValue(), o.GetAppendAction(),
-				want[i].k, want[i].v, action)
+		for i, o := range p.GetSetHeaders() {
+			action := corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+			if want[i].app {
+				action = corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
+			}
+			if o.GetHeader().GetKey() != want[i].k || string(o.GetHeader().GetRawValue()) != want[i].v || o.GetAppendAction() != action {
+				t.Errorf("%s: header %d: %s=%q (%v), want %s=%q (%v)", name, i, o.GetHeader().GetKey(), o.GetHeader().GetRawValue(), o.GetAppendAction(),
+					want[i].k, want[i].v, action)
+			}
+		}
+	}
+}
+
+// asSent is m as Envoy reads it: marshalled and unmarshalled again (a
+// mutation's headers are in the message as its wire bytes).
+func asSent[M proto.Message](t testing.TB, m M) M {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.ProtoReflect().New().Interface().(M)
+	if err := proto.Unmarshal(b, got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestMutationEncode: the bytes fill puts in a HeaderMutation are exactly
+// what protobuf-go marshals for the messages fillMessages builds from the
+// same changes, for random mutations (empty names and values, values past
+// one and two bytes of length, appended values, removed names); a name
+// that is not valid UTF-8 takes the messages, so marshalling refuses it as
+// it always did.
+func TestMutationEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 3))
+	word := func() string {
+		switch rng.IntN(8) {
+		case 0:
+			return ""
+		case 1:
+			return strings.Repeat("v", 100+rng.IntN(200))
+		case 2:
+			return strings.Repeat("w", 16000+rng.IntN(1000))
+		case 3:
+			return "é-ü"
+		}
+		return "h-" + strconv.Itoa(rng.IntN(1000))
+	}
+	for round := range 2000 {
+		var m mutation
+		for range rng.IntN(24) {
+			m.put(word(), word(), rng.IntN(3) == 0)
+		}
+		for range rng.IntN(4) {
+			m.remove = append(m.remove, word())
+		}
+		var a, b extprocv3.HeaderMutation
+		got, want := m.fill(&a), m.fillMessages(&b)
+		if m.empty() {
+			if got != nil {
+				t.Fatalf("round %d: an empty mutation filled %v", round, got)
+			}
+			continue
+		}
+		gb, err := proto.Marshal(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wb, err := proto.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(gb) != string(wb) {
+			t.Fatalf("round %d: encoded\n%x\nprotobuf-go\n%x", round, gb, wb)
+		}
+	}
+	for _, bad := range []func(*mutation){
+		func(m *mutation) { m.put("x-\xff", "1", false) },
+		func(m *mutation) { m.remove = append(m.remove, "te\xfe") },
+	} {
+		var m mutation
+		m.put("x-a", "1", false)
+		bad(&m)
+		var hm extprocv3.HeaderMutation
+		if _, err := proto.Marshal(m.fill(&hm)); err == nil {
+			t.Error("a header name that is not UTF-8 was marshalled")
 		}
 	}
 }
@@ -60,7 +142,7 @@ func TestMutationEmpty(t *testing.T) {
 		t.Fatalf("empty mutation filled %v", p)
 	}
 	m.remove = append(m.remove, "te")
-	if p := m.fill(&hm); p == nil || len(p.GetSetHeaders()) != 0 || len(p.GetRemoveHeaders()) != 1 {
+	if p := m.fill(&hm); p == nil || len(asSent(t, p).GetSetHeaders()) != 0 || len(asSent(t, p).GetRemoveHeaders()) != 1 {
 		t.Fatalf("remove-only mutation filled %v", p)
 	}
 }
@@ -238,7 +320,7 @@ func TestReplySlots(t *testing.T) {
 	if second == first || b2 == b1 {
 		t.Fatal("a second reply of a kind reuses the first")
 	}
-	if h := first.GetRequestHeaders().GetResponse(); h.GetClearRouteCache() || len(h.GetHeaderMutation().GetSetHeaders()) != 1 ||
+	if h := asSent(t, first).GetRequestHeaders().GetResponse(); h.GetClearRouteCache() || len(h.GetHeaderMutation().GetSetHeaders()) != 1 ||
 		h.GetHeaderMutation().GetSetHeaders()[0].GetHeader().GetKey() != "x-a" {
 		t.Errorf("first headers reply changed: %v", first)
 	}
