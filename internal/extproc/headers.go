@@ -262,28 +262,42 @@ const (
 )
 
 // encode is the HeaderMutation fillMessages builds, as proto.Marshal
-// writes it: the set headers in order, then the removed names; each field
-// in field-number order, empty ones left out as proto3 does (an empty key
-// or value, the default append action APPEND_IF_EXISTS_OR_ADD). One
-// allocation of the exact size. ok is false when a name is not valid
-// UTF-8.
+// writes it (appendWire), in one allocation of the exact size. ok is false
+// when a name is not valid UTF-8.
 func (m *mutation) encode() (b []byte, ok bool) {
-	size := 0
-	for i := 0; i < m.n; i++ {
+	size, ok := m.wireSize(m.n, len(m.remove))
+	if !ok {
+		return nil, false
+	}
+	return m.appendWire(make([]byte, 0, size), m.n, len(m.remove)), true
+}
+
+// wireSize is the size of appendWire's bytes for the first n headers put
+// and nremove removals; ok is false when a name is not valid UTF-8.
+func (m *mutation) wireSize(n, nremove int) (size int, ok bool) {
+	for i := 0; i < n; i++ {
 		e := m.entry(i)
 		if !utf8.ValidString(e.key) {
-			return nil, false
+			return 0, false
 		}
 		size += protowire.SizeTag(fieldSetHeaders) + protowire.SizeBytes(optionSize(e))
 	}
-	for _, k := range m.remove {
+	for _, k := range m.remove[:nremove] {
 		if !utf8.ValidString(k) {
-			return nil, false
+			return 0, false
 		}
 		size += protowire.SizeTag(fieldRemoveHeaders) + protowire.SizeBytes(len(k))
 	}
-	b = make([]byte, 0, size)
-	for i := 0; i < m.n; i++ {
+	return size, true
+}
+
+// appendWire appends the HeaderMutation of the first n headers put and
+// nremove removals as proto.Marshal writes it: the set headers in order,
+// then the removed names; each field in field-number order, empty ones left
+// out as proto3 does (an empty key or value, the default append action
+// APPEND_IF_EXISTS_OR_ADD).
+func (m *mutation) appendWire(b []byte, n, nremove int) []byte {
+	for i := 0; i < n; i++ {
 		e := m.entry(i)
 		b = protowire.AppendTag(b, fieldSetHeaders, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(optionSize(e)))
@@ -302,11 +316,11 @@ func (m *mutation) encode() (b []byte, ok bool) {
 			b = protowire.AppendVarint(b, uint64(corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD))
 		}
 	}
-	for _, k := range m.remove {
+	for _, k := range m.remove[:nremove] {
 		b = protowire.AppendTag(b, fieldRemoveHeaders, protowire.BytesType)
 		b = protowire.AppendString(b, k)
 	}
-	return b, true
+	return b
 }
 
 // headerSize is the size of e's HeaderValue on the wire.

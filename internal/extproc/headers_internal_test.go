@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/protobuf/proto"
 )
@@ -306,15 +307,15 @@ func TestReplySlots(t *testing.T) {
 	x := &exchange{}
 	var m mutation
 	m.put("x-a", "1", false)
-	first := x.headersResponse(false, &m, false)
-	firstResp := x.headersResponse(true, nil, false)
+	first := x.headersResponse(false, &m, false).msg()
+	firstResp := x.headersResponse(true, nil, false).msg()
 	b1 := x.bodyResponse(false).replace([]byte("one")).msg()
 	b1r := x.bodyResponse(true).clearBody().msg()
 	var m2 mutation
 	m2.put("x-b", "2", false)
-	second := x.headersResponse(false, &m2, true)
+	second := x.headersResponse(false, &m2, true).msg()
 	b2 := x.bodyResponse(false).replace([]byte("two")).msg()
-	if first != &x.replies.headers[0].pr || firstResp != &x.replies.headers[1].pr || b1 != &x.replies.body[0].pr || b1r != &x.replies.body[1].pr {
+	if first != &x.replies.r[0].pr || firstResp != &x.replies.r[1].pr || b1 != &x.replies.r[2].pr || b1r != &x.replies.r[3].pr {
 		t.Fatal("the first replies are not the exchange's")
 	}
 	if second == first || b2 == b1 {
@@ -322,18 +323,93 @@ func TestReplySlots(t *testing.T) {
 	}
 	if h := asSent(t, first).GetRequestHeaders().GetResponse(); h.GetClearRouteCache() || len(h.GetHeaderMutation().GetSetHeaders()) != 1 ||
 		h.GetHeaderMutation().GetSetHeaders()[0].GetHeader().GetKey() != "x-a" {
-		t.Errorf("first headers reply changed: %v", first)
+		t.Errorf("first headers reply changed: %v", asSent(t, first))
 	}
-	if firstResp.GetResponseHeaders() == nil || firstResp.GetResponseHeaders().GetResponse() != nil {
-		t.Errorf("response headers reply: %v", firstResp)
+	if r := asSent(t, firstResp); r.GetResponseHeaders() == nil || r.GetResponseHeaders().GetResponse() != nil {
+		t.Errorf("response headers reply: %v", r)
 	}
-	if got := string(b1.GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "one" {
+	if got := string(asSent(t, b1).GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "one" {
 		t.Errorf("first body reply now %q", got)
 	}
-	if !b1r.GetResponseBody().GetResponse().GetBodyMutation().GetClearBody() {
-		t.Errorf("response body reply: %v", b1r)
+	if !asSent(t, b1r).GetResponseBody().GetResponse().GetBodyMutation().GetClearBody() {
+		t.Errorf("response body reply: %v", asSent(t, b1r))
 	}
-	if got := string(b2.GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "two" {
+	if got := string(asSent(t, b2).GetRequestBody().GetResponse().GetBodyMutation().GetBody()); got != "two" {
 		t.Errorf("second body reply %q", got)
+	}
+}
+
+// TestReplyEncode: a reply's bytes (msg) are exactly what protobuf-go
+// marshals for the same reply built as messages (messages), for random
+// replies of every kind: header changes or none (and changes put after the
+// reply took them, which it must not send), each body operation with empty,
+// short and long bodies, a route cache clear, mode overrides; a header name
+// that is not valid UTF-8 is refused by marshalling as before.
+func TestReplyEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 4))
+	bodyOf := func() []byte {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return []byte{}
+		case 2:
+			return []byte(strings.Repeat("b", 100+rng.IntN(20000)))
+		}
+		return []byte(`{"model":"small"}`)
+	}
+	modes := []*filterv3.ProcessingMode{nil, {ResponseBodyMode: modeBuffered}, {ResponseBodyMode: modeNone},
+		{RequestBodyMode: modeNone, ResponseHeaderMode: filterv3.ProcessingMode_SKIP, ResponseBodyMode: modeNone,
+			RequestTrailerMode: filterv3.ProcessingMode_SKIP, ResponseTrailerMode: filterv3.ProcessingMode_SKIP}}
+	for round := range 3000 {
+		x := &exchange{}
+		var m mutation
+		for i := range rng.IntN(20) {
+			m.put("x-h-"+strconv.Itoa(i), strings.Repeat("v", rng.IntN(3)*70), rng.IntN(4) == 0)
+		}
+		for range rng.IntN(3) {
+			m.remove = append(m.remove, "content-length")
+		}
+		var r *reply
+		if rng.IntN(2) == 0 {
+			r = x.headersResponse(rng.IntN(2) == 0, &m, rng.IntN(3) == 0)
+		} else {
+			r = x.bodyResponse(rng.IntN(2) == 0)
+			switch rng.IntN(4) {
+			case 0:
+				r.clearBody()
+			case 1:
+				r.replace(bodyOf())
+			case 2:
+				r.stream(bodyOf(), rng.IntN(2) == 0)
+			}
+			if rng.IntN(2) == 0 {
+				r.headers(&m)
+			}
+			r.clearRoute = rng.IntN(3) == 0
+		}
+		r.mode = modes[rng.IntN(len(modes))]
+		m.put("x-later", "not sent", false)
+		m.remove = append(m.remove, "x-later-removed")
+		got, err := proto.Marshal(r.msg())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := proto.Marshal(r.messages())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("round %d: encoded\n%x\nprotobuf-go\n%x", round, got, want)
+		}
+		if strings.Contains(string(got), "x-later") {
+			t.Fatalf("round %d: a change put after the reply took its headers was sent", round)
+		}
+	}
+	var m mutation
+	m.put("x-\xff", "1", false)
+	x := &exchange{}
+	if _, err := proto.Marshal(x.bodyResponse(false).headers(&m).replace([]byte("b")).msg()); err == nil {
+		t.Error("a header name that is not UTF-8 was marshalled")
 	}
 }

@@ -4,150 +4,296 @@ import (
 	"errors"
 	"io"
 
+	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
-// The ProcessingResponse messages an exchange sends Envoy. Each is
-// allocated as one block with the messages it is made of (headersReply,
-// bodyReply): one allocation per message sent instead of five to eight. A
-// reply is sent once and not changed after, so the first of each kind a
-// stream sends (request and response headers, request and response body:
-// a buffered request's four) is kept in the exchange (replySlots), allocated
-// with it; the others are allocated as they are sent.
+// The headers and body answers an exchange sends Envoy. A reply is kept as
+// what it says (its header changes, what becomes of the body piece, a route
+// cache clear, a mode override) and written once, when it is sent (msg), as
+// the bytes proto.Marshal writes for the ProcessingResponse it stands for:
+// the message carries them as its unknown fields, which marshalling copies
+// out as they are. Building the five to eight nested messages of a reply
+// (two oneofs for a body) for protobuf-go's marshalling to walk cost about
+// 2,000 instructions per reply more; TestReplyEncode holds the bytes to
+// protobuf-go's for the same messages (messages builds them). A reply is
+// sent once and not changed after, so the first of each kind a stream sends
+// (request and response headers, request and response body: a buffered
+// request's four) is kept in the exchange (replySlots), allocated with it;
+// the others are allocated as they are sent.
 
 // replySlots are an exchange's first replies of each kind.
 type replySlots struct {
-	headers [2]headersReply // request, response
-	body    [2]bodyReply
-	used    uint8 // bit i: headers[i] was handed out; bit 2+i: body[i]
+	r    [4]reply // request headers, response headers, request body, response body
+	used uint8    // bit i: r[i] was handed out
 }
 
-// slot is the index of a request's (0) or response's (1) reply.
-func slot(response bool) uint8 {
-	if response {
-		return 1
-	}
-	return 0
+// reply is a headers or a body answer.
+type reply struct {
+	pr extprocv3.ProcessingResponse
+	// answer is ProcessingResponse's field the answer goes in
+	// (fieldRequestHeaders … fieldResponseBody).
+	answer protowire.Number
+	// common: the CommonResponse is sent (a body reply's always is, empty
+	// meaning CONTINUE with the piece as it is; a headers reply's only when
+	// it changes something).
+	common bool
+	// m's first n headers put and first nremove removals are the header
+	// changes (m nil: none): those there when the reply was given them, as
+	// when the changes were copied into messages then.
+	m          *mutation
+	n, nremove int
+	op         bodyOp
+	body       []byte // replaced or streamed body
+	eos        bool   // streamed: the body ends with this piece
+	clearRoute bool
+	mode       *filterv3.ProcessingMode // mode_override; nil: none
 }
 
-// headersResponse is a headers reply; see headersReply.fill.
-func (x *exchange) headersResponse(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
-	var r *headersReply
-	if i := slot(response); x.replies.used&(1<<i) == 0 {
+// bodyOp is what a body reply does with the piece.
+type bodyOp uint8
+
+const (
+	bodyKeep    bodyOp = iota // let it through as it is
+	bodyClear                 // empty it
+	bodyReplace               // replace it with body
+	bodyStream                // full duplex: send body as the piece
+)
+
+// The ProcessingResponse fields msg writes (envoy.service.ext_proc.v3);
+// the header mutation's are in headers.go.
+const (
+	fieldRequestHeaders  protowire.Number = 1 // ProcessingResponse.request_headers (HeadersResponse)
+	fieldResponseHeaders protowire.Number = 2 // ProcessingResponse.response_headers
+	fieldRequestBody     protowire.Number = 3 // ProcessingResponse.request_body (BodyResponse)
+	fieldResponseBody    protowire.Number = 4 // ProcessingResponse.response_body
+	fieldModeOverride    protowire.Number = 9 // ProcessingResponse.mode_override
+	fieldCommon          protowire.Number = 1 // HeadersResponse.response, BodyResponse.response (CommonResponse)
+	fieldHeaderMutation  protowire.Number = 2 // CommonResponse.header_mutation
+	fieldBodyMutation    protowire.Number = 3 // CommonResponse.body_mutation
+	fieldClearRouteCache protowire.Number = 5 // CommonResponse.clear_route_cache
+	fieldBody            protowire.Number = 1 // BodyMutation.body
+	fieldClearBody       protowire.Number = 2 // BodyMutation.clear_body
+	fieldStreamed        protowire.Number = 3 // BodyMutation.streamed_response (StreamedBodyResponse)
+	fieldStreamedBody    protowire.Number = 1 // StreamedBodyResponse.body
+	fieldStreamedEnd     protowire.Number = 2 // StreamedBodyResponse.end_of_stream
+)
+
+// newReply is a reply for ProcessingResponse's field answer: the
+// exchange's slot for the first of its kind, else a new one.
+func (x *exchange) newReply(answer protowire.Number) *reply {
+	var r *reply
+	if i := answer - fieldRequestHeaders; x.replies.used&(1<<i) == 0 {
 		x.replies.used |= 1 << i
-		r = &x.replies.headers[i]
+		r = &x.replies.r[i]
 	} else {
-		r = &headersReply{}
+		r = &reply{}
 	}
-	return r.fill(response, m, clearRoute)
+	r.answer = answer
+	return r
 }
 
-// bodyResponse is a body reply to fill; see bodyReply.
-func (x *exchange) bodyResponse(response bool) *bodyReply {
-	var r *bodyReply
-	if i := slot(response); x.replies.used&(1<<(2+i)) == 0 {
-		x.replies.used |= 1 << (2 + i)
-		r = &x.replies.body[i]
-	} else {
-		r = &bodyReply{}
-	}
-	return r.init(response)
-}
-
-// headersReply is a headers answer and its parts.
-type headersReply struct {
-	pr   extprocv3.ProcessingResponse
-	req  extprocv3.ProcessingResponse_RequestHeaders
-	resp extprocv3.ProcessingResponse_ResponseHeaders
-	hr   extprocv3.HeadersResponse
-	cr   extprocv3.CommonResponse
-	hm   extprocv3.HeaderMutation
-}
-
-// fill makes r (zero) the answer to the request's or the response's
+// headersResponse is the answer to the request's or the response's
 // headers, with m's changes (none when m is nil or empty).
-func (r *headersReply) fill(response bool, m *mutation, clearRoute bool) *extprocv3.ProcessingResponse {
+func (x *exchange) headersResponse(response bool, m *mutation, clearRoute bool) *reply {
+	answer := fieldRequestHeaders
+	if response {
+		answer = fieldResponseHeaders
+	}
+	r := x.newReply(answer)
 	if (m != nil && !m.empty()) || clearRoute {
-		r.cr.ClearRouteCache = clearRoute
-		if m != nil {
-			r.cr.HeaderMutation = m.fill(&r.hm)
-		}
-		r.hr.Response = &r.cr
-	}
-	if response {
-		r.resp.ResponseHeaders = &r.hr
-		r.pr.Response = &r.resp
-	} else {
-		r.req.RequestHeaders = &r.hr
-		r.pr.Response = &r.req
-	}
-	return &r.pr
-}
-
-// bodyReply is a body answer and its parts: its CommonResponse is always
-// sent (empty: CONTINUE with the piece as it is); clear, replace and stream
-// set its body mutation, headers its header mutation.
-type bodyReply struct {
-	pr       extprocv3.ProcessingResponse
-	req      extprocv3.ProcessingResponse_RequestBody
-	resp     extprocv3.ProcessingResponse_ResponseBody
-	br       extprocv3.BodyResponse
-	cr       extprocv3.CommonResponse
-	hm       extprocv3.HeaderMutation
-	bm       extprocv3.BodyMutation
-	body     extprocv3.BodyMutation_Body
-	clear    extprocv3.BodyMutation_ClearBody
-	streamed extprocv3.BodyMutation_StreamedResponse
-	sbr      extprocv3.StreamedBodyResponse
-}
-
-// init makes r (zero) the answer to a request or response body piece.
-func (r *bodyReply) init(response bool) *bodyReply {
-	r.br.Response = &r.cr
-	if response {
-		r.resp.ResponseBody = &r.br
-		r.pr.Response = &r.resp
-	} else {
-		r.req.RequestBody = &r.br
-		r.pr.Response = &r.req
+		r.common, r.clearRoute = true, clearRoute
+		r.headers(m)
 	}
 	return r
 }
 
-// msg is the message to send.
-func (r *bodyReply) msg() *extprocv3.ProcessingResponse { return &r.pr }
+// bodyResponse is the answer to a request or response body piece, to be
+// filled: as it is, it lets the piece through unchanged.
+func (x *exchange) bodyResponse(response bool) *reply {
+	answer := fieldRequestBody
+	if response {
+		answer = fieldResponseBody
+	}
+	r := x.newReply(answer)
+	r.common = true
+	return r
+}
 
 // clearBody empties the piece.
-func (r *bodyReply) clearBody() *bodyReply {
-	r.clear.ClearBody = true
-	r.bm.Mutation = &r.clear
-	r.cr.BodyMutation = &r.bm
+func (r *reply) clearBody() *reply {
+	r.op = bodyClear
 	return r
 }
 
 // replace replaces the piece with body.
-func (r *bodyReply) replace(body []byte) *bodyReply {
-	r.body.Body = body
-	r.bm.Mutation = &r.body
-	r.cr.BodyMutation = &r.bm
+func (r *reply) replace(body []byte) *reply {
+	r.op, r.body = bodyReplace, body
 	return r
 }
 
 // stream sends body as the piece (full duplex), ending the body with eos.
-func (r *bodyReply) stream(body []byte, eos bool) *bodyReply {
-	r.sbr.Body, r.sbr.EndOfStream = body, eos
-	r.streamed.StreamedResponse = &r.sbr
-	r.bm.Mutation = &r.streamed
-	r.cr.BodyMutation = &r.bm
+func (r *reply) stream(body []byte, eos bool) *reply {
+	r.op, r.body, r.eos = bodyStream, body, eos
 	return r
 }
 
-// headers adds m's header changes (none when m is empty).
-func (r *bodyReply) headers(m *mutation) *bodyReply {
-	r.cr.HeaderMutation = m.fill(&r.hm)
+// headers adds m's header changes so far (none when m is nil or empty).
+func (r *reply) headers(m *mutation) *reply {
+	if m != nil && !m.empty() {
+		r.m, r.n, r.nremove = m, m.n, len(m.remove)
+	}
 	return r
+}
+
+// changes is a copy of the reply's header mutation: m as it was when
+// given.
+func (r *reply) changes() *mutation {
+	c := *r.m
+	c.n, c.remove = r.n, c.remove[:r.nremove:r.nremove]
+	return &c
+}
+
+// msg is the message to send: the reply's bytes as the unknown fields of a
+// ProcessingResponse; the messages themselves (messages) when a header
+// name is not valid UTF-8, which marshalling then refuses as it always did.
+func (r *reply) msg() *extprocv3.ProcessingResponse {
+	hm := 0
+	if r.m != nil {
+		var ok bool
+		if hm, ok = r.m.wireSize(r.n, r.nremove); !ok {
+			return r.messages()
+		}
+	}
+	bm := 0
+	switch r.op {
+	case bodyClear:
+		bm = protowire.SizeTag(fieldClearBody) + protowire.SizeVarint(1)
+	case bodyReplace:
+		bm = protowire.SizeTag(fieldBody) + protowire.SizeBytes(len(r.body))
+	case bodyStream:
+		bm = protowire.SizeTag(fieldStreamed) + protowire.SizeBytes(r.streamedSize())
+	}
+	cr := 0
+	if hm > 0 {
+		cr += protowire.SizeTag(fieldHeaderMutation) + protowire.SizeBytes(hm)
+	}
+	if r.op != bodyKeep {
+		cr += protowire.SizeTag(fieldBodyMutation) + protowire.SizeBytes(bm)
+	}
+	if r.clearRoute {
+		cr += protowire.SizeTag(fieldClearRouteCache) + protowire.SizeVarint(1)
+	}
+	answer := 0
+	if r.common {
+		answer = protowire.SizeTag(fieldCommon) + protowire.SizeBytes(cr)
+	}
+	size := protowire.SizeTag(r.answer) + protowire.SizeBytes(answer)
+	mode := 0
+	if r.mode != nil {
+		mode = proto.Size(r.mode)
+		size += protowire.SizeTag(fieldModeOverride) + protowire.SizeBytes(mode)
+	}
+
+	b := make([]byte, 0, size)
+	if r.mode != nil {
+		// protobuf-go writes a oneof (the answer) after the other fields.
+		b = protowire.AppendTag(b, fieldModeOverride, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(mode))
+		var err error
+		if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.mode); err != nil {
+			return r.messages() // enums only: cannot happen; marshalling reports it if it does
+		}
+	}
+	b = protowire.AppendTag(b, r.answer, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(answer))
+	if r.common {
+		b = protowire.AppendTag(b, fieldCommon, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(cr))
+		if hm > 0 {
+			b = protowire.AppendTag(b, fieldHeaderMutation, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(hm))
+			b = r.m.appendWire(b, r.n, r.nremove)
+		}
+		if r.op != bodyKeep {
+			b = protowire.AppendTag(b, fieldBodyMutation, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(bm))
+			switch r.op {
+			case bodyClear:
+				b = protowire.AppendTag(b, fieldClearBody, protowire.VarintType)
+				b = protowire.AppendVarint(b, 1)
+			case bodyReplace:
+				b = protowire.AppendTag(b, fieldBody, protowire.BytesType)
+				b = protowire.AppendBytes(b, r.body)
+			case bodyStream:
+				b = protowire.AppendTag(b, fieldStreamed, protowire.BytesType)
+				b = protowire.AppendVarint(b, uint64(r.streamedSize()))
+				if len(r.body) > 0 {
+					b = protowire.AppendTag(b, fieldStreamedBody, protowire.BytesType)
+					b = protowire.AppendBytes(b, r.body)
+				}
+				if r.eos {
+					b = protowire.AppendTag(b, fieldStreamedEnd, protowire.VarintType)
+					b = protowire.AppendVarint(b, 1)
+				}
+			}
+		}
+		if r.clearRoute {
+			b = protowire.AppendTag(b, fieldClearRouteCache, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+		}
+	}
+	r.pr.ProtoReflect().SetUnknown(b)
+	return &r.pr
+}
+
+// streamedSize is the size of a streamed piece's StreamedBodyResponse.
+func (r *reply) streamedSize() int {
+	n := 0
+	if len(r.body) > 0 {
+		n += protowire.SizeTag(fieldStreamedBody) + protowire.SizeBytes(len(r.body))
+	}
+	if r.eos {
+		n += protowire.SizeTag(fieldStreamedEnd) + protowire.SizeVarint(1)
+	}
+	return n
+}
+
+// messages is the reply as Envoy's messages, for what msg cannot write as
+// bytes; TestReplyEncode holds msg's bytes to these.
+func (r *reply) messages() *extprocv3.ProcessingResponse {
+	var cr *extprocv3.CommonResponse
+	if r.common {
+		cr = &extprocv3.CommonResponse{ClearRouteCache: r.clearRoute}
+		if r.m != nil {
+			cr.HeaderMutation = r.changes().fillMessages(&extprocv3.HeaderMutation{})
+		}
+		switch r.op {
+		case bodyClear:
+			cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_ClearBody{ClearBody: true}}
+		case bodyReplace:
+			cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: r.body}}
+		case bodyStream:
+			cr.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_StreamedResponse{
+				StreamedResponse: &extprocv3.StreamedBodyResponse{Body: r.body, EndOfStream: r.eos}}}
+		}
+	}
+	pr := &extprocv3.ProcessingResponse{ModeOverride: r.mode}
+	switch r.answer {
+	case fieldRequestHeaders:
+		pr.Response = &extprocv3.ProcessingResponse_RequestHeaders{RequestHeaders: &extprocv3.HeadersResponse{Response: cr}}
+	case fieldResponseHeaders:
+		pr.Response = &extprocv3.ProcessingResponse_ResponseHeaders{ResponseHeaders: &extprocv3.HeadersResponse{Response: cr}}
+	case fieldRequestBody:
+		pr.Response = &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: cr}}
+	case fieldResponseBody:
+		pr.Response = &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: &extprocv3.BodyResponse{Response: cr}}
+	}
+	return pr
 }
 
 func trailersResponse(response bool) *extprocv3.ProcessingResponse {
@@ -160,7 +306,7 @@ func trailersResponse(response bool) *extprocv3.ProcessingResponse {
 // bodyReply answers a body piece: in full duplex the piece to pass on is
 // always sent back (whatever is not sent is dropped); otherwise a changed
 // piece replaces the original and an unchanged one continues as it is.
-func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *bodyReply {
+func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *reply {
 	full := x.respFullDuplex()
 	if !response {
 		full = x.proto.GetRequestBodyMode() == modeFullDuplex

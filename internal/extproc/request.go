@@ -164,7 +164,7 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 	if x.deferHeaders {
 		return nil
 	}
-	err := x.send(x.headersResponse(false, &x.early, false))
+	err := x.send(x.headersResponse(false, &x.early, false).msg())
 	x.early.reset()
 	return err
 }
@@ -288,7 +288,7 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders && mode == modeFullDuplex:
 		// The headers waited for the body; the rewritten body follows as one
 		// streamed piece.
-		if err := x.send(x.headersResponse(false, m, true)); err != nil {
+		if err := x.send(x.headersResponse(false, m, true).msg()); err != nil {
 			return err
 		}
 		x.replied = x.chunks
@@ -299,7 +299,7 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders:
 		// STREAMED, sent without waiting for the headers' answer: answer the
 		// headers, then every piece in order, the last carrying the body.
-		if err := x.send(x.headersResponse(false, m, true)); err != nil {
+		if err := x.send(x.headersResponse(false, m, true).msg()); err != nil {
 			return err
 		}
 		if err := x.answerPieces(pending, out.Body); err != nil || !trailers {
@@ -309,7 +309,7 @@ func (x *exchange) decide(trailers bool) error {
 		// BUFFERED: Envoy holds the headers until this answer, so they change
 		// with the body and the route is picked again on them.
 		r := x.bodyResponse(false).headers(m).replace(out.Body)
-		r.cr.ClearRouteCache = true
+		r.clearRoute = true
 		err := x.send(r.msg())
 		x.replied = x.chunks
 		if err != nil || !trailers {

@@ -23,7 +23,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	switch x.phase {
 	case phaseForwarded:
 	case phasePassthrough:
-		return x.send(x.headersResponse(true, nil, false))
+		return x.send(x.headersResponse(true, nil, false).msg())
 	case phaseRequestBody:
 		// Envoy answered before Junction had the whole request (its own
 		// buffer limit, a timeout, an upstream that answered early): count it
@@ -34,12 +34,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.markComplete()
 		var m mutation
 		m.put("x-request-id", x.id, false)
-		return x.send(x.headersResponse(true, &m, false))
+		return x.send(x.headersResponse(true, &m, false).msg())
 	case phaseDone:
 		if !x.quiet {
 			x.stray("response_headers")
 		}
-		return x.send(x.headersResponse(true, nil, false))
+		return x.send(x.headersResponse(true, nil, false).msg())
 	default:
 		return x.protocolError("response_headers", "response headers arrived while the request was "+phaseNames[x.phase])
 	}
@@ -69,13 +69,13 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		// OpenAI shape.
 		x.phase = phaseResponseBody
 		x.errBody = true
-		resp.ModeOverride = x.responseMode(modeBuffered)
+		resp.mode = x.responseMode(modeBuffered)
 	case st >= 400 || st < 200:
 		// An error is relayed as the backend sent it: its body is not needed.
 		x.phase = phaseDone
 		x.quiet = true
 		x.markComplete()
-		resp.ModeOverride = x.responseMode(modeNone)
+		resp.mode = x.responseMode(modeNone)
 	case x.sse && x.dp.HoldsStream():
 		// A response check holds the stream until it is checked (held.go).
 		x.phase = phaseResponseBody
@@ -86,18 +86,18 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 			m.remove = append(m.remove, "content-length")
 		}
 		x.dp.StartStream()
-		resp.ModeOverride = x.heldMode()
+		resp.mode = x.heldMode()
 	case x.sse:
 		x.phase = phaseResponseBody
 		x.rewriteSSE = x.dp.Out.DropUsage || translating
 		x.dp.StartStream()
-		resp.ModeOverride = x.responseMode(modeStreamed)
+		resp.mode = x.responseMode(modeStreamed)
 	default:
 		x.phase = phaseResponseBody
 		x.holdJSON = translating
-		resp.ModeOverride = x.responseMode(modeBuffered)
+		resp.mode = x.responseMode(modeBuffered)
 	}
-	return x.send(resp)
+	return x.send(resp.msg())
 }
 
 // responseMode is the mode override that makes Envoy send the answer's body
