@@ -299,28 +299,48 @@ func (m *mutation) wireSize(n, nremove int) (size int, ok bool) {
 func (m *mutation) appendWire(b []byte, n, nremove int) []byte {
 	for i := 0; i < n; i++ {
 		e := m.entry(i)
-		b = protowire.AppendTag(b, fieldSetHeaders, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(optionSize(e)))
-		b = protowire.AppendTag(b, fieldOptionHeader, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(headerSize(e)))
+		b = appendTag(b, fieldSetHeaders, protowire.BytesType)
+		b = appendVarint(b, uint64(optionSize(e)))
+		b = appendTag(b, fieldOptionHeader, protowire.BytesType)
+		b = appendVarint(b, uint64(headerSize(e)))
 		if e.key != "" {
-			b = protowire.AppendTag(b, fieldHeaderKey, protowire.BytesType)
-			b = protowire.AppendString(b, e.key)
+			b = appendTag(b, fieldHeaderKey, protowire.BytesType)
+			b = appendString(b, e.key)
 		}
 		if e.value != "" {
-			b = protowire.AppendTag(b, fieldHeaderRaw, protowire.BytesType)
-			b = protowire.AppendString(b, e.value)
+			b = appendTag(b, fieldHeaderRaw, protowire.BytesType)
+			b = appendString(b, e.value)
 		}
 		if !e.appendValue {
-			b = protowire.AppendTag(b, fieldAppendAction, protowire.VarintType)
-			b = protowire.AppendVarint(b, uint64(corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD))
+			b = appendTag(b, fieldAppendAction, protowire.VarintType)
+			b = appendVarint(b, uint64(corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD))
 		}
 	}
 	for _, k := range m.remove[:nremove] {
-		b = protowire.AppendTag(b, fieldRemoveHeaders, protowire.BytesType)
-		b = protowire.AppendString(b, k)
+		b = appendTag(b, fieldRemoveHeaders, protowire.BytesType)
+		b = appendString(b, k)
 	}
 	return b
+}
+
+// appendVarint is protowire.AppendVarint with the one-byte case (every tag
+// and most lengths written here) inlined where it is called.
+func appendVarint(b []byte, v uint64) []byte {
+	if v < 0x80 {
+		return append(b, byte(v))
+	}
+	return protowire.AppendVarint(b, v)
+}
+
+// appendTag is protowire.AppendTag for a field numbered below 16 (every
+// field written here), whose tag is one byte.
+func appendTag(b []byte, num protowire.Number, typ protowire.Type) []byte {
+	return append(b, byte(num)<<3|byte(typ))
+}
+
+// appendString is protowire.AppendString through appendVarint.
+func appendString(b []byte, s string) []byte {
+	return append(appendVarint(b, uint64(len(s))), s...)
 }
 
 // headerSize is the size of e's HeaderValue on the wire.

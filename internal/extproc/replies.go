@@ -202,49 +202,49 @@ func (r *reply) msg() *extprocv3.ProcessingResponse {
 	b := make([]byte, 0, size)
 	if r.mode != nil {
 		// protobuf-go writes a oneof (the answer) after the other fields.
-		b = protowire.AppendTag(b, fieldModeOverride, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(mode))
+		b = appendTag(b, fieldModeOverride, protowire.BytesType)
+		b = appendVarint(b, uint64(mode))
 		var err error
 		if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, r.mode); err != nil {
 			return r.messages() // enums only: cannot happen; marshalling reports it if it does
 		}
 	}
-	b = protowire.AppendTag(b, r.answer, protowire.BytesType)
-	b = protowire.AppendVarint(b, uint64(answer))
+	b = appendTag(b, r.answer, protowire.BytesType)
+	b = appendVarint(b, uint64(answer))
 	if r.common {
-		b = protowire.AppendTag(b, fieldCommon, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(cr))
+		b = appendTag(b, fieldCommon, protowire.BytesType)
+		b = appendVarint(b, uint64(cr))
 		if hm > 0 {
-			b = protowire.AppendTag(b, fieldHeaderMutation, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(hm))
+			b = appendTag(b, fieldHeaderMutation, protowire.BytesType)
+			b = appendVarint(b, uint64(hm))
 			b = r.m.appendWire(b, r.n, r.nremove)
 		}
 		if r.op != bodyKeep {
-			b = protowire.AppendTag(b, fieldBodyMutation, protowire.BytesType)
-			b = protowire.AppendVarint(b, uint64(bm))
+			b = appendTag(b, fieldBodyMutation, protowire.BytesType)
+			b = appendVarint(b, uint64(bm))
 			switch r.op {
 			case bodyClear:
-				b = protowire.AppendTag(b, fieldClearBody, protowire.VarintType)
-				b = protowire.AppendVarint(b, 1)
+				b = appendTag(b, fieldClearBody, protowire.VarintType)
+				b = appendVarint(b, 1)
 			case bodyReplace:
-				b = protowire.AppendTag(b, fieldBody, protowire.BytesType)
-				b = protowire.AppendBytes(b, r.body)
+				b = appendTag(b, fieldBody, protowire.BytesType)
+				b = append(appendVarint(b, uint64(len(r.body))), r.body...)
 			case bodyStream:
-				b = protowire.AppendTag(b, fieldStreamed, protowire.BytesType)
-				b = protowire.AppendVarint(b, uint64(r.streamedSize()))
+				b = appendTag(b, fieldStreamed, protowire.BytesType)
+				b = appendVarint(b, uint64(r.streamedSize()))
 				if len(r.body) > 0 {
-					b = protowire.AppendTag(b, fieldStreamedBody, protowire.BytesType)
-					b = protowire.AppendBytes(b, r.body)
+					b = appendTag(b, fieldStreamedBody, protowire.BytesType)
+					b = append(appendVarint(b, uint64(len(r.body))), r.body...)
 				}
 				if r.eos {
-					b = protowire.AppendTag(b, fieldStreamedEnd, protowire.VarintType)
-					b = protowire.AppendVarint(b, 1)
+					b = appendTag(b, fieldStreamedEnd, protowire.VarintType)
+					b = appendVarint(b, 1)
 				}
 			}
 		}
 		if r.clearRoute {
-			b = protowire.AppendTag(b, fieldClearRouteCache, protowire.VarintType)
-			b = protowire.AppendVarint(b, 1)
+			b = appendTag(b, fieldClearRouteCache, protowire.VarintType)
+			b = appendVarint(b, 1)
 		}
 	}
 	r.pr.ProtoReflect().SetUnknown(b)
