@@ -49,9 +49,15 @@ type Detector struct {
 	// Japanese: their candidate index, or the slots after the candidates.
 	zhSlot, jaSlot int
 	unique         []lingua.Language // candidates with unique characters
-	// charLangs maps a character of lingua's charsToLanguagesMapping to the
-	// languages its entry names.
-	charLangs map[rune][]lingua.Language
+	// latin1Slots[r] are the slots detectWithRules counts a rune r below
+	// 256 in (ruleSlots, computed once: most runes of most texts are these).
+	latin1Slots [256][]int
+	// charIdx maps a character of lingua's charsToLanguagesMapping to the
+	// candidate indices of the languages its entries name (repeats kept, as
+	// lingua counts them), for the characters that name a candidate;
+	// latin1CharIdx is the same for the runes below 256.
+	charIdx       map[rune][]int
+	latin1CharIdx [256][]int
 	// alphas are alphabetsOf each candidate (by index), computed once:
 	// filterByRules reads them on every detection.
 	alphas [][]alphabet
@@ -143,11 +149,19 @@ func newDetector(languages []lingua.Language) (*Detector, error) {
 		}
 		d.alphas = append(d.alphas, alphabetsOf(l))
 	}
-	d.charLangs = map[rune][]lingua.Language{}
+	d.charIdx = map[rune][]int{}
 	for chars, ls := range charsToLanguages {
 		for _, r := range chars {
-			d.charLangs[r] = append(d.charLangs[r], ls...)
+			for _, l := range ls {
+				if i, ok := d.index[l]; ok {
+					d.charIdx[r] = append(d.charIdx[r], i)
+				}
+			}
 		}
+	}
+	for r := range d.latin1Slots {
+		d.latin1Slots[r] = d.ruleSlots(rune(r), nil)
+		d.latin1CharIdx[r] = d.charIdx[rune(r)]
 	}
 	return d, nil
 }
@@ -518,9 +532,9 @@ func (d *Detector) fill(text string, vals []Confidence) {
 		d.set(vals, filtered[0], 1)
 		return
 	}
-	inFiltered := make([]bool, len(d.langs))
+	var inFiltered langSet
 	for _, l := range filtered {
-		inFiltered[d.index[l]] = true
+		inFiltered.add(d.index[l])
 	}
 	chars := 0
 	for _, w := range words {
@@ -531,27 +545,29 @@ func (d *Detector) fill(text string, vals []Confidence) {
 		lengths = []int{3}
 	}
 	nl := len(d.langs)
-	sums := make([]float64, nl)  // summed log-probabilities over lengths
-	has := make([]bool, nl)      // some length gave the language a negative sum
-	unigramCounts := []int(nil)  // nil unless lengths include 1
-	sum := make([]float64, nl)   // per length
-	found := make([]bool, nl)    // per n-gram
-	var grams [][maxNgram]uint64 // per length: prefix hashes of each distinct n-gram
+	sums := make([]float64, nl) // summed log-probabilities over lengths
+	has := make([]bool, nl)     // some length gave the language a negative sum
+	unigramCounts := []int(nil) // nil unless lengths include 1
+	sum := make([]float64, nl)  // per length
+	pre := prefixHashes(words, make([]prefix, 0, chars))
+	var grams []int32 // per length: the position in pre of each distinct n-gram
 	var seen hashSet
 	seen.reset(chars) // a length's distinct n-grams are at most the text's characters
 	for _, n := range lengths {
-		grams = d.ngrams(words, n, grams[:0], &seen)
+		grams = distinctNgrams(pre, n, grams[:0], &seen)
 		clear(sum)
-		for _, g := range grams {
-			clear(found)
+		for _, at := range grams {
+			g := &pre[at].g
+			// The n-gram's log-probability in each filtered language, else
+			// its longest prefix's that the language has.
+			want := inFiltered
 			left := len(filtered)
 			for k := n - 1; k >= 0 && left > 0; k-- {
 				lo, hi := d.tables[k+1].lookup(g[k])
 				t := &d.tables[k+1]
 				for p := lo; p < hi; p++ {
-					li := t.lang[p]
-					if inFiltered[li] && !found[li] {
-						found[li] = true
+					if li := t.lang[p]; want.has(li) {
+						want.remove(li)
 						sum[li] += t.logp[p]
 						left--
 					}
@@ -560,14 +576,14 @@ func (d *Detector) fill(text string, vals []Confidence) {
 		}
 		anyProb := false
 		for i := range sum {
-			if inFiltered[i] && sum[i] < 0 {
+			if inFiltered.has(uint8(i)) && sum[i] < 0 {
 				sums[i] += sum[i]
 				has[i] = true
 				anyProb = true
 			}
 		}
 		if n == 1 {
-			unigramCounts = d.countUnigrams(grams, filtered, sum, anyProb)
+			unigramCounts = d.countUnigrams(pre, grams, filtered, sum, anyProb)
 		}
 	}
 	// Lingua divides by the unigram count, takes exp (in decimals when it
@@ -611,64 +627,88 @@ func (d *Detector) fill(text string, vals []Confidence) {
 // countUnigrams replays lingua's countUnigrams, including its quirk: a
 // filtered language without a unigram probability is replaced by the zero
 // Language (Afrikaans), which then counts once per such language.
-func (d *Detector) countUnigrams(grams [][maxNgram]uint64, filtered []lingua.Language, sum []float64, anyProb bool) []int {
-	counts := make([]int, len(d.langs))
-	t := &d.tables[1]
+func (d *Detector) countUnigrams(pre []prefix, grams []int32, filtered []lingua.Language, sum []float64, anyProb bool) []int {
+	// times[i] is how many filtered languages count as candidate i: each
+	// adds one per unigram that i has a probability for (a model lists a
+	// unigram once, so a unigram has one posting per language at most).
+	times := make([]int, len(d.langs))
 	for _, l := range filtered {
 		if anyProb && !(sum[d.index[l]] < 0) {
 			l = lingua.Language(0)
 		}
-		i, ok := d.index[l]
-		if !ok {
-			continue
+		if i, ok := d.index[l]; ok {
+			times[i]++
 		}
-		for _, g := range grams {
-			lo, hi := t.lookup(g[0])
-			for p := lo; p < hi; p++ {
-				if int(t.lang[p]) == i {
-					counts[i]++
-					break
-				}
-			}
+	}
+	counts := make([]int, len(d.langs))
+	t := &d.tables[1]
+	for _, at := range grams {
+		lo, hi := t.lookup(pre[at].g[0])
+		for p := lo; p < hi; p++ {
+			counts[t.lang[p]] += times[t.lang[p]]
 		}
 	}
 	return counts
 }
 
-// ngrams appends, for each distinct n-gram of words, the hashes of its
-// prefixes (lengths 1..n), in the order of their first occurrence (fill sums
-// their log-probabilities in this order, so it is part of the answer).
-//
-// A prefix's hash is FNV-1a over its UTF-8 bytes, so the hashes of one
-// n-gram's prefixes are the steps of one FNV pass (hashBytes of each prefix,
-// in n steps rather than 1+2+…+n, as hashString hashes a model's n-gram). seen is the scratch set of hashes already
-// taken, cleared here; reset sizes it for the text.
-func (d *Detector) ngrams(words []string, n int, out [][maxNgram]uint64, seen *hashSet) [][maxNgram]uint64 {
-	seen.clear()
+// langSet is a set of candidate indices (there are at most 255).
+type langSet [4]uint64
+
+func (s *langSet) add(i int)        { s[i>>6] |= 1 << (i & 63) }
+func (s *langSet) has(i uint8) bool { return s[i>>6]&(1<<(i&63)) != 0 }
+func (s *langSet) remove(i uint8)   { s[i>>6] &^= 1 << (i & 63) }
+
+// prefix is one position of a word: the hashes of the n-grams that start
+// there, by length (g[k] is the (k+1)-gram's), for the k lengths the word
+// has runes left for (at most maxNgram).
+type prefix struct {
+	g [maxNgram]uint64
+	k int
+}
+
+// prefixHashes appends every position of words in order, with its n-gram
+// hashes. A prefix's hash is FNV-1a over its UTF-8 bytes, so the hashes of
+// one position's n-grams are the steps of one FNV pass, computed once for
+// every length fill reads (hashString hashes a model's n-gram the same way).
+func prefixHashes(words []string, out []prefix) []prefix {
 	var enc [utf8.UTFMax]byte
 	for _, w := range words {
 		for i := 0; i < len(w); {
-			var g [maxNgram]uint64
+			var p prefix
 			h := uint64(14695981039346656037)
-			j, k := i, 0
-			for ; k < n && j < len(w); k++ {
-				r, size := utf8.DecodeRuneInString(w[j:])
-				j += size
-				// The rune's encoding, as utf8.AppendRune gives it ([]rune
-				// of an invalid byte is U+FFFD, and so is this).
-				for _, c := range enc[:utf8.EncodeRune(enc[:], r)] {
+			for j := i; p.k < maxNgram && j < len(w); p.k++ {
+				if c := w[j]; c < utf8.RuneSelf {
 					h = (h ^ uint64(c)) * 1099511628211
+					j++
+				} else {
+					r, size := utf8.DecodeRuneInString(w[j:])
+					j += size
+					// The rune's encoding, as utf8.AppendRune gives it
+					// ([]rune of an invalid byte is U+FFFD, and so is this).
+					for _, c := range enc[:utf8.EncodeRune(enc[:], r)] {
+						h = (h ^ uint64(c)) * 1099511628211
+					}
 				}
-				g[k] = nonzero(fmix64(h))
+				p.g[p.k] = nonzero(fmix64(h))
 			}
-			if k < n {
-				break // fewer than n runes left in the word
-			}
+			out = append(out, p)
 			_, size := utf8.DecodeRuneInString(w[i:])
 			i += size
-			if seen.add(g[n-1]) {
-				out = append(out, g)
-			}
+		}
+	}
+	return out
+}
+
+// distinctNgrams appends, for each distinct n-gram of the positions pre,
+// the index in pre of its first occurrence, in order (fill sums their
+// log-probabilities in this order, so it is part of the answer). seen is the
+// scratch set of hashes already taken, cleared here; reset sizes it for the
+// text.
+func distinctNgrams(pre []prefix, n int, out []int32, seen *hashSet) []int32 {
+	seen.clear()
+	for i := range pre {
+		if p := &pre[i]; p.k >= n && seen.add(p.g[n-1]) {
+			out = append(out, int32(i))
 		}
 	}
 	return out
@@ -745,9 +785,23 @@ func splitWords(s string) []string {
 }
 
 func isCJK(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) ||
-		unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+	return r >= cjkMin && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) ||
+		unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r))
 }
+
+// cjkMin is the lowest rune of the scripts isCJK tests: below it (most
+// text) none of their range tables needs a search.
+var cjkMin = func() rune {
+	m := rune(unicode.MaxRune)
+	for _, t := range []*unicode.RangeTable{unicode.Han, unicode.Hangul, unicode.Hiragana, unicode.Katakana} {
+		if len(t.R16) > 0 {
+			m = min(m, rune(t.R16[0].Lo))
+		} else if len(t.R32) > 0 {
+			m = min(m, rune(t.R32[0].Lo))
+		}
+	}
+	return m
+}()
 
 // detectWithRules is lingua's detectLanguageWithRules. Its counts are kept
 // by slot (slots) rather than in maps: the candidates, then Chinese and
@@ -756,7 +810,7 @@ func isCJK(r rune) bool {
 func (d *Detector) detectWithRules(words []string) lingua.Language {
 	nl := len(d.langs)
 	ns, unknown := nl+3, nl+2
-	var tb, cb [32]int
+	var tb, cb, sb [32]int
 	var total, counts []int
 	if ns <= len(tb) {
 		total, counts = tb[:ns], cb[:ns]
@@ -773,28 +827,14 @@ func (d *Detector) detectWithRules(words []string) lingua.Language {
 			counts[slot]++
 		}
 		for _, r := range w {
-			matched := false
-			for _, oa := range d.oneAlpha {
-				if oa.a.matchesRune(r) {
-					inc(oa.slot)
-					matched = true
-					break
-				}
+			slots := sb[:0]
+			if uint32(r) < uint32(len(d.latin1Slots)) {
+				slots = d.latin1Slots[r]
+			} else {
+				slots = d.ruleSlots(r, slots)
 			}
-			if matched {
-				continue
-			}
-			switch {
-			case unicode.Is(unicode.Han, r):
-				inc(d.zhSlot)
-			case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
-				inc(d.jaSlot)
-			case unicode.Is(unicode.Latin, r) || unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Devanagari, r):
-				for _, l := range d.unique {
-					if strings.ContainsRune(uniqueCharacters(l), r) {
-						inc(d.index[l])
-					}
-				}
+			for _, s := range slots {
+				inc(s)
 			}
 		}
 		switch distinct {
@@ -846,6 +886,30 @@ func (d *Detector) detectWithRules(words []string) lingua.Language {
 	return d.slotLanguage(s)
 }
 
+// ruleSlots appends the slots detectWithRules counts rune r in: the
+// candidate of the one-language alphabet r is written in, else Chinese for
+// Han, Japanese for kana, else each candidate whose unique characters hold r.
+func (d *Detector) ruleSlots(r rune, slots []int) []int {
+	for _, oa := range d.oneAlpha {
+		if oa.a.matchesRune(r) {
+			return append(slots, oa.slot)
+		}
+	}
+	switch {
+	case unicode.Is(unicode.Han, r):
+		slots = append(slots, d.zhSlot)
+	case unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r):
+		slots = append(slots, d.jaSlot)
+	case unicode.Is(unicode.Latin, r) || unicode.Is(unicode.Cyrillic, r) || unicode.Is(unicode.Devanagari, r):
+		for _, l := range d.unique {
+			if strings.ContainsRune(uniqueCharacters(l), r) {
+				slots = append(slots, d.index[l])
+			}
+		}
+	}
+	return slots
+}
+
 // slotLanguage is the language of a detectWithRules slot.
 func (d *Detector) slotLanguage(s int) lingua.Language {
 	switch nl := len(d.langs); {
@@ -876,20 +940,25 @@ func mostFrequentSlot(counts []int) (top, second, slot int) {
 	return top, second, slot
 }
 
+// charIndices is charIdx[r].
+func (d *Detector) charIndices(r rune) []int {
+	if uint32(r) < uint32(len(d.latin1CharIdx)) {
+		return d.latin1CharIdx[r]
+	}
+	return d.charIdx[r]
+}
+
 // filterByRules is lingua's filterLanguagesByRules (its maps kept as arrays
 // by alphabet and by candidate index).
 func (d *Detector) filterByRules(words []string) []lingua.Language {
 	var alphas [numAlphabets]int
 	nalphas := 0
 	for _, w := range words {
-		for a := alphabet(0); a < numAlphabets; a++ {
-			if a.matchesWord(w) {
-				if alphas[a] == 0 {
-					nalphas++
-				}
-				alphas[a]++
-				break
+		if a, ok := firstAlphabet(w); ok {
+			if alphas[a] == 0 {
+				nalphas++
 			}
+			alphas[a]++
 		}
 	}
 	if nalphas == 0 {
@@ -947,13 +1016,13 @@ func (d *Detector) filterByRules(words []string) []lingua.Language {
 	for _, w := range words {
 		distinct = distinct[:0]
 		for _, r := range w {
-			if _, ok := d.charLangs[r]; ok && !slices.Contains(distinct, r) {
+			if len(d.charIndices(r)) > 0 && !slices.Contains(distinct, r) {
 				distinct = append(distinct, r)
 			}
 		}
 		for _, r := range distinct {
-			for _, l := range d.charLangs[r] {
-				if i, ok := d.index[l]; ok && in[i] {
+			for _, i := range d.charIndices(r) {
+				if in[i] {
 					counts[i]++
 				}
 			}

@@ -26,7 +26,7 @@ func detectWithRulesReference(d *Detector, words []string) lingua.Language {
 		for _, r := range w {
 			matched := false
 			for a, l := range oneAlpha {
-				if a.matchesRune(r) {
+				if unicode.Is(alphabetTables[a], r) {
 					counts[l]++
 					matched = true
 					break
@@ -133,7 +133,7 @@ func TestDetectWithRulesMatchesReference(t *testing.T) {
 	if !testing.Short() {
 		texts = append(texts, sharedTexts(t)...)
 	}
-	letters := []rune("abcxyzäößüéèçñłąęśźżјїєґ中文字日本ひらがなカタカナ한국어αβγδабвгдеёжאבגדابتथदनअ١٢3")
+	letters := []rune("abcxyzäößüéèçñãåæøðþíóúýÿłąęśźżјїєґ中文字日本ひらがなカタカナ한국어αβγδабвгдеёжאבגדابتथदनअ١٢3")
 	rng := rand.New(rand.NewPCG(5, 6))
 	var words [][]string
 	for _, text := range texts {
@@ -171,7 +171,7 @@ func filterByRulesReference(d *Detector, words []string) []lingua.Language {
 	alphas := map[alphabet]int{}
 	for _, w := range words {
 		for a := alphabet(0); a < numAlphabets; a++ {
-			if a.matchesWord(w) {
+			if matchesWordReference(a, w) {
 				alphas[a]++
 				break
 			}
@@ -204,17 +204,23 @@ func filterByRulesReference(d *Detector, words []string) []lingua.Language {
 			filtered = append(filtered, l)
 		}
 	}
+	charLangs := map[rune][]lingua.Language{}
+	for chars, ls := range charsToLanguages {
+		for _, r := range chars {
+			charLangs[r] = append(charLangs[r], ls...)
+		}
+	}
 	counts := map[lingua.Language]int{}
 	var distinct []rune
 	for _, w := range words {
 		distinct = distinct[:0]
 		for _, r := range w {
-			if _, ok := d.charLangs[r]; ok && !slices.Contains(distinct, r) {
+			if _, ok := charLangs[r]; ok && !slices.Contains(distinct, r) {
 				distinct = append(distinct, r)
 			}
 		}
 		for _, r := range distinct {
-			for _, l := range d.charLangs[r] {
+			for _, l := range charLangs[r] {
 				if slices.Contains(filtered, l) {
 					counts[l]++
 				}
@@ -232,4 +238,36 @@ func filterByRulesReference(d *Detector, words []string) []lingua.Language {
 		return subset
 	}
 	return filtered
+}
+
+// matchesWordReference is alphabet.matchesWord on the script's range table
+// alone (no Latin-1 table).
+func matchesWordReference(a alphabet, w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.Is(alphabetTables[a], r) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLatin1Tables checks the alphabets' table for runes below 256 and
+// isCJK's lower bound against the range-table searches they stand for
+// (detectWithRules' and filterByRules' own tables are checked through their
+// answers, against the references above).
+func TestLatin1Tables(t *testing.T) {
+	for r := rune(0); r < 0x3100; r++ {
+		for a := alphabet(0); a < numAlphabets; a++ {
+			if got, want := a.matchesRune(r), unicode.Is(alphabetTables[a], r); got != want {
+				t.Fatalf("alphabet %d, %U: matchesRune %v, range table %v", a, r, got, want)
+			}
+		}
+		want := unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hangul, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+		if got := isCJK(r); got != want {
+			t.Fatalf("%U: isCJK %v, range tables %v", r, got, want)
+		}
+	}
 }

@@ -3,6 +3,7 @@
 package langid
 
 import (
+	"math/bits"
 	"unicode"
 
 	lingua "github.com/pemistahl/lingua-go"
@@ -46,8 +47,28 @@ var alphabetTables = [numAlphabets]*unicode.RangeTable{
 	unicode.Thai,
 }
 
+// latin1Alphabets[r] has bit a set when alphabet a's script holds r, for
+// the runes below 256 that most text is made of: the rules test every word
+// against the alphabets in turn, and a table lookup answers what a search of
+// each script's range table would.
+var latin1Alphabets = func() (t [256]uint32) {
+	for r := range t {
+		for a := alphabet(0); a < numAlphabets; a++ {
+			if unicode.Is(alphabetTables[a], rune(r)) {
+				t[r] |= 1 << a
+			}
+		}
+	}
+	return t
+}()
+
 // matchesRune is lingua's alphabet.matches on a one-character string.
-func (a alphabet) matchesRune(r rune) bool { return unicode.Is(alphabetTables[a], r) }
+func (a alphabet) matchesRune(r rune) bool {
+	if uint32(r) < uint32(len(latin1Alphabets)) {
+		return latin1Alphabets[r]&(1<<a) != 0
+	}
+	return unicode.Is(alphabetTables[a], r)
+}
 
 // matchesWord is lingua's alphabet.matches (^\p{Script}+$) on a word.
 func (a alphabet) matchesWord(w string) bool {
@@ -55,11 +76,37 @@ func (a alphabet) matchesWord(w string) bool {
 		return false
 	}
 	for _, r := range w {
-		if !unicode.Is(alphabetTables[a], r) {
+		if !a.matchesRune(r) {
 			return false
 		}
 	}
 	return true
+}
+
+// firstAlphabet is the first alphabet, in lingua's order, that matches the
+// whole word (matchesWord), if one does. A word of runes below 256 is one
+// pass over it: the alphabets that hold all its runes are the intersection
+// of theirs in latin1Alphabets.
+func firstAlphabet(w string) (alphabet, bool) {
+	mask := uint32(1)<<numAlphabets - 1
+	for _, r := range w {
+		if uint32(r) >= uint32(len(latin1Alphabets)) {
+			// Another script: test the alphabets in turn.
+			for a := alphabet(0); a < numAlphabets; a++ {
+				if a.matchesWord(w) {
+					return a, true
+				}
+			}
+			return 0, false
+		}
+		if mask &= latin1Alphabets[r]; mask == 0 {
+			return 0, false
+		}
+	}
+	if w == "" {
+		return 0, false
+	}
+	return alphabet(bits.TrailingZeros32(mask)), true
 }
 
 // singleLanguageAlphabets is lingua's allAlphabetsSupportingSingleLanguage.
