@@ -70,7 +70,7 @@ func parseModel(raw json.RawMessage) (model, error) {
 		if !ok {
 			return nil, fmt.Errorf("model.unk_token %q is not in the WordLevel vocabulary", unk)
 		}
-		return &wordLevel{v: vocab, unk: unk, unkID: id}, nil
+		return &wordLevel{v: vocab, unk: unk, unkID: id, words: wordsByID(vocab)}, nil
 	case "BPE", "":
 		b := &bpe{v: vocab, unk: unk, fuseUnk: s.FuseUnk, byteFallback: s.ByteFallback, ignoreMerges: s.IgnoreMerges, ranks: map[[2]string]int{}}
 		if s.ContinuingSubwordPrefix != nil {
@@ -179,15 +179,43 @@ type wordLevel struct {
 	v     map[string]int64
 	unk   string
 	unkID int64
+	// words[id] is the word of id (nil unless every id is one word's, in
+	// [0, len(v))): a token's text without a string made per word.
+	words []string
+}
+
+// wordsByID inverts vocab when its ids are 0..len(vocab)-1, each once; nil
+// otherwise.
+func wordsByID(vocab map[string]int64) []string {
+	words := make([]string, len(vocab))
+	for w, id := range vocab {
+		if id < 0 || id >= int64(len(words)) || words[id] != "" || w == "" {
+			return nil
+		}
+		words[id] = w
+	}
+	return words
 }
 
 func (w *wordLevel) kind() string            { return "WordLevel" }
 func (w *wordLevel) vocab() map[string]int64 { return w.v }
 
 func (w *wordLevel) tokenize(word []rune, out []piece) []piece {
-	s := string(word)
-	if id, ok := w.v[s]; ok {
-		return append(out, piece{id: id, tok: s, start: 0, end: len(word)})
+	// The word's UTF-8 in a stack buffer: the map lookup of string(b)
+	// allocates nothing, and a known word's text is the vocabulary's.
+	var buf [64]byte
+	b := buf[:0]
+	for _, r := range word {
+		b = utf8.AppendRune(b, r)
+	}
+	if id, ok := w.v[string(b)]; ok {
+		tok := ""
+		if w.words != nil {
+			tok = w.words[id]
+		} else {
+			tok = string(b)
+		}
+		return append(out, piece{id: id, tok: tok, start: 0, end: len(word)})
 	}
 	return append(out, piece{id: w.unkID, tok: w.unk, start: 0, end: len(word)})
 }

@@ -122,12 +122,20 @@ func TestByteLevelBPE(t *testing.T) {
 func TestWordLevelWhitespace(t *testing.T) {
 	tk := load(t, "wordlevel.json")
 	check(t, tk.Encode("The CAT sat... Café don't dog"), want{
+		tokens:  []string{"the", "cat", "sat", "...", "cafe", "don", "'", "t", "[UNK]"},
 		ids:     []int64{2, 3, 4, 10, 6, 7, 8, 9, 1},
 		offsets: [][2]int{{0, 3}, {4, 7}, {8, 11}, {11, 14}, {15, 20}, {21, 24}, {24, 25}, {25, 26}, {27, 30}},
 	})
 	if tk.NumSpecial(false) != 0 {
 		t.Error("no post-processor must add no tokens")
 	}
+	// A vocabulary whose ids are not one word each (two words share id 2)
+	// still gives each word its own text.
+	shared, err := tokenizer.Parse([]byte(`{"pre_tokenizer": {"type": "Whitespace"}, "model": {"type": "WordLevel", "unk_token": "[UNK]", "vocab": {"[UNK]": 0, "cat": 2, "dog": 2, "café": 7}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, shared.Encode("dog cat café bird"), want{tokens: []string{"dog", "cat", "café", "[UNK]"}, ids: []int64{2, 2, 7, 0}})
 }
 
 // TestTokensLimitEqualsWholeText checks the long-input rule: reading only as far as a limit needs gives the
