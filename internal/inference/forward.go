@@ -132,15 +132,15 @@ func (m *Model) pass(ctx context.Context, encs []tokenizer.Encoding, rows []int,
 	}
 
 	began := time.Now()
-	outputs := make([]ort.Value, len(m.outputs))
+	outputs, reused := m.takeRowOutputs(B)
 	err := m.session.Run(inputs, outputs)
 	tm.Forward += time.Since(began)
 	defer func() {
-		for _, v := range outputs {
-			if v != nil {
-				v.Destroy()
-			}
+		if reused && err == nil {
+			m.rowOuts <- outputs // room: one set per pass in flight (sem)
+			return
 		}
+		destroyValues(outputs)
 	}()
 	if err != nil {
 		return fmt.Errorf("forward pass (%d rows of %d tokens): %w", B, T, err)
@@ -185,4 +185,37 @@ func (m *Model) pass(ctx context.Context, encs []tokenizer.Encoding, rows []int,
 		}
 	}
 	return nil
+}
+
+// takeRowOutputs returns the output values for a pass of B rows: for one row
+// of a model with fixed output widths, a reused set of [1, k] tensors
+// (reused true; ONNX Runtime writes into them), else nils for ONNX Runtime to
+// allocate.
+func (m *Model) takeRowOutputs(B int) (outputs []ort.Value, reused bool) {
+	if B == 1 && m.rowOuts != nil {
+		select {
+		case o := <-m.rowOuts:
+			return o, true
+		default:
+		}
+		o := make([]ort.Value, len(m.oneRowWidths))
+		for k, w := range m.oneRowWidths {
+			t, err := ort.NewEmptyTensor[float32](ort.NewShape(1, w))
+			if err != nil {
+				destroyValues(o)
+				return make([]ort.Value, len(m.outputs)), false
+			}
+			o[k] = t
+		}
+		return o, true
+	}
+	return make([]ort.Value, len(m.outputs)), false
+}
+
+func destroyValues(vs []ort.Value) {
+	for _, v := range vs {
+		if v != nil {
+			v.Destroy()
+		}
+	}
 }

@@ -133,6 +133,13 @@ type Model struct {
 	layerOut map[int]int    // layer → index into outputs
 	fixedT   int            // the graph's fixed sequence length, 0 when dynamic
 	labelIdx map[string]int // label → index
+	// rowOuts holds output tensors for one-row passes ([1, k] each, k
+	// oneRowWidths), reused from pass to pass instead of ONNX Runtime
+	// allocating outputs that the wrapper then reads back through a dozen cgo
+	// calls: nil unless every output's width is fixed (TaskHeads). At most
+	// Concurrency sets, one per pass in flight.
+	oneRowWidths []int64
+	rowOuts      chan []ort.Value
 
 	mu      sync.RWMutex
 	session *ort.DynamicAdvancedSession
@@ -308,11 +315,19 @@ func (r *Runtime) load(dir string, o ModelOptions) (*Model, error) {
 	info.Task = task
 	if task == TaskHeads {
 		// Every output is a head, read together by Heads.
+		fixed := true
 		for _, out := range outs {
 			if out.DataType != ort.TensorElementDataTypeFloat || len(out.Dimensions) != 2 {
 				return nil, fmt.Errorf("task %s reads every graph output as float32 [batch, k]; %q has element type %v and shape %v", task, out.Name, out.DataType, out.Dimensions)
 			}
 			m.outputs = append(m.outputs, out.Name)
+			m.oneRowWidths = append(m.oneRowWidths, out.Dimensions[1])
+			fixed = fixed && out.Dimensions[1] > 0
+		}
+		if fixed {
+			m.rowOuts = make(chan []ort.Value, o.Concurrency)
+		} else {
+			m.oneRowWidths = nil
 		}
 		if len(m.outputs) == 0 {
 			return nil, errors.New("the graph has no outputs")
@@ -728,6 +743,9 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
+	for m.rowOuts != nil && len(m.rowOuts) > 0 {
+		destroyValues(<-m.rowOuts)
+	}
 	m.rt.unregister(m)
 	m.rt.releaseTokenizer(m.toks)
 	if m.session != nil {
