@@ -45,7 +45,8 @@ func setOf(words ...string) map[string]bool {
 // HasInjectionPhrase reports whether text contains one of the well-known
 // injection phrasings.
 func HasInjectionPhrase(text string) bool {
-	var toks []string
+	var buf [64]string // a prompt's first tokens without growing a slice on the heap
+	toks := buf[:0]
 	Features{}.tokens(text, func(t string) { toks = append(toks, t) })
 	for i, t := range toks {
 		if injectionVerbs[t] {
