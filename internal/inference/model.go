@@ -743,7 +743,7 @@ func (m *Model) Close() error {
 		return nil
 	}
 	m.closed = true
-	for m.rowOuts != nil && len(m.rowOuts) > 0 {
+	for len(m.rowOuts) > 0 {
 		destroyValues(<-m.rowOuts)
 	}
 	m.rt.unregister(m)
