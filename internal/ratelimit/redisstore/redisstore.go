@@ -18,7 +18,6 @@ package redisstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -49,7 +48,9 @@ import (
 // goes back (a replica whose clock is behind takes at the bucket's time),
 // so a bucket never refills twice over the same interval. One bucket, the
 // common case (one limit per model), takes the first branch: no tables.
-var take = redis.NewScript(`
+var take = redis.NewScript(takeSource)
+
+const takeSource = `
 local now = tonumber(ARGV[1])
 local adjust = ARGV[#ARGV] == "0"
 if #KEYS == 1 then
@@ -90,7 +91,7 @@ for i, key in ipairs(KEYS) do
   out[i+1] = struct.pack("<d", levels[i])
 end
 return table.concat(out)
-`)
+`
 
 // bucketLayout names the buckets' keys (<group>:<bucketLayout>:<bucket>):
 // a layout of its own, so that during a rolling upgrade a replica of the
@@ -104,54 +105,127 @@ type Store struct {
 	c *redisstate.Client
 	// FailOpen admits requests while Redis does not answer; false refuses them.
 	FailOpen bool
+	// keyPrefix starts every bucket's key (<group>:<bucketLayout>:), built
+	// once: a take only appends the bucket's ID.
+	keyPrefix string
 }
 
 // New is a store on c.
-func New(c *redisstate.Client, failOpen bool) *Store { return &Store{c: c, FailOpen: failOpen} }
+func New(c *redisstate.Client, failOpen bool) *Store {
+	return &Store{c: c, FailOpen: failOpen, keyPrefix: c.Group("rl") + ":" + bucketLayout + ":"}
+}
 
 var _ ratelimit.Store = (*Store)(nil)
 
-func (s *Store) run(ctx context.Context, now time.Time, takes []ratelimit.Take, adjust bool) ([]float64, bool, error) {
-	keys, args := s.script(now, takes, adjust)
-	return parse(take.Run(ctx, s.c, keys, args...).Text())
+// The constant arguments of the script's command, boxed once: a take's
+// command points into its call for the rest.
+var (
+	argEvalSha, argEval = any("evalsha"), any("eval")
+	argSHA, argSource   = any(take.Hash()), any(takeSource)
+	argTake, argAdjust  = any("1"), any("0")
+)
+
+// inlineBuckets is how many buckets a call holds without allocating more:
+// one limit per model and one per key cover the common requests.
+const inlineBuckets = 2
+
+// call is one take's EVALSHA (KEYS and ARGV as the script reads them),
+// built in one allocation: the command's arguments are pointers into it
+// (go-redis writes a *string and an *int64 as it writes their values), so
+// no key or number is boxed on its own, and its answer is read as one
+// string (redis.StringCmd), not a reply boxed as an interface. go-redis's
+// Script.Run, used before, built the keys and the arguments as two slices
+// of their own, copied them into a third and boxed every number: 22
+// allocations a two-bucket take, 12 of them these (docs/benchmarks.md,
+// "Issue 18, session 16: the client side").
+type call struct {
+	args []any
+	keys []string
+	nums []int64
+
+	argsInline [3 + 4*inlineBuckets + 2]any
+	keysInline [inlineBuckets]string
+	numsInline [1 + 3*inlineBuckets]int64
 }
 
-// parse reads the script's answer: each bucket's level and whether the take
-// was admitted.
-func parse(res string, err error) ([]float64, bool, error) {
-	if err != nil {
-		return nil, false, err
+// newCall is the take script's command for takes at now (adjust: no
+// refusal).
+func (s *Store) newCall(now time.Time, takes []ratelimit.Take, adjust bool) *call {
+	c := new(call)
+	c.args, c.keys, c.nums = c.argsInline[:0], c.keysInline[:0], c.numsInline[:0]
+	if n := len(takes); n > inlineBuckets {
+		c.args, c.keys, c.nums = make([]any, 0, 3+4*n+2), make([]string, 0, n), make([]int64, 0, 1+3*n)
 	}
-	if len(res) == 0 || (len(res)-1)%8 != 0 {
-		return nil, false, fmt.Errorf("the take script answered %d bytes, not a verdict and levels", len(res))
+	c.args = append(c.args, argEvalSha, argSHA, len(takes))
+	for _, t := range takes {
+		c.keys = append(c.keys, s.keyPrefix+t.Bucket.ID)
 	}
-	levels := make([]float64, (len(res)-1)/8)
-	for i := range levels {
-		levels[i] = math.Float64frombits(binary.LittleEndian.Uint64([]byte(res[1+8*i : 9+8*i])))
+	for i := range c.keys {
+		c.args = append(c.args, &c.keys[i])
 	}
-	return levels, res[0] == 1, nil
-}
-
-// script is the take script's KEYS and ARGV for takes.
-func (s *Store) script(now time.Time, takes []ratelimit.Take, adjust bool) ([]string, []any) {
-	keys := make([]string, len(takes))
-	args := make([]any, 0, 2+3*len(takes))
-	args = append(args, now.UnixNano())
-	for i, t := range takes {
-		keys[i] = s.c.Group("rl") + ":" + bucketLayout + ":" + t.Bucket.ID
-		args = append(args, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
+	c.nums = append(c.nums, now.UnixNano())
+	for _, t := range takes {
+		c.nums = append(c.nums, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
 	}
-	mode := "1"
+	for i := range c.nums {
+		c.args = append(c.args, &c.nums[i])
+	}
 	if adjust {
-		mode = "0"
+		return c.with(argAdjust)
 	}
-	return keys, append(args, mode)
+	return c.with(argTake)
+}
+
+func (c *call) with(mode any) *call { c.args = append(c.args, mode); return c }
+
+// command is the call as a command to run or queue: EVALSHA of the
+// script's hash, or with eval EVAL of its source (Redis lost the script: a
+// restart, SCRIPT FLUSH; EVAL loads it again).
+func (c *call) command(ctx context.Context, eval bool) *redis.StringCmd {
+	c.args[0], c.args[1] = argEvalSha, argSHA
+	if eval {
+		c.args[0], c.args[1] = argEval, argSource
+	}
+	cmd := redis.NewStringCmd(ctx, c.args...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// run sends the call alone (EVAL if Redis lost the script) and returns the
+// script's answer.
+func (s *Store) run(ctx context.Context, c *call) (string, error) {
+	cmd := c.command(ctx, false)
+	_ = s.c.Process(ctx, cmd)
+	res, err := cmd.Result()
+	if noScript(err) {
+		cmd = c.command(ctx, true)
+		_ = s.c.Process(ctx, cmd)
+		res, err = cmd.Result()
+	}
+	return res, err
+}
+
+// verdict reads the script's answer for n buckets: whether the take was
+// admitted; levelOf reads a bucket's level from it.
+func verdict(res string, n int) (bool, error) {
+	if len(res) == 0 || (len(res)-1)%8 != 0 {
+		return false, fmt.Errorf("the take script answered %d bytes, not a verdict and levels", len(res))
+	}
+	if got := (len(res) - 1) / 8; got != n {
+		return false, fmt.Errorf("the take script answered %d levels for %d buckets", got, n)
+	}
+	return res[0] == 1, nil
+}
+
+func levelOf(res string, i int) float64 {
+	b := res[1+8*i : 9+8*i]
+	return math.Float64frombits(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56)
 }
 
 // Take implements ratelimit.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (bool, error) {
-	keys, args := s.script(now, takes, false)
-	res, err := take.Run(ctx, s.c, keys, args...).Text()
+	res, err := s.run(ctx, s.newCall(now, takes, false))
 	return s.settle(now, takes, levels, res, err), nil
 }
 
@@ -159,9 +233,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, takes []ratelimit.Take,
 // into levels and returns the verdict; on an error the take fails open or
 // closed, counted and logged.
 func (s *Store) settle(now time.Time, takes []ratelimit.Take, levels []ratelimit.Level, res string, err error) bool {
-	got, ok, err := parse(res, err)
-	if err == nil && len(got) != len(takes) {
-		err = fmt.Errorf("the take script answered %d levels for %d buckets", len(got), len(takes))
+	var ok bool
+	if err == nil {
+		ok, err = verdict(res, len(takes))
 	}
 	if err != nil {
 		s.c.Failed("rate_limit", "take", err)
@@ -178,7 +252,7 @@ func (s *Store) settle(now time.Time, takes []ratelimit.Take, levels []ratelimit
 		if ok {
 			n = 0
 		}
-		levels[i] = level(now, t.Bucket, got[i], n)
+		levels[i] = level(now, t.Bucket, levelOf(res, i), n)
 	}
 	return ok
 }
@@ -194,8 +268,7 @@ var _ ratelimit.DeferringStore = (*Store)(nil)
 // A take not yet sent when the request's context ends is not sent: take
 // then returns the context's error.
 func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, func() (bool, error)) {
-	keys, args := s.script(now, takes, false)
-	d := s.c.Defer(ctx, &deferred{s: s, now: now, takes: takes, levels: levels, keys: keys, args: args})
+	d := s.c.Defer(ctx, &deferred{s: s, now: now, takes: takes, levels: levels, call: s.newCall(now, takes, false)})
 	return redisstate.WithDeferred(ctx, d), d.Send
 }
 
@@ -205,25 +278,27 @@ type deferred struct {
 	now    time.Time
 	takes  []ratelimit.Take
 	levels []ratelimit.Level
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
+	call   *call
+	cmd    *redis.StringCmd
 }
 
 func (d *deferred) Queue(ctx context.Context, p redis.Pipeliner) {
-	d.cmd = take.EvalSha(ctx, p, d.keys, d.args...)
+	d.cmd = d.call.command(ctx, false)
+	_ = p.Process(ctx, d.cmd)
 }
 
 func (d *deferred) Carried(ctx context.Context) bool {
-	res, err := d.cmd.Text()
+	res, err := d.cmd.Result()
 	if noScript(err) { // Redis lost the script (a restart, SCRIPT FLUSH): it runs now, and is kept again
-		res, err = take.Eval(ctx, d.s.c, d.keys, d.args...).Text()
+		cmd := d.call.command(ctx, true)
+		_ = d.s.c.Process(ctx, cmd)
+		res, err = cmd.Result()
 	}
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 
 func (d *deferred) Send(ctx context.Context) bool {
-	res, err := take.Run(ctx, d.s.c, d.keys, d.args...).Text()
+	res, err := d.s.run(ctx, d.call)
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 
@@ -233,7 +308,11 @@ func noScript(err error) bool {
 
 // Adjust implements ratelimit.Store.
 func (s *Store) Adjust(ctx context.Context, now time.Time, b ratelimit.Bucket, n int64) error {
-	if _, _, err := s.run(ctx, now, []ratelimit.Take{{Bucket: b, N: n}}, true); err != nil {
+	res, err := s.run(ctx, s.newCall(now, []ratelimit.Take{{Bucket: b, N: n}}, true))
+	if err == nil {
+		_, err = verdict(res, 1)
+	}
+	if err != nil {
 		s.c.Failed("rate_limit", "adjust", err)
 	}
 	return nil

@@ -3,10 +3,13 @@ package redisstore_test
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/ratelimit/redisstore"
@@ -208,5 +211,49 @@ func TestOldLayoutIgnored(t *testing.T) {
 	}
 	if h := c.HGetAll(ctx, old).Val(); h["l"] != "0" || h["t"] != "1" {
 		t.Fatalf("the old-layout bucket changed: %v", h)
+	}
+}
+
+// TestScriptLostRunsAgain: a Redis that lost the script (SCRIPT FLUSH, a
+// restart) runs it from its source, alone (Take, Adjust) and carried in a
+// lookup's pipeline (Defer), with more buckets than a call holds inline,
+// and counts as it would have: no take fails, none is counted twice.
+func TestScriptLostRunsAgain(t *testing.T) {
+	c := redistest.StartVolatileServer(t).Client(t)
+	s := redisstore.New(c, false)
+	ctx := context.Background()
+	now := time.Now()
+	var takes []ratelimit.Take
+	for _, id := range []string{"a", "b", "c"} {
+		takes = append(takes, ratelimit.Take{Bucket: ratelimit.Bucket{ID: id, Capacity: 10, Window: time.Hour}, N: 1})
+	}
+	lv := make([]ratelimit.Level, len(takes))
+	flush := func() {
+		if err := c.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush()
+	if ok, _ := s.Take(ctx, now, takes, lv); !ok || lv[2].Remaining != 9 {
+		t.Fatalf("take after a flush: admitted %v, %+v", ok, lv)
+	}
+	flush()
+	if err := s.Adjust(ctx, now, takes[1].Bucket, 4); err != nil {
+		t.Fatal(err)
+	}
+	flush()
+	dctx, send := s.Defer(ctx, now, takes, lv)
+	pass, err := redisstate.DeferredFrom(dctx).Pipelined(dctx, c, func(p redis.Pipeliner) { p.Get(dctx, c.Prefix+"absent") })
+	if !pass || err == nil { // err: the GET's redis.Nil
+		t.Fatalf("carried take after a flush: pass %v, err %v", pass, err)
+	}
+	if ok, err := send(); !ok || err != nil {
+		t.Fatalf("the carried take's verdict: %v, %v", ok, err)
+	}
+	if got := []int64{lv[0].Remaining, lv[1].Remaining, lv[2].Remaining}; !slices.Equal(got, []int64{8, 4, 8}) {
+		t.Fatalf("levels after two takes and an adjust of 4 on b: %v, want [8 4 8]", got)
+	}
+	if n := c.Errors("rate_limit", "take"); n != 0 {
+		t.Fatalf("errors counted: %v", n)
 	}
 }

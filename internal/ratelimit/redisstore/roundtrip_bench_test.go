@@ -42,15 +42,15 @@ func BenchmarkTakeAndLookup(b *testing.B) {
 	}
 	variants := []variant{
 		{"sequential", func(c *redisstate.Client, s *Store, key string) error {
-			if _, _, err := s.run(ctx, time.Now(), takes, false); err != nil {
+			if _, err := s.run(ctx, s.newCall(time.Now(), takes, false)); err != nil {
 				return err
 			}
 			return get(c, key)
 		}},
 		{"pipelined", func(c *redisstate.Client, s *Store, key string) error {
-			keys, args := s.script(time.Now(), takes, false)
+			call := s.newCall(time.Now(), takes, false)
 			cmds, _ := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				take.EvalSha(ctx, p, keys, args...)
+				_ = p.Process(ctx, call.command(ctx, false))
 				p.Get(ctx, key)
 				return nil
 			})
@@ -67,7 +67,7 @@ func BenchmarkTakeAndLookup(b *testing.B) {
 			var gerr error
 			wg.Add(1)
 			go func() { defer wg.Done(); gerr = get(c, key) }()
-			_, _, err := s.run(ctx, time.Now(), takes, false)
+			_, err := s.run(ctx, s.newCall(time.Now(), takes, false))
 			wg.Wait()
 			return errors.Join(err, gerr)
 		}},
@@ -76,7 +76,7 @@ func BenchmarkTakeAndLookup(b *testing.B) {
 	stores := map[string]*Store{}
 	for _, t := range topos {
 		stores[t] = New(clients[t], true)
-		if _, _, err := stores[t].run(ctx, time.Now(), takes, false); err != nil { // the script loaded on its node
+		if _, err := stores[t].run(ctx, stores[t].newCall(time.Now(), takes, false)); err != nil { // the script loaded on its node
 			b.Fatal(err)
 		}
 	}
