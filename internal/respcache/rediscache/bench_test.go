@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/internal/ratelimit"
+	"github.com/junction-router/junction/internal/ratelimit/redisstore"
 	"github.com/junction-router/junction/internal/respcache"
 	"github.com/junction-router/junction/internal/respcache/rediscache"
 	"github.com/junction-router/junction/internal/state/redisstate/redistest"
@@ -155,4 +157,48 @@ func BenchmarkStoresAtRate(b *testing.B) {
 	b.ReportMetric(float64(reads)/float64(b.N), "xreads/store")
 	b.ReportMetric(own*1e6/float64(b.N), "cpu-µs/store")
 	b.ReportMetric(srv*1e6/float64(b.N), "redis-cpu-µs/store")
+}
+
+// BenchmarkCarriedLookup is the client side of a request's lookup on one
+// redis-server with the rate limiter's take held back for it
+// (redisstate.Deferred), as the gateway runs them: miss, the take and the
+// GET of a key no replica holds in one pipeline; hit, a key the index
+// holds, so the take goes alone. Its allocations per request (-benchmem)
+// are the figure; its time is the machine's.
+func BenchmarkCarriedLookup(b *testing.B) {
+	c := redistest.StartVolatileServer(b).Client(b)
+	cache := rediscache.Open(context.Background(), c, respcache.Options{})
+	b.Cleanup(func() { cache.Close() })
+	limits := redisstore.New(c, true)
+	takes := []ratelimit.Take{{Bucket: ratelimit.Bucket{ID: "model=m", Capacity: 1 << 40, Window: time.Minute}, N: 1}}
+	const ns = "response_cache/v2/model=small/decision=general/recipe=default/epoch=0123456789abcdef"
+	ctx := context.Background()
+	if err := cache.Store(ctx, ns, "held", make([]byte, 1024), time.Hour, nil); err != nil {
+		b.Fatal(err)
+	}
+	lookup := func(b *testing.B, key string, hit bool) {
+		lv := make([]ratelimit.Level, 1)
+		rctx, send := limits.Defer(ctx, time.Now(), takes, lv)
+		if _, ok, err := cache.Lookup(rctx, ns, key, nil, 0.95); err != nil || ok != hit {
+			b.Fatalf("lookup of %s: %v %v", key, ok, err)
+		}
+		if pass, err := send(); !pass || err != nil {
+			b.Fatal(pass, err)
+		}
+	}
+	b.Run("miss", func(b *testing.B) {
+		keys := make([]string, b.N)
+		for i := range keys {
+			keys[i] = "absent-" + strconv.Itoa(i)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			lookup(b, keys[i], false)
+		}
+	})
+	b.Run("hit", func(b *testing.B) {
+		for range b.N {
+			lookup(b, "held", true)
+		}
+	})
 }
