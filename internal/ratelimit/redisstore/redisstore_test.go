@@ -243,7 +243,7 @@ func TestScriptLostRunsAgain(t *testing.T) {
 	}
 	flush()
 	dctx, send := s.Defer(ctx, now, takes, lv)
-	pass, err := redisstate.DeferredFrom(dctx).Pipelined(dctx, c, func(p redis.Pipeliner) { p.Get(dctx, c.Prefix+"absent") })
+	pass, err := redisstate.DeferredFrom(dctx).Pipelined(dctx, c, time.Second, func(p redis.Pipeliner) { p.Get(dctx, c.Prefix+"absent") })
 	if !pass || err == nil { // err: the GET's redis.Nil
 		t.Fatalf("carried take after a flush: pass %v, err %v", pass, err)
 	}

@@ -425,7 +425,7 @@ func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float3
 	d := redisstate.DeferredFrom(ctx)
 	if key != "" && b.up() {
 		if _, _, held := b.mem.Times(ns, key); !held {
-			if !b.fetch(ctx, d, member(ns, key)) {
+			if !b.fetch(ctx, d, ns, key) {
 				return abi.CacheEntry{}, false, nil
 			}
 		}
@@ -436,19 +436,22 @@ func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float3
 	return b.mem.Lookup(ctx, ns, key, embedding, threshold)
 }
 
-// fetch reads one entry from Redis into the index, with d (see Lookup;
-// carried, the pipeline runs under d's context and the take's deadline, not
-// opTimeout), and returns d's verdict.
-func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, m string) bool {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
+// fetch reads the entry of ns and key from Redis into the index, with d
+// (see Lookup; carried, the pipeline runs under d's context and the take's
+// deadline, not opTimeout), and returns d's verdict. Its key is built once:
+// the member is the key's tail.
+func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, ns, key string) bool {
+	k := b.keys.entry + ns + "\x00" + key
+	m := k[len(b.keys.entry):]
 	var v string
 	var err error
 	if d == nil {
-		v, err = b.c.Get(ctx, b.entryKey(m)).Result()
+		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		v, err = b.c.Get(ctx, k).Result()
+		cancel()
 	} else {
 		var get *redis.StringCmd
-		if pass, _ := d.Pipelined(ctx, b.c, func(p redis.Pipeliner) { get = p.Get(ctx, b.entryKey(m)) }); !pass {
+		if pass, _ := d.Pipelined(ctx, b.c, opTimeout, func(p redis.Pipeliner) { get = p.Get(ctx, k) }); !pass {
 			return false
 		}
 		v, err = get.Result()

@@ -3,6 +3,7 @@ package redisstate
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -91,13 +92,15 @@ func (d *Deferred) Sent() bool {
 
 // Pipelined runs queue's commands in one pipeline on c and returns d's
 // verdict (true for a nil d). An unsent d of c goes first in the same
-// pipeline, which then runs under d's context (the request's), and its
-// answer is read before this returns; a d of another client is sent alone
-// first. When the verdict refuses the request, what queue read is to be
-// discarded (and nothing is sent for it once d was already refused). err
-// is the pipeline's; each command's own error is on it (redis.Nil for a
-// missing key), so callers read their commands.
-func (d *Deferred) Pipelined(ctx context.Context, c *Client, queue func(p redis.Pipeliner)) (pass bool, err error) {
+// pipeline, which then runs under d's context (the request's, with the
+// take's deadline), and its answer is read before this returns; otherwise
+// (a nil d, one already sent, one of another client: sent alone first)
+// the pipeline runs under ctx bounded by timeout, so a carried read makes
+// no deadline of its own. When the verdict refuses the request, what
+// queue read is to be discarded (and nothing is sent for it once d was
+// already refused). err is the pipeline's; each command's own error is on
+// it (redis.Nil for a missing key), so callers read their commands.
+func (d *Deferred) Pipelined(ctx context.Context, c *Client, timeout time.Duration, queue func(p redis.Pipeliner)) (pass bool, err error) {
 	if d != nil {
 		d.mu.Lock()
 		if !d.sent && d.c == c && d.ctx.Err() == nil {
@@ -114,6 +117,8 @@ func (d *Deferred) Pipelined(ctx context.Context, c *Client, queue func(p redis.
 			return false, nil
 		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
 	return true, err
 }

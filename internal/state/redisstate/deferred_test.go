@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -50,7 +51,7 @@ func TestDeferredGoesOnce(t *testing.T) {
 		t.Fatal("DeferredFrom does not find what WithDeferred put")
 	}
 	var g *redis.StringCmd
-	pass, err := d.Pipelined(ctx, c, get(&g))
+	pass, err := d.Pipelined(ctx, c, time.Second, get(&g))
 	if !pass || err != nil || g.Val() != "v" || cmd.queued != 1 || cmd.alone != 0 || !d.Sent() {
 		t.Fatalf("carried: pass %v, err %v, read %q, queued %d, alone %d", pass, err, g.Val(), cmd.queued, cmd.alone)
 	}
@@ -58,7 +59,7 @@ func TestDeferredGoesOnce(t *testing.T) {
 		t.Fatalf("a second Send: pass %v, sent alone %d times", pass, cmd.alone)
 	}
 	g = nil
-	if pass, _ := d.Pipelined(ctx, c, get(&g)); !pass || g == nil || g.Val() != "v" || cmd.queued != 1 {
+	if pass, _ := d.Pipelined(ctx, c, time.Second, get(&g)); !pass || g == nil || g.Val() != "v" || cmd.queued != 1 {
 		t.Fatalf("a read after the verdict: pass %v, read %v, queued %d", pass, g, cmd.queued)
 	}
 
@@ -68,7 +69,7 @@ func TestDeferredGoesOnce(t *testing.T) {
 	refused := &incr{c: c, key: c.Prefix + "n", limit: 1}
 	d = c.Defer(ctx, refused)
 	g = nil
-	if pass, _ := d.Pipelined(ctx, other, get(&g)); pass || g != nil || refused.alone != 1 || refused.queued != 0 {
+	if pass, _ := d.Pipelined(ctx, other, time.Second, get(&g)); pass || g != nil || refused.alone != 1 || refused.queued != 0 {
 		t.Fatalf("another client, refused: pass %v, read %v, alone %d, queued %d", pass, g, refused.alone, refused.queued)
 	}
 
@@ -80,7 +81,7 @@ func TestDeferredGoesOnce(t *testing.T) {
 	if pass, err := d.Send(); pass || !errors.Is(err, context.Canceled) || late.alone != 0 || d.Sent() {
 		t.Fatalf("after the context ended: pass %v, err %v, sent alone %d", pass, err, late.alone)
 	}
-	if pass, _ := d.Pipelined(ctx, c, get(&g)); pass || late.queued != 0 {
+	if pass, _ := d.Pipelined(ctx, c, time.Second, get(&g)); pass || late.queued != 0 {
 		t.Fatalf("a read after the context ended: pass %v, queued %d", pass, late.queued)
 	}
 	if n, _ := c.Get(ctx, c.Prefix+"n").Int(); n != 2 {
