@@ -105,7 +105,8 @@ func (d *Deferred) Pipelined(ctx context.Context, c *Client, timeout time.Durati
 		d.mu.Lock()
 		if !d.sent && d.c == c && d.ctx.Err() == nil {
 			defer d.mu.Unlock()
-			p := c.Pipeline()
+			p := c.pipeline()
+			defer c.release(p)
 			d.cmd.Queue(d.ctx, p)
 			queue(p)
 			_, err = p.Exec(d.ctx)

@@ -93,6 +93,38 @@ type Client struct {
 
 	mu     sync.Mutex
 	logged map[string]time.Time // feature/op → when last logged
+
+	// pipes holds pipelines for reuse (Pipelined): go-redis builds each
+	// from five allocations, and a pipeline is empty again once it ran.
+	pipes sync.Pool
+}
+
+// Pipelined is the embedded client's Pipelined, run on a pipeline reused
+// from earlier calls: fn queues the commands, which are sent in one write
+// (on a cluster, to each key's node) unless fn returns an error, and the
+// pipeline holds none of them when this returns.
+func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error) {
+	p := c.pipeline()
+	defer c.release(p)
+	if err := fn(p); err != nil {
+		return nil, err
+	}
+	return p.Exec(ctx)
+}
+
+// pipeline is an empty pipeline, one that release put back or a new one.
+func (c *Client) pipeline() redis.Pipeliner {
+	if p, ok := c.pipes.Get().(redis.Pipeliner); ok {
+		return p
+	}
+	return c.UniversalClient.Pipeline()
+}
+
+// release empties p (Exec did, unless it was not called) and keeps it for
+// reuse.
+func (c *Client) release(p redis.Pipeliner) {
+	p.Discard()
+	c.pipes.Put(p)
 }
 
 // New builds a client from c (it does not connect: Ping does). log may be nil.
