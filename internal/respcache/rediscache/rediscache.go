@@ -119,6 +119,9 @@ type Backend struct {
 	now  func() time.Time
 	id   string // this replica's, to skip its own changes in the stream
 	keys keys
+	// streamArg and idArg are keys.stream and id boxed once, for a store's
+	// XADD (stored).
+	streamArg, idArg any
 
 	wmu        sync.Mutex  // local changes whose removals are shared (collect)
 	collecting atomic.Bool // OnRemove records removals (wmu held)
@@ -152,6 +155,7 @@ func Open(ctx context.Context, c *redisstate.Client, o respcache.Options) *Backe
 	if b.now == nil {
 		b.now = time.Now
 	}
+	b.streamArg, b.idArg = b.keys.stream, b.id
 	b.mem.OnRemove = b.removed
 	from, err := b.load(ctx)
 	if err != nil {
@@ -483,11 +487,16 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	var st *stored
 	m := member(ns, key)
+	if ok { // else evicted at once (larger than the byte bound)
+		// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
+		st = b.newStored(ns, key, encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
+		m = st.member
+	}
 	err = b.write(ctx, func(p redis.Pipeliner) {
-		if ok { // else evicted at once (larger than the byte bound)
-			// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
-			p.Set(ctx, b.entryKey(m), encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
+		if ok {
+			_ = p.Process(ctx, redis.NewStatusCmd(ctx, st.set[:]...))
 		}
 		for _, e := range evicted {
 			if e != m {
@@ -496,7 +505,7 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 		}
 	}, func(p redis.Pipeliner) {
 		if ok {
-			b.publish(ctx, p, "t", "s", "m", m)
+			_ = p.Process(ctx, redis.NewStringCmd(ctx, st.xadd[:]...))
 		}
 		for _, e := range evicted {
 			if e != m {
@@ -510,6 +519,45 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	}
 	b.ok()
 	return nil
+}
+
+// stored is a store's two commands, the entry's SET with its TTL and the
+// XADD of its change, as go-redis's Set and XAdd would write them, built in
+// one allocation: the key, the member, the row and the TTL are pointers
+// into it (go-redis writes a *string and an *int64 as their values, and
+// the row as an encoding.BinaryMarshaler), and the stream's name and this
+// replica's id are boxed once per backend (Open), where Set and XAdd
+// boxed every argument and XAdd's fields were copied twice.
+type stored struct {
+	key, member string
+	row         rowBytes
+	ttl         int64
+	set         [5]any
+	xadd        [12]any
+}
+
+// rowBytes is an entry's row as a command's argument: a pointer to it is
+// boxed without copying the slice header.
+type rowBytes []byte
+
+func (r *rowBytes) MarshalBinary() ([]byte, error) { return *r, nil }
+
+// argStreamLen is XADD's MAXLEN, boxed once.
+var argStreamLen = any(int64(streamLen))
+
+// newStored is the commands that store row as the entry of ns and key for
+// ttl (at least a millisecond): PX in milliseconds, or EX in seconds for a
+// whole number of them, as go-redis's Set chooses.
+func (b *Backend) newStored(ns, key string, row []byte, ttl time.Duration) *stored {
+	st := &stored{key: b.keys.entry + ns + "\x00" + key, row: row}
+	st.member = st.key[len(b.keys.entry):]
+	unit := any("px")
+	if st.ttl = int64(ttl / time.Millisecond); ttl >= time.Second && ttl%time.Second == 0 {
+		unit, st.ttl = "ex", int64(ttl/time.Second)
+	}
+	st.set = [5]any{"set", &st.key, &st.row, unit, &st.ttl}
+	st.xadd = [12]any{"xadd", b.streamArg, "maxlen", "~", argStreamLen, "*", "o", b.idArg, "t", "s", "m", &st.member}
+	return st
 }
 
 // Counts are this replica's lookups and removals and its index's entries.

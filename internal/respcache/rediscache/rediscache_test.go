@@ -319,3 +319,38 @@ func TestFollowerGathersChanges(t *testing.T) {
 	}
 	t.Logf("%d stores over %v: %d XREADs, lag p50 %v, max %v", stores, elapsed.Round(time.Millisecond), calls, lags[stores/2], lags[stores-1])
 }
+
+// TestStoreWritesEntryAndChange: a store is the entry's SET with the
+// entry's TTL (to the millisecond, or in whole seconds) and the XADD of
+// its change (the replica, "s", the member), what another replica reads.
+func TestStoreWritesEntryAndChange(t *testing.T) {
+	c := redistest.New(t)
+	ctx := context.Background()
+	a := rediscache.Open(ctx, c, respcache.Options{})
+	defer a.Close()
+	for _, tc := range []struct {
+		key string
+		ttl time.Duration
+	}{{"ms", 1500 * time.Millisecond}, {"s", 2 * time.Hour}} {
+		if err := a.Store(ctx, "ns", tc.key, []byte("answer "+tc.key), tc.ttl, nil); err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := c.PTTL(ctx, c.Prefix+"cache:e:ns\x00"+tc.key).Result()
+		if err != nil || ttl > tc.ttl || ttl < tc.ttl-time.Second {
+			t.Fatalf("entry %s: TTL %v (%v), want %v", tc.key, ttl, err, tc.ttl)
+		}
+		last, err := c.XRevRangeN(ctx, c.Prefix+"cache:log", "+", "-", 1).Result()
+		if err != nil || len(last) != 1 {
+			t.Fatalf("the change stream: %v, %v", last, err)
+		}
+		v := last[0].Values
+		if o, _ := v["o"].(string); o == "" || v["t"] != "s" || v["m"] != "ns\x00"+tc.key || len(v) != 3 {
+			t.Fatalf("change of %s: %v", tc.key, v)
+		}
+	}
+	b := rediscache.Open(ctx, c, respcache.Options{})
+	defer b.Close()
+	if e, ok, err := b.Lookup(ctx, "ns", "ms", nil, 0.95); err != nil || !ok || string(e.Value) != "answer ms" {
+		t.Fatalf("another replica's lookup: %q %v %v", e.Value, ok, err)
+	}
+}
