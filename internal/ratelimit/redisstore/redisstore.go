@@ -152,6 +152,12 @@ type call struct {
 // refusal).
 func (s *Store) newCall(now time.Time, takes []ratelimit.Take, adjust bool) *call {
 	c := new(call)
+	s.fill(c, now, takes, adjust)
+	return c
+}
+
+// fill builds c as newCall does, in place (a deferred take holds its call).
+func (s *Store) fill(c *call, now time.Time, takes []ratelimit.Take, adjust bool) {
 	c.args, c.keys, c.nums = c.argsInline[:0], c.keysInline[:0], c.numsInline[:0]
 	if n := len(takes); n > inlineBuckets {
 		c.args, c.keys, c.nums = make([]any, 0, 3+4*n+2), make([]string, 0, n), make([]int64, 0, 1+3*n)
@@ -170,13 +176,12 @@ func (s *Store) newCall(now time.Time, takes []ratelimit.Take, adjust bool) *cal
 	for i := range c.nums {
 		c.args = append(c.args, &c.nums[i])
 	}
+	mode := argTake
 	if adjust {
-		return c.with(argAdjust)
+		mode = argAdjust
 	}
-	return c.with(argTake)
+	c.args = append(c.args, mode)
 }
-
-func (c *call) with(mode any) *call { c.args = append(c.args, mode); return c }
 
 // command is the call as a command to run or queue: EVALSHA of the
 // script's hash, or with eval EVAL of its source (Redis lost the script: a
@@ -268,7 +273,9 @@ var _ ratelimit.DeferringStore = (*Store)(nil)
 // A take not yet sent when the request's context ends is not sent: take
 // then returns the context's error.
 func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, func() (bool, error)) {
-	d := s.c.Defer(ctx, &deferred{s: s, now: now, takes: takes, levels: levels, call: s.newCall(now, takes, false)})
+	dt := &deferred{s: s, now: now, takes: takes, levels: levels}
+	s.fill(&dt.call, now, takes, false)
+	d := s.c.Defer(ctx, dt)
 	return redisstate.WithDeferred(ctx, d), d.Send
 }
 
@@ -278,7 +285,7 @@ type deferred struct {
 	now    time.Time
 	takes  []ratelimit.Take
 	levels []ratelimit.Level
-	call   *call
+	call   call // its command, in the same allocation
 	cmd    *redis.StringCmd
 }
 
@@ -298,7 +305,7 @@ func (d *deferred) Carried(ctx context.Context) bool {
 }
 
 func (d *deferred) Send(ctx context.Context) bool {
-	res, err := d.s.run(ctx, d.call)
+	res, err := d.s.run(ctx, &d.call)
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 
