@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Request is a parsed chat-completion request.
@@ -28,6 +29,43 @@ type Request struct {
 	IncludeUsage bool
 	// Tools is the number of tools the client offered.
 	Tools int
+
+	// compactValues are values Parse or Set put in Fields that are known to
+	// be valid and compact (Parse's walk validated them and saw no
+	// whitespace in them; Set wrote them so), which Encode copies without
+	// checking them again. A value is recognised by its address and length:
+	// Fields' values are never edited in place (Parse's body must not be
+	// modified afterwards), so a value with both is one of these bytes.
+	compactValues [12]valueSpan
+	nCompact      int
+}
+
+// valueSpan is where a value's bytes are.
+type valueSpan struct {
+	at *byte
+	n  int
+}
+
+// noteCompact records v as valid and compact, while there is room.
+func (r *Request) noteCompact(v []byte) {
+	if r.nCompact < len(r.compactValues) && len(v) > 0 {
+		r.compactValues[r.nCompact] = valueSpan{unsafe.SliceData(v), len(v)}
+		r.nCompact++
+	}
+}
+
+// knownCompact reports whether v is one of the values noteCompact recorded.
+func (r *Request) knownCompact(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	at := unsafe.SliceData(v)
+	for _, s := range r.compactValues[:r.nCompact] {
+		if s.at == at && s.n == len(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // Message is one message with its content flattened to text (text parts joined
@@ -72,7 +110,7 @@ func Parse(body []byte) (*Request, error) {
 		return nil, badf("", "the request body must be a JSON object")
 	}
 	var buf [16]Member
-	members, ok := ValidObject(buf[:0], body) // validated and split in one walk; body[0] is '{'
+	members, compactMask, ok := validObject(buf[:0], body) // validated and split in one walk; body[0] is '{'
 	if !ok {
 		// Decode only to report the syntax error the way encoding/json does.
 		var fields map[string]json.RawMessage
@@ -83,16 +121,19 @@ func Parse(body []byte) (*Request, error) {
 		return nil, badf("", "the request body is not valid JSON: %s", jsonErrText(err))
 	}
 	fields := make(map[string]json.RawMessage, len(members))
+	r := &Request{Fields: fields}
 	// The fields read below are picked up on the way (a member's value is
 	// never nil, so nil is absent) instead of looked up in the map after.
 	var known knownFields
-	for _, m := range members {
+	for k, m := range members {
 		// A repeated key keeps its last value, as with encoding/json.
 		name := m.Name()
 		fields[name] = m.Value
 		known.note(name, m.Value)
+		if k < 64 && compactMask&(1<<k) != 0 {
+			r.noteCompact(m.Value)
+		}
 	}
-	r := &Request{Fields: fields}
 	raw := known.model
 	if raw == nil || isNull(raw) {
 		return nil, badf("model", "you must provide a model parameter")
@@ -418,7 +459,9 @@ func (r *Request) Set(key string, v any) error {
 		b := make([]byte, 0, len(s)+2)
 		b = append(b, '"')
 		b = append(b, s...)
-		r.Fields[key] = append(b, '"')
+		b = append(b, '"')
+		r.Fields[key] = b
+		r.noteCompact(b)
 		return nil
 	}
 	b, err := json.Marshal(v)
@@ -426,6 +469,7 @@ func (r *Request) Set(key string, v any) error {
 		return err
 	}
 	r.Fields[key] = b
+	r.noteCompact(b) // json.Marshal writes valid, compact JSON
 	return nil
 }
 
@@ -435,8 +479,9 @@ func (r *Request) Delete(key string) { delete(r.Fields, key) }
 // Encode writes the request with its current fields. The output is what
 // json.Marshal(r.Fields) writes (keys sorted, values compacted, <, > and &
 // escaped), without reflection: a value that is valid and compact already is
-// copied, any other is checked and compacted with json.Compact, and an invalid
-// one is the same *json.MarshalerError.
+// copied (one Parse or Set wrote without checking it again), any other is
+// checked and compacted with json.Compact, and an invalid one is the same
+// *json.MarshalerError.
 func (r *Request) Encode() ([]byte, error) {
 	keys := make([]string, 0, len(r.Fields))
 	n := 2
@@ -468,7 +513,7 @@ func (r *Request) Encode() ([]byte, error) {
 			out.WriteString("null")
 			continue
 		}
-		if compact(v) { // nearly every value: parsed or spliced in already compact
+		if r.knownCompact(v) || compact(v) { // nearly every value: parsed or spliced in already compact
 			out.Write(v)
 			continue
 		}

@@ -104,6 +104,9 @@ func sameParse(t *testing.T, body []byte) {
 	}
 	g, w := *got, *want
 	g.Fields, w.Fields = nil, nil
+	// What Parse noted as compact is Encode's shortcut, checked by
+	// sameEncode below and TestValidMutations, not part of the request.
+	g.compactValues, g.nCompact = w.compactValues, w.nCompact
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("%q: parsed %+v, reference %+v", body, g, w)
 	}

@@ -13,7 +13,7 @@ import (
 // own CPU; this one walks the bytes in tight loops and allocates nothing for
 // nesting up to 64 levels.
 func Valid(b []byte) bool {
-	_, ok := validJSON(b, false, false, nil)
+	_, _, ok := validJSON(b, false, false, nil)
 	return ok
 }
 
@@ -23,44 +23,57 @@ func Valid(b []byte) bool {
 // surrounding whitespace, sharing b's memory): one walk of the bytes where
 // Valid and then Members take two.
 func ValidObject(dst []Member, b []byte) ([]Member, bool) {
+	dst, _, ok := validObject(dst, b)
+	return dst, ok
+}
+
+// validObject is ValidObject, and also reports which of the members it
+// appended have a compact value (bit k: the k-th appended member, for the
+// first 64): one that compact would accept, since the walk saw no whitespace
+// inside it.
+func validObject(dst []Member, b []byte) ([]Member, uint64, bool) {
 	n := len(dst)
-	dst, ok := validJSON(b, false, true, dst)
+	dst, mask, ok := validJSON(b, false, true, dst)
 	if !ok {
-		return dst[:n], false
+		return dst[:n], 0, false
 	}
-	return dst, b[skipSpace(b, 0)] == '{'
+	return dst, mask, b[skipSpace(b, 0)] == '{'
 }
 
 // compact reports whether b is valid JSON (as Valid) with no whitespace
 // outside its strings: what json.Compact would copy unchanged.
 func compact(b []byte) bool {
-	_, ok := validJSON(b, true, false, nil)
+	_, _, ok := validJSON(b, true, false, nil)
 	return ok
 }
 
 // validJSON is Valid; strict refuses whitespace between tokens. With members
-// set, the members of a top-level object are appended to dst.
-func validJSON(b []byte, strict, members bool, dst []Member) ([]Member, bool) {
+// set, the members of a top-level object are appended to dst, and bit k of
+// compactMask is set when the k-th appended member's value (k < 64) holds no
+// whitespace outside its strings.
+func validJSON(b []byte, strict, members bool, dst []Member) (_ []Member, compactMask uint64, _ bool) {
 	keyAt := 0 // the opening quote of the top-level member being read
+	ws := -1   // where the last run of whitespace between tokens started (members only)
+	first := len(dst)
 	var buf [64]byte
 	stack := buf[:0] // '{' or '[' per open container
 	n := len(b)
 	i := skipSpace(b, 0)
 	if strict && i > 0 {
-		return dst, false
+		return dst, 0, false
 	}
 value:
 	if i >= n {
-		return dst, false
+		return dst, 0, false
 	}
 	switch c := b[i]; {
 	case c == '{':
 		if len(stack) >= maxNesting {
-			return dst, false
+			return dst, 0, false
 		}
 		stack = append(stack, '{')
-		if i = space(b, i+1, strict); i < 0 {
-			return dst, false
+		if i = spaceWS(b, i+1, strict, &ws); i < 0 {
+			return dst, 0, false
 		}
 		if i < n && b[i] == '}' {
 			stack = stack[:len(stack)-1]
@@ -70,17 +83,17 @@ value:
 		if len(stack) == 1 {
 			keyAt = i
 		}
-		if i = objectKey(b, i, strict); i < 0 {
-			return dst, false
+		if i = objectKey(b, i, strict, &ws); i < 0 {
+			return dst, 0, false
 		}
 		goto value
 	case c == '[':
 		if len(stack) >= maxNesting {
-			return dst, false
+			return dst, 0, false
 		}
 		stack = append(stack, '[')
-		if i = space(b, i+1, strict); i < 0 {
-			return dst, false
+		if i = spaceWS(b, i+1, strict, &ws); i < 0 {
+			return dst, 0, false
 		}
 		if i < n && b[i] == ']' {
 			stack = stack[:len(stack)-1]
@@ -90,55 +103,59 @@ value:
 		goto value
 	case c == '"':
 		if i = validString(b, i); i < 0 {
-			return dst, false
+			return dst, 0, false
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		if i = validNumber(b, i); i < 0 {
-			return dst, false
+			return dst, 0, false
 		}
 	case c == 't':
 		if n-i < 4 || string(b[i:i+4]) != "true" {
-			return dst, false
+			return dst, 0, false
 		}
 		i += 4
 	case c == 'f':
 		if n-i < 5 || string(b[i:i+5]) != "false" {
-			return dst, false
+			return dst, 0, false
 		}
 		i += 5
 	case c == 'n':
 		if n-i < 4 || string(b[i:i+4]) != "null" {
-			return dst, false
+			return dst, 0, false
 		}
 		i += 4
 	default:
-		return dst, false
+		return dst, 0, false
 	}
 after:
 	if members && len(stack) == 1 && stack[0] == '{' {
 		// A top-level member's value ends at i.
-		dst = append(dst, member(b, keyAt, i))
+		m := member(b, keyAt, i)
+		if k := len(dst) - first; k < 64 && ws < i-len(m.Value) {
+			compactMask |= 1 << k
+		}
+		dst = append(dst, m)
 	}
-	if i = space(b, i, strict); i < 0 {
-		return dst, false
+	if i = spaceWS(b, i, strict, &ws); i < 0 {
+		return dst, 0, false
 	}
 	if len(stack) == 0 {
-		return dst, i == n
+		return dst, compactMask, i == n
 	}
 	if i >= n {
-		return dst, false
+		return dst, 0, false
 	}
 	switch top := stack[len(stack)-1]; {
 	case b[i] == ',':
-		if i = space(b, i+1, strict); i < 0 {
-			return dst, false
+		if i = spaceWS(b, i+1, strict, &ws); i < 0 {
+			return dst, 0, false
 		}
 		if top == '{' {
 			if len(stack) == 1 {
 				keyAt = i
 			}
-			if i = objectKey(b, i, strict); i < 0 {
-				return dst, false
+			if i = objectKey(b, i, strict, &ws); i < 0 {
+				return dst, 0, false
 			}
 		}
 		goto value
@@ -147,7 +164,7 @@ after:
 		i++
 		goto after
 	}
-	return dst, false
+	return dst, 0, false
 }
 
 // member is the member whose key's opening quote is b[keyAt] and whose
@@ -185,28 +202,34 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// space skips whitespace from i; in strict mode any is an error (-1).
-func space(b []byte, i int, strict bool) int {
+// spaceWS skips whitespace from i; in strict mode any is an error (-1).
+// It records in *ws where the whitespace it skips
+// starts, if any.
+func spaceWS(b []byte, i int, strict bool, ws *int) int {
 	j := skipSpace(b, i)
-	if strict && j != i {
-		return -1
+	if j != i {
+		if strict {
+			return -1
+		}
+		*ws = i
 	}
 	return j
 }
 
 // objectKey checks a member name and its colon at b[i] and returns the index
-// of the member's value (whitespace skipped), or -1.
-func objectKey(b []byte, i int, strict bool) int {
+// of the member's value (whitespace skipped, and recorded in *ws as spaceWS
+// does), or -1.
+func objectKey(b []byte, i int, strict bool, ws *int) int {
 	if i >= len(b) || b[i] != '"' {
 		return -1
 	}
 	if i = validString(b, i); i < 0 {
 		return -1
 	}
-	if i = space(b, i, strict); i < 0 || i >= len(b) || b[i] != ':' {
+	if i = spaceWS(b, i, strict, ws); i < 0 || i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	return space(b, i+1, strict)
+	return spaceWS(b, i+1, strict, ws)
 }
 
 // validString checks the string whose opening quote is b[i] and returns the

@@ -64,6 +64,20 @@ func checkValidObject(t *testing.T, b []byte) {
 			t.Fatalf("ValidObject(%q) member %d = %q:%q, Members %q:%q", b, i, got[i].Key, got[i].Value, want[i].Key, want[i].Value)
 		}
 	}
+	// validObject's compact bits are compact's answer for each value (Parse
+	// hands them to Encode, which then skips compact).
+	got2, mask, ok2 := validObject([]Member{{Key: []byte("kept")}}, b)
+	if !ok2 || len(got2) != len(got) {
+		t.Fatalf("validObject(%q) = %d members, %v; ValidObject %d, true", b, len(got2), ok2, len(got))
+	}
+	for i, m := range got2[1:] {
+		if i >= 64 {
+			break
+		}
+		if bit, c := mask&(1<<i) != 0, compact(m.Value); bit != c {
+			t.Fatalf("validObject(%q) member %d (%q): compact bit %v, compact says %v", b, i, m.Value, bit, c)
+		}
+	}
 }
 
 // checkCompact fails unless compact(b) says exactly whether json.Compact
