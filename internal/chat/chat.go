@@ -150,12 +150,14 @@ func Parse(body []byte) (*Request, error) {
 	if raw == nil || isNull(raw) {
 		return nil, badf("messages", "missing required parameter: messages")
 	}
-	msgs, ok := scanMessages(raw)
+	var msgBuf [8]rawMessage // the messages are only read here: most requests' fit
+	msgs, ok := scanMessages(msgBuf[:0], raw)
 	if !ok {
-		msgs = nil
-		if err := json.Unmarshal(raw, &msgs); err != nil {
+		var decoded []rawMessage
+		if err := json.Unmarshal(raw, &decoded); err != nil {
 			return nil, badf("messages", "messages must be an array of message objects")
 		}
+		msgs = decoded
 	}
 	if len(msgs) == 0 {
 		return nil, badf("messages", "messages must contain at least one message")
@@ -272,14 +274,17 @@ func smallInteger(raw []byte) bool {
 // caller then decodes with encoding/json: non-object elements, a role that is
 // not a plain string, or a key that only differs from role or content in case
 // or needs unescaping (encoding/json matches those to the fields too).
-func scanMessages(raw []byte) (msgs []rawMessage, ok bool) {
+//
+// The messages are appended to dst (a caller's buffer).
+func scanMessages(dst []rawMessage, raw []byte) (msgs []rawMessage, ok bool) {
+	msgs = dst
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return nil, false
 	}
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return nil, true
+		return msgs, true
 	}
 	var buf [8]Member
 	for {
