@@ -488,53 +488,63 @@ func (r *Request) Delete(key string) { delete(r.Fields, key) }
 // checked and compacted with json.Compact, and an invalid one is the same
 // *json.MarshalerError.
 func (r *Request) Encode() ([]byte, error) {
-	keys := make([]string, 0, len(r.Fields))
+	// The fields sorted by key, taken from the map once (a request has a
+	// handful: the buffer is on the stack for up to 16).
+	var buf [16]encodeField
+	fields := buf[:0]
 	n := 2
 	for k, v := range r.Fields {
-		keys = append(keys, k)
+		fields = append(fields, encodeField{k, v})
 		n += len(k) + len(v) + 4
 	}
-	slices.Sort(keys)
-	out := bytes.NewBuffer(make([]byte, 0, n))
-	out.WriteByte('{')
-	for i, k := range keys {
+	slices.SortFunc(fields, func(a, b encodeField) int { return strings.Compare(a.key, b.key) })
+	out := make([]byte, 0, n)
+	out = append(out, '{')
+	for i, f := range fields {
 		if i > 0 {
-			out.WriteByte(',')
+			out = append(out, ',')
 		}
-		if plainKey(k) {
-			out.WriteByte('"')
-			out.WriteString(k)
-			out.WriteByte('"')
+		if plainKey(f.key) {
+			out = append(out, '"')
+			out = append(out, f.key...)
+			out = append(out, '"')
 		} else {
-			q, err := json.Marshal(k)
+			q, err := json.Marshal(f.key)
 			if err != nil {
 				return nil, err
 			}
-			out.Write(q)
+			out = append(out, q...)
 		}
-		out.WriteByte(':')
-		v := r.Fields[k]
+		out = append(out, ':')
+		v := f.value
 		if v == nil {
-			out.WriteString("null")
+			out = append(out, "null"...)
 			continue
 		}
 		if r.knownCompact(v) || compact(v) { // nearly every value: parsed or spliced in already compact
-			out.Write(v)
+			out = append(out, v...)
 			continue
 		}
-		if err := json.Compact(out, v); err != nil {
+		w := bytes.NewBuffer(out)
+		if err := json.Compact(w, v); err != nil {
 			return nil, &json.MarshalerError{Type: rawMessageType, Err: err}
 		}
+		out = w.Bytes()
 	}
-	out.WriteByte('}')
-	b := out.Bytes()
-	if needsHTMLEscape(b) {
+	out = append(out, '}')
+	if needsHTMLEscape(out) {
 		var esc bytes.Buffer
-		esc.Grow(len(b) + 16)
-		json.HTMLEscape(&esc, b)
-		b = esc.Bytes()
+		esc.Grow(len(out) + 16)
+		json.HTMLEscape(&esc, out)
+		out = esc.Bytes()
 	}
-	return b, nil
+	return out, nil
+}
+
+// encodeField is one of the fields Encode writes.
+type encodeField struct {
+	key   string
+	value json.RawMessage
 }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 )
@@ -152,6 +153,10 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	r.Fields["nil"] = nil
+	sameEncode(t, r)
+	for i := range 20 { // more fields than Encode's buffer on the stack
+		r.Fields[fmt.Sprintf("f%02d", 19-i)] = json.RawMessage(fmt.Sprintf(`[%d, "x"]`, i))
+	}
 	sameEncode(t, r)
 	r.Fields["k\u00e9y<"] = json.RawMessage(`"v"`)
 	sameEncode(t, r)
