@@ -28,7 +28,7 @@ const MaxInlineImageBytes = 20 << 20
 // purposeVision is the purpose an image referenced by file_id must have.
 const purposeVision = "vision"
 
-var fileIDKey = []byte(`"file_id"`)
+var fileIDKey, fileIDTail = []byte(`"file_id"`), []byte(`_id"`)
 
 // inlineImages replaces every image part that names an uploaded file by id,
 // {"type":"input_image","file_id":…} or {"type":"image_url","image_url":
@@ -38,7 +38,9 @@ var fileIDKey = []byte(`"file_id"`)
 // without such parts costs one byte search.
 func (p *Plane) inlineImages(ctx context.Context, req *chat.Request) *Error {
 	raw := req.Fields["messages"]
-	if !bytes.Contains(raw, fileIDKey) {
+	// The key's tail first: bytes.Index starts from a key's first two bytes,
+	// and a quote followed by f is common in JSON, an underscore rare.
+	if !bytes.Contains(raw, fileIDTail) || !bytes.Contains(raw, fileIDKey) {
 		return nil
 	}
 	var msgs []json.RawMessage
