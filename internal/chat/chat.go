@@ -88,7 +88,14 @@ func badf(param, format string, args ...any) *Error {
 	return &Error{Param: param, Message: fmt.Sprintf(format, args...)}
 }
 
-var validRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
+// validRole reports whether role is one a message may have.
+func validRole(role string) bool {
+	switch role {
+	case "system", "developer", "user", "assistant", "tool", "function":
+		return true
+	}
+	return false
+}
 
 // Parse reads a chat-completion body. Errors are *Error.
 //
@@ -167,7 +174,7 @@ func Parse(body []byte) (*Request, error) {
 		if m.Role == "" {
 			return nil, badf(fmt.Sprintf("messages[%d].role", i), "messages[%d] is missing its role", i)
 		}
-		if !validRoles[m.Role] {
+		if !validRole(m.Role) {
 			return nil, badf(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
 		text, err := flatten(m.Content)
@@ -410,7 +417,12 @@ func flatten(raw json.RawMessage) (string, error) {
 	}
 }
 
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+func isNull(raw json.RawMessage) bool {
+	if n := len(raw); n < 4 || (raw[0] > ' ' && raw[0] < 0x80 && raw[n-1] > ' ' && raw[n-1] < 0x80) {
+		return string(raw) == "null" // no whitespace to trim (a parsed value has none)
+	}
+	return string(bytes.TrimSpace(raw)) == "null"
+}
 
 func jsonErrText(err error) string {
 	if se, ok := err.(*json.SyntaxError); ok {

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -103,4 +104,12 @@ func FuzzChatParse(f *testing.F) {
 			t.Fatalf("accepted body does not re-encode: %v", err)
 		}
 	})
+}
+
+func TestIsNullMatchesTrimSpace(t *testing.T) {
+	for _, s := range []string{"", "n", "nul", "null", "nulL", " null", "null ", "\tnull\n", "\u00a0null", "null\u0085", "\u00a0null\u00a0", "xnull", "nullx", "true", `"null"`} {
+		if got, want := isNull([]byte(s)), string(bytes.TrimSpace([]byte(s))) == "null"; got != want {
+			t.Errorf("isNull(%q) = %v, want %v", s, got, want)
+		}
+	}
 }

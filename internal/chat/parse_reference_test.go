@@ -52,7 +52,7 @@ func parseReference(body []byte) (*Request, error) {
 		if m.Role == "" {
 			return nil, badf(fmt.Sprintf("messages[%d].role", i), "messages[%d] is missing its role", i)
 		}
-		if !validRoles[m.Role] {
+		if !referenceRoles[m.Role] {
 			return nil, badf(fmt.Sprintf("messages[%d].role", i), "messages[%d].role %q is not one of system, developer, user, assistant, tool", i, m.Role)
 		}
 		text, err := flatten(m.Content)
@@ -101,3 +101,6 @@ func parseReference(body []byte) (*Request, error) {
 
 // encodeReference is Encode as it was: encoding/json on the field map.
 func encodeReference(r *Request) ([]byte, error) { return json.Marshal(r.Fields) }
+
+// referenceRoles are the roles a message may have (Parse's validRole).
+var referenceRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
