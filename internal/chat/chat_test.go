@@ -113,3 +113,15 @@ func TestIsNullMatchesTrimSpace(t *testing.T) {
 		}
 	}
 }
+
+func TestMemberIsMatchesName(t *testing.T) {
+	keys := []string{`usage`, `usag`, `usagex`, `us\u0061ge`, `\u0075sage`, `usage\n`, `u\x`, `\u00e9`, `é`, `a\\b`, `a\b`, `\ud83d\ude00`, `😀`, `\ud83d`, ``}
+	for _, k := range keys {
+		m := Member{Key: []byte(k)}
+		for _, name := range append(keys, "usage", "routing_metadata", "é", `a\b`, "\ufffd", "😀") {
+			if got, want := m.Is(name), m.Name() == name; got != want {
+				t.Errorf("Member{%q}.Is(%q) = %v, Name() is %q", k, name, got, m.Name())
+			}
+		}
+	}
+}

@@ -44,6 +44,12 @@ func (m Member) Name() string {
 
 // Is reports whether the decoded member name is name.
 func (m Member) Is(name string) bool {
+	if len(m.Key) <= len(name) && string(m.Key) != name {
+		// Decoding escapes shortens a key (and a key it cannot decode is
+		// its own name): no shorter key, nor a different one as long, is
+		// name. Most keys a caller asks about are ruled out here.
+		return false
+	}
 	if bytes.IndexByte(m.Key, '\\') < 0 {
 		return string(m.Key) == name
 	}
