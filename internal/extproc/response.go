@@ -3,7 +3,6 @@ package extproc
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -55,8 +54,13 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		m.put("x-accel-buffering", "no", false) // tell nginx-style proxies in front not to buffer
 	}
 	translating := x.dp.Translating()
-	if translating && !h.GetEndOfStream() && (st/100 == 2 || (st >= 400 && x.dp.Anthropic())) {
-		// The body changes length as it is translated.
+	// held: the switch below holds the stream for a response check
+	// (x.sse rules out an error status).
+	held := x.sse && !h.GetEndOfStream() && st >= 200 && x.dp.HoldsStream()
+	if !h.GetEndOfStream() && (held || translating && (st/100 == 2 || (st >= 400 && x.dp.Anthropic()))) {
+		// The body changes length as it is translated, or as a held
+		// stream's pieces are cleared (read whole, the last answer sets it
+		// again): decided before the reply takes the mutation.
 		m.remove = append(m.remove, "content-length")
 	}
 	resp := x.headersResponse(true, &m, false)
@@ -76,15 +80,11 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.quiet = true
 		x.markComplete()
 		resp.mode = x.responseMode(modeNone)
-	case x.sse && x.dp.HoldsStream():
-		// A response check holds the stream until it is checked (held.go).
+	case held:
+		// A response check holds the stream until it is checked (held.go);
+		// content-length is removed above.
 		x.phase = phaseResponseBody
 		x.held, x.heldHeaders = true, true
-		// The body's length changes (pieces cleared, the whole or an error
-		// at the end); read whole, the last answer sets it again.
-		if !slices.Contains(m.remove, "content-length") {
-			m.remove = append(m.remove, "content-length")
-		}
 		x.dp.StartStream()
 		resp.mode = x.heldMode()
 	case x.sse:
