@@ -42,7 +42,11 @@ func (m Member) Name() string {
 	return s
 }
 
-// Is reports whether the decoded member name is name.
+// Is reports whether the decoded member name is name, for a name without
+// U+FFFD (every caller asks about an ASCII name; compare Name with one that
+// has it): a key with escapes and invalid UTF-8 decodes each invalid byte to
+// U+FFFD, longer than the byte, which the length test below does not allow
+// for (testing name for it would cost every call).
 func (m Member) Is(name string) bool {
 	if len(m.Key) <= len(name) && string(m.Key) != name {
 		// Decoding escapes shortens a key (and a key it cannot decode is
