@@ -549,7 +549,7 @@ func (d *Detector) fill(text string, vals []Confidence) {
 	has := make([]bool, nl)     // some length gave the language a negative sum
 	unigramCounts := []int(nil) // nil unless lengths include 1
 	sum := make([]float64, nl)  // per length
-	pre := prefixHashes(words, make([]prefix, 0, chars))
+	pre := prefixHashes(words, lengths[len(lengths)-1], make([]prefix, 0, chars))
 	var grams []int32 // per length: the position in pre of each distinct n-gram
 	var seen hashSet
 	seen.reset(chars) // a length's distinct n-grams are at most the text's characters
@@ -660,23 +660,26 @@ func (s *langSet) remove(i uint8)   { s[i>>6] &^= 1 << (i & 63) }
 
 // prefix is one position of a word: the hashes of the n-grams that start
 // there, by length (g[k] is the (k+1)-gram's), for the k lengths the word
-// has runes left for (at most maxNgram).
+// has runes left for (at most the longest prefixHashes was asked for).
 type prefix struct {
 	g [maxNgram]uint64
 	k int
 }
 
-// prefixHashes appends every position of words in order, with its n-gram
-// hashes. A prefix's hash is FNV-1a over its UTF-8 bytes, so the hashes of
-// one position's n-grams are the steps of one FNV pass, computed once for
-// every length fill reads (hashString hashes a model's n-gram the same way).
-func prefixHashes(words []string, out []prefix) []prefix {
+// prefixHashes appends every position of words in order, with the hashes
+// of its n-grams up to maxN runes (at most maxNgram). A prefix's hash is
+// FNV-1a over its UTF-8 bytes, so the hashes of one position's n-grams are
+// the steps of one FNV pass, computed once for every length fill reads
+// (hashString hashes a model's n-gram the same way); a text that reads
+// trigrams alone hashes no longer prefixes.
+func prefixHashes(words []string, maxN int, out []prefix) []prefix {
 	var enc [utf8.UTFMax]byte
+	maxN = min(maxN, maxNgram)
 	for _, w := range words {
 		for i := 0; i < len(w); {
 			var p prefix
 			h := uint64(14695981039346656037)
-			for j := i; p.k < maxNgram && j < len(w); p.k++ {
+			for j := i; p.k < maxN && j < len(w); p.k++ {
 				if c := w[j]; c < utf8.RuneSelf {
 					h = (h ^ uint64(c)) * 1099511628211
 					j++

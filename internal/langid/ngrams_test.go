@@ -71,13 +71,18 @@ func TestNgramsMatchReference(t *testing.T) {
 		var seen hashSet
 		seen.reset(chars)
 		var at []int32
-		pre := prefixHashes(words, nil)
+		pre := prefixHashes(words, maxNgram, nil)
 		for n := 1; n <= maxNgram; n++ {
-			at = distinctNgrams(pre, n, at[:0], &seen)
+			// Hashed up to n (a long text's trigrams) or to maxNgram.
+			short := prefixHashes(words, n, nil)
+			at = distinctNgrams(short, n, at[:0], &seen)
+			if want := distinctNgrams(pre, n, nil, &seen); !slices.Equal(at, want) {
+				t.Fatalf("words %q, n=%d: hashed up to n, positions %v; up to %d, %v", words, n, at, maxNgram, want)
+			}
 			var got [][maxNgram]uint64
 			for _, i := range at {
 				var g [maxNgram]uint64
-				copy(g[:n], pre[i].g[:n])
+				copy(g[:n], short[i].g[:n])
 				got = append(got, g)
 			}
 			if want := ngramsReference(words, n); !slices.Equal(got, want) {
