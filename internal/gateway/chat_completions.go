@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/junction-router/junction/internal/dataplane"
@@ -71,13 +72,20 @@ func (x *exchange) chat(body []byte) {
 
 // answer writes an answer the request phase gave instead of forwarding: its
 // headers over the exchange's (x-request-id is already there), its status and
-// its body.
+// its body, with its length. With the length the flush sends the whole
+// answer in one write before the bookkeeping that follows (as writeJSON
+// does); without it net/http would chunk the flushed answer and write the
+// last chunk, which the client waits for, only once the handler returns.
 func (x *exchange) answer(a *dataplane.Answer) {
 	h := x.w.Header()
 	for k, v := range a.Header {
 		h[k] = v
 	}
-	h.Del("Content-Length")
+	if bodyAllowed(a.Status) {
+		h["Content-Length"] = []string{strconv.Itoa(len(a.Body))}
+	} else {
+		h.Del("Content-Length")
+	}
 	x.w.WriteHeader(a.Status)
 	if _, err := x.w.Write(a.Body); err != nil {
 		if x.r.Context().Err() != nil {
