@@ -18,6 +18,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -29,9 +30,15 @@ import (
 	"github.com/junction-router/junction/internal/state/redisstate"
 )
 
-// take is the script: KEYS the buckets, ARGV now (ns) and then capacity,
-// window (ns) and n per bucket, then 1 to take or 0 to adjust (no refusal).
-// It answers one string: 1 (admitted) or 0 (refused), a byte, then each
+// take is the script: KEYS the buckets; ARGV[1] the numbers, little-endian
+// float64s (struct.unpack): now (ns), then capacity, window (ns) and n per
+// bucket; ARGV[2] 1 to take or 0 to adjust (no refusal). The numbers are
+// one binary argument, not one decimal argument each: Lua's tonumber of
+// four decimal strings, and the ARGV strings Redis builds for them, were a
+// fifth of a one-bucket take on redis-server (52,700 instructions an
+// EVALSHA, 42,200 packed: docs/benchmarks.md, "Issue 18, session 17"). A
+// float64 holds what tonumber read before (the nearest double to the
+// integer), so the arithmetic is the same. It answers one string: 1 (admitted) or 0 (refused), a byte, then each
 // bucket's level (before the take when refused, after it when admitted), a
 // little-endian float64 each.
 //
@@ -41,9 +48,8 @@ import (
 // bucket costs the script one GET and one SET and no number formatting:
 // the hash of HMGET, HSET and PEXPIRE with the numbers as text (keyed
 // rl:<bucket>, before) cost redis-server 89,000 instructions a one-bucket
-// EVALSHA, this 53,000 (docs/benchmarks.md, "Issue 18, session 16"). A
-// refused take writes
-// nothing: the buckets' levels refill by the same rule from what they
+// EVALSHA, this 53,000 with decimal arguments (docs/benchmarks.md, "Issue
+// 18, session 16"). A refused take writes nothing: the buckets' levels refill by the same rule from what they
 // hold, so the write would change no later verdict. A level's time never
 // goes back (a replica whose clock is behind takes at the bucket's time),
 // so a bucket never refills twice over the same interval. One bucket, the
@@ -51,10 +57,10 @@ import (
 var take = redis.NewScript(takeSource)
 
 const takeSource = `
-local now = tonumber(ARGV[1])
-local adjust = ARGV[#ARGV] == "0"
+local a = ARGV[1]
+local adjust = ARGV[2] == "0"
 if #KEYS == 1 then
-  local cap, win, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local now, cap, win, n = struct.unpack("<dddd", a)
   local level, at = cap, now
   local v = redis.call("GET", KEYS[1])
   if v then level, at = struct.unpack("<dd", v) end
@@ -67,22 +73,23 @@ if #KEYS == 1 then
   redis.call("SET", KEYS[1], struct.pack("<dd", level, at), "PX", px)
   return struct.pack("<Bd", 1, level)
 end
-local levels, ats, ok = {}, {}, true
+local now = struct.unpack("<d", a)
+local caps, wins, ns, levels, ats, ok = {}, {}, {}, {}, {}, true
 for i, key in ipairs(KEYS) do
-  local cap, n = tonumber(ARGV[3*i-1]), tonumber(ARGV[3*i+1])
+  local cap, win, n = struct.unpack("<ddd", a, 24*i - 15)
   local level, at = cap, now
   local v = redis.call("GET", key)
   if v then level, at = struct.unpack("<dd", v) end
-  if now > at then level = level + (now - at) * cap / tonumber(ARGV[3*i]); at = now end
+  if now > at then level = level + (now - at) * cap / win; at = now end
   if level > cap then level = cap end
-  levels[i], ats[i] = level, at
+  caps[i], wins[i], ns[i], levels[i], ats[i] = cap, win, n, level, at
   if not adjust and (n > cap or level < n) then ok = false end
 end
 local out = {ok and "\1" or "\0"}
 for i, key in ipairs(KEYS) do
   if ok then
-    local cap, win = tonumber(ARGV[3*i-1]), tonumber(ARGV[3*i])
-    local level = levels[i] - tonumber(ARGV[3*i+1])
+    local cap, win = caps[i], wins[i]
+    local level = levels[i] - ns[i]
     levels[i] = level
     local px = math.ceil(((ats[i] - now) + (cap - level) * win / cap) / 1e6) + 1000
     if px < 1 then px = 1 end
@@ -131,9 +138,10 @@ const inlineBuckets = 2
 
 // call is one take's EVALSHA (KEYS and ARGV as the script reads them),
 // built in one allocation: the command's arguments are pointers into it
-// (go-redis writes a *string and an *int64 as it writes their values), so
-// no key or number is boxed on its own, and its answer is read as one
-// string (redis.StringCmd), not a reply boxed as an interface. go-redis's
+// (go-redis writes a *string as its value, and the call itself, an
+// encoding.BinaryMarshaler, as the numbers packed), so no key or number is
+// boxed on its own, and its answer is read as one string
+// (redis.StringCmd), not a reply boxed as an interface. go-redis's
 // Script.Run, used before, built the keys and the arguments as two slices
 // of their own, copied them into a third and boxed every number: 22
 // allocations a two-bucket take, 12 of them these (docs/benchmarks.md,
@@ -141,12 +149,16 @@ const inlineBuckets = 2
 type call struct {
 	args []any
 	keys []string
-	nums []int64
+	nums []byte // ARGV[1]: the numbers, little-endian float64s
 
-	argsInline [3 + 4*inlineBuckets + 2]any
+	argsInline [3 + inlineBuckets + 2]any
 	keysInline [inlineBuckets]string
-	numsInline [1 + 3*inlineBuckets]int64
+	numsInline [8 * (1 + 3*inlineBuckets)]byte
 }
+
+// MarshalBinary is the call's ARGV[1], the numbers (go-redis writes an
+// argument that is an encoding.BinaryMarshaler as these bytes).
+func (c *call) MarshalBinary() ([]byte, error) { return c.nums, nil }
 
 // newCall is the take script's command for takes at now (adjust: no
 // refusal).
@@ -160,7 +172,7 @@ func (s *Store) newCall(now time.Time, takes []ratelimit.Take, adjust bool) *cal
 func (s *Store) fill(c *call, now time.Time, takes []ratelimit.Take, adjust bool) {
 	c.args, c.keys, c.nums = c.argsInline[:0], c.keysInline[:0], c.numsInline[:0]
 	if n := len(takes); n > inlineBuckets {
-		c.args, c.keys, c.nums = make([]any, 0, 3+4*n+2), make([]string, 0, n), make([]int64, 0, 1+3*n)
+		c.args, c.keys, c.nums = make([]any, 0, 3+n+2), make([]string, 0, n), make([]byte, 0, 8*(1+3*n))
 	}
 	c.args = append(c.args, argEvalSha, argSHA, len(takes))
 	for _, t := range takes {
@@ -169,18 +181,21 @@ func (s *Store) fill(c *call, now time.Time, takes []ratelimit.Take, adjust bool
 	for i := range c.keys {
 		c.args = append(c.args, &c.keys[i])
 	}
-	c.nums = append(c.nums, now.UnixNano())
+	c.nums = appendFloat(c.nums, now.UnixNano())
 	for _, t := range takes {
-		c.nums = append(c.nums, t.Bucket.Capacity, int64(t.Bucket.Window), t.N)
-	}
-	for i := range c.nums {
-		c.args = append(c.args, &c.nums[i])
+		c.nums = appendFloat(appendFloat(appendFloat(c.nums, t.Bucket.Capacity), int64(t.Bucket.Window)), t.N)
 	}
 	mode := argTake
 	if adjust {
 		mode = argAdjust
 	}
-	c.args = append(c.args, mode)
+	c.args = append(c.args, c, mode)
+}
+
+// appendFloat appends v as the script reads a number: a little-endian
+// float64 (the nearest to v, as Lua's tonumber of v in decimal was).
+func appendFloat(b []byte, v int64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(float64(v)))
 }
 
 // command is the call as a command to run or queue: EVALSHA of the
