@@ -34,9 +34,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -195,9 +197,10 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 		log:    log,
 		logged: map[string]time.Time{},
 	}
+	dialer := recentDialer(redis.NewDialer(&redis.Options{DialTimeout: dial, TLSConfig: tc}))
 	if seeds == nil {
 		cl.UniversalClient = redis.NewClient(&redis.Options{
-			Addr: c.Address, DB: c.DB, Password: password, TLSConfig: tc,
+			Addr: c.Address, DB: c.DB, Password: password, TLSConfig: tc, Dialer: dialer,
 			DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
 			// A request does not wait out retries (go-redis's default dials
 			// five times with backoff, 0.4 s on a refused connection); the
@@ -210,13 +213,89 @@ func New(c Config, log *slog.Logger) (*Client, error) {
 	// so a slot that moved (resharding, a failover) is answered by its new
 	// node.
 	cl.cluster = redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: seeds, Password: password, TLSConfig: tc,
+		Addrs: seeds, Password: password, TLSConfig: tc, Dialer: dialer,
 		DialTimeout: dial, ReadTimeout: rw, WriteTimeout: rw, PoolTimeout: pool,
 		MaxRetries: -1, DialerRetries: 1,
 	})
 	cl.UniversalClient, cl.addr = cl.cluster, "cluster "+strings.Join(seeds, ",")
 	return cl, nil
 }
+
+// checkAfter is how long a connection goes without reading an answer
+// before go-redis's pool checks it again when it is taken from the pool
+// (recentConn).
+const checkAfter = 100 * time.Millisecond
+
+// recentDialer is dial (go-redis's own: the timeout, keep-alives, TLS) with
+// each plain TCP connection a recentConn. A TLS connection is returned as
+// it is: go-redis never checks one (it is not a syscall.Conn).
+func recentDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		tcp, ok := conn.(*net.TCPConn)
+		if !ok {
+			return conn, nil
+		}
+		raw, err := tcp.SyscallConn()
+		if err != nil {
+			return conn, nil
+		}
+		rc := &recentConn{TCPConn: tcp, raw: raw, recent: recentRaw{raw}}
+		rc.read.Store(int64(time.Since(connEpoch)))
+		return rc, nil
+	}
+}
+
+// connEpoch is the origin of recentConn's times (monotonic).
+var connEpoch = time.Now()
+
+// recentConn is a connection that go-redis's pool checks only when it has
+// read no answer for checkAfter. The pool checks every connection it hands
+// out (connCheck: a non-blocking MSG_PEEK recvfrom on the socket, through a
+// syscall.RawConn that net.TCPConn.SyscallConn allocates each time), so
+// that a connection the server closed while it sat idle (its timeout, a
+// restart) is dialled again instead of failing a command: a syscall and
+// three allocations a command, about 2 µs here, and no option turns it
+// off (docs/benchmarks.md, "Issue 18, session 17"). A connection that read
+// an answer within checkAfter is handed out without the peek: the server's
+// idle timeout is a whole number of seconds, so it has not closed it, and
+// a close in that window otherwise (a restart, CLIENT KILL) fails the
+// command as a close just after the check does (the take fails open or
+// closed, the cache misses). Older connections are checked as before.
+type recentConn struct {
+	*net.TCPConn
+	raw    syscall.RawConn // the socket's, made once: the check of a connection that waited
+	recent recentRaw       // what SyscallConn hands out while the connection answered recently
+	read   atomic.Int64    // when a Read last returned bytes, since connEpoch
+}
+
+// Read is the connection's, noting when it returned bytes.
+func (c *recentConn) Read(b []byte) (int, error) {
+	n, err := c.TCPConn.Read(b)
+	if n > 0 {
+		c.read.Store(int64(time.Since(connEpoch)))
+	}
+	return n, err
+}
+
+// SyscallConn is the socket's raw connection, whose Read (the pool's check)
+// does not look at the socket when the connection read an answer within
+// checkAfter.
+func (c *recentConn) SyscallConn() (syscall.RawConn, error) {
+	if time.Since(connEpoch)-time.Duration(c.read.Load()) < checkAfter {
+		return &c.recent, nil
+	}
+	return c.raw, nil
+}
+
+// recentRaw is a raw connection whose Read runs nothing: the socket is
+// taken to be as it was when it last answered.
+type recentRaw struct{ syscall.RawConn }
+
+func (*recentRaw) Read(func(fd uintptr) bool) error { return nil }
 
 func tlsConfig(t TLS) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}

@@ -333,3 +333,26 @@ func TestClusterAnnouncingPlainPorts(t *testing.T) {
 		t.Fatalf("a TLS client of a cluster announcing its plain ports: %v", err)
 	}
 }
+
+// TestClosedWhileWaitingIsDialledAgain: a connection the server closed
+// (CLIENT KILL, as its idle timeout or a restart would) while it sat in the
+// pool for longer than the window in which an answered connection is not
+// checked is checked when it is taken again, found closed and replaced: the
+// next command succeeds.
+func TestClosedWhileWaitingIsDialledAgain(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	ctx := context.Background()
+	if err := c.UniversalClient.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	killer := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer killer.Close()
+	if n, err := killer.ClientKillByFilter(ctx, "TYPE", "normal", "SKIPME", "yes").Result(); err != nil || n != 1 {
+		t.Fatalf("CLIENT KILL: %d killed, %v", n, err)
+	}
+	time.Sleep(300 * time.Millisecond) // past checkAfter (100 ms)
+	if err := c.UniversalClient.Ping(ctx).Err(); err != nil {
+		t.Fatalf("a command on the pool whose connection the server closed 300 ms before: %v", err)
+	}
+}
