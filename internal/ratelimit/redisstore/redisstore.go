@@ -290,17 +290,19 @@ var _ ratelimit.DeferringStore = (*Store)(nil)
 func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, func() (bool, error)) {
 	dt := &deferred{s: s, now: now, takes: takes, levels: levels}
 	s.fill(&dt.call, now, takes, false)
-	d := s.c.Defer(ctx, dt)
-	return redisstate.WithDeferred(ctx, d), d.Send
+	s.c.DeferIn(&dt.d, ctx, dt)
+	return &dt.d, dt.d.Send // the Deferred is ctx carrying itself
 }
 
-// deferred is a held-back take, as a redisstate.Deferrable.
+// deferred is a held-back take, as a redisstate.Deferrable, with its
+// Deferred and its command in the same allocation.
 type deferred struct {
 	s      *Store
 	now    time.Time
 	takes  []ratelimit.Take
 	levels []ratelimit.Level
-	call   call // its command, in the same allocation
+	d      redisstate.Deferred
+	call   call
 	cmd    *redis.StringCmd
 }
 

@@ -32,10 +32,15 @@ type Deferrable interface {
 // It is sent once, always under the request's context (the one Defer was
 // given), wherever it goes, so its deadline is what it would be alone. Safe
 // for concurrent use.
+//
+// A Deferred is itself that context carrying it (Value finds it as
+// DeferredFrom looks for it): the request's reads can be handed the
+// Deferred as their context, with no context of its own, and a store can
+// hold it in the same allocation as its command (Client.DeferIn).
 type Deferred struct {
-	c   *Client
-	ctx context.Context
-	cmd Deferrable
+	context.Context // the request's (Defer's ctx)
+	c               *Client
+	cmd             Deferrable
 
 	mu   sync.Mutex
 	sent bool
@@ -45,12 +50,30 @@ type Deferred struct {
 // Defer holds cmd back for the request whose context ctx is; it is sent on
 // c.
 func (c *Client) Defer(ctx context.Context, cmd Deferrable) *Deferred {
-	return &Deferred{c: c, ctx: ctx, cmd: cmd}
+	d := new(Deferred)
+	c.DeferIn(d, ctx, cmd)
+	return d
+}
+
+// DeferIn is Defer into d, a zero Deferred the caller holds (beside cmd,
+// say, so that both are one allocation); d must not be copied after.
+func (c *Client) DeferIn(d *Deferred, ctx context.Context, cmd Deferrable) {
+	d.Context, d.c, d.cmd = ctx, c, cmd
+}
+
+// Value is d for the key DeferredFrom looks for, and otherwise the
+// request's context's value.
+func (d *Deferred) Value(key any) any {
+	if key == (deferredKey{}) {
+		return d
+	}
+	return d.Context.Value(key)
 }
 
 type deferredKey struct{}
 
-// WithDeferred is ctx carrying d, for the stores the request reads from.
+// WithDeferred is ctx carrying d, for the stores the request reads from
+// (d itself carries d on the context Defer was given).
 func WithDeferred(ctx context.Context, d *Deferred) context.Context {
 	return context.WithValue(ctx, deferredKey{}, d)
 }
@@ -72,10 +95,10 @@ func (d *Deferred) Send() (pass bool, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.sent {
-		if err := d.ctx.Err(); err != nil {
+		if err := d.Context.Err(); err != nil {
 			return false, err
 		}
-		d.pass, d.sent = d.cmd.Send(d.ctx), true
+		d.pass, d.sent = d.cmd.Send(d.Context), true
 	}
 	return d.pass, nil
 }
@@ -103,14 +126,14 @@ func (d *Deferred) Sent() bool {
 func (d *Deferred) Pipelined(ctx context.Context, c *Client, timeout time.Duration, queue func(p redis.Pipeliner)) (pass bool, err error) {
 	if d != nil {
 		d.mu.Lock()
-		if !d.sent && d.c == c && d.ctx.Err() == nil {
+		if !d.sent && d.c == c && d.Context.Err() == nil {
 			defer d.mu.Unlock()
 			p := c.pipeline()
 			defer c.release(p)
-			d.cmd.Queue(d.ctx, p)
+			d.cmd.Queue(d.Context, p)
 			queue(p)
-			_, err = p.Exec(d.ctx)
-			d.pass, d.sent = d.cmd.Carried(d.ctx), true
+			_, err = p.Exec(d.Context)
+			d.pass, d.sent = d.cmd.Carried(d.Context), true
 			return d.pass, err
 		}
 		d.mu.Unlock()

@@ -92,3 +92,30 @@ func TestDeferredGoesOnce(t *testing.T) {
 		t.Fatal("a nil Deferred does not pass")
 	}
 }
+
+// TestDeferredIsItsContext: a Deferred is the context Defer was given,
+// carrying itself: DeferredFrom finds it, the request's values and its end
+// are the request's, and a context made from it carries it too.
+func TestDeferredIsItsContext(t *testing.T) {
+	c := redistest.StartVolatileServer(t).Client(t)
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	var d redisstate.Deferred
+	c.DeferIn(&d, ctx, &incr{c: c, key: c.Prefix + "n", limit: 1})
+	if redisstate.DeferredFrom(&d) != &d || d.Value(key{}) != "v" {
+		t.Fatalf("DeferredFrom(d) %p, want %p; the request's value %v", redisstate.DeferredFrom(&d), &d, d.Value(key{}))
+	}
+	child, stop := context.WithTimeout(&d, time.Minute)
+	defer stop()
+	if redisstate.DeferredFrom(child) != &d {
+		t.Fatal("a context made from the Deferred does not carry it")
+	}
+	cancel()
+	<-child.Done()
+	if d.Err() != context.Canceled {
+		t.Fatalf("the Deferred's context after the request's ended: %v", d.Err())
+	}
+	if pass, err := d.Send(); pass || err != context.Canceled {
+		t.Fatalf("Send after the request ended: %v %v, want false and its error", pass, err)
+	}
+}
