@@ -30,6 +30,7 @@ type joint struct {
 	m       *inference.Model
 	idx     map[string]int      // head → output index
 	labels  map[string][]string // classifier head → labels
+	classes map[string][]int    // classifier head → the label each class adds to
 	windows bool                // a jailbreak head: plan windows
 	facts   map[string]signal.ModelFacts
 
@@ -68,10 +69,29 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 		return nil, fmt.Errorf("defaultmodels: loading %s: %w", name, err)
 	}
 	var cfg struct {
-		Heads map[string][]string `json:"heads"`
+		Version int                 `json:"joint_version"`
+		Heads   map[string][]string `json:"heads"`
+		Classes map[string][]int    `json:"classes"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("defaultmodels: loading %s: config.json: %w", name, err)
+	}
+	// A joint graph of another format answers in other units (before
+	// version 2, each model's own outputs): it is refused, not misread.
+	if cfg.Version != JointVersion {
+		return nil, fmt.Errorf("defaultmodels: loading %s: joint format %d, this build reads %d (a model directory written by another Junction; remove it to have it rebuilt)", name, cfg.Version, JointVersion)
+	}
+	for _, h := range heads {
+		if h == HeadEmbedding {
+			continue
+		}
+		bad := len(cfg.Classes[h]) == 0
+		for _, o := range cfg.Classes[h] {
+			bad = bad || o < 0 || o >= len(cfg.Heads[h])
+		}
+		if bad {
+			return nil, fmt.Errorf("defaultmodels: loading %s: config.json: head %s does not map its classes onto its %d labels", name, h, len(cfg.Heads[h]))
+		}
 	}
 	man, err := ReadManifest()
 	if err != nil {
@@ -84,7 +104,7 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 	if err != nil {
 		return nil, fmt.Errorf("defaultmodels: loading %s: %w", name, err)
 	}
-	j := &joint{m: md, idx: map[string]int{}, labels: cfg.Heads, seed: maphash.MakeSeed(), facts: map[string]signal.ModelFacts{}}
+	j := &joint{m: md, idx: map[string]int{}, labels: cfg.Heads, classes: cfg.Classes, seed: maphash.MakeSeed(), facts: map[string]signal.ModelFacts{}}
 	for k, out := range strings.Split(md.Info().Output, ",") {
 		j.idx[out] = k
 	}
@@ -246,20 +266,38 @@ func (j *joint) run(ctx context.Context, texts []string, entries []*jointEntry) 
 // jailbreak head included; else the first 512 tokens only).
 func (j *joint) fill(a *jointAnswer, r inference.HeadsResult, windowed bool) {
 	if k, ok := j.idx[HeadDomain]; ok {
-		a.domain = meanScores(j.labels[HeadDomain], r.Rows[0][k], r.Content[0])
+		a.domain = meanScores(j.labels[HeadDomain], j.probs(HeadDomain, r.Rows[0][k]), r.Content[0])
 	}
 	if k, ok := j.idx[HeadJailbreak]; ok && windowed {
-		a.jailbreak = maxScores(j.labels[HeadJailbreak], r.Rows, k)
+		ps := make([][]float64, len(r.Rows))
+		for w, row := range r.Rows {
+			ps[w] = j.probs(HeadJailbreak, row[k])
+		}
+		a.jailbreak = maxScores(j.labels[HeadJailbreak], ps)
 	}
 	if k, ok := j.idx[HeadEmbedding]; ok {
 		a.embedding = unit(r.Rows[0][k])
 	}
 }
 
+// probs turns a classifier head's class logits into its labels'
+// probabilities: the softmax over the classes in float64, each label the
+// sum of its classes' (what the separate model's graph computes in float32
+// before its logarithm, which the separate adapter's softmax undoes).
+func (j *joint) probs(head string, logits []float32) []float64 {
+	cls := j.classes[head]
+	out := make([]float64, len(j.labels[head]))
+	for k, p := range softmax(logits) {
+		if k < len(cls) {
+			out[cls[k]] += p
+		}
+	}
+	return out
+}
+
 // meanScores is inference's sequence scores of one window under the mean
-// aggregate: softmax in float64, weighted by the window's tokens.
-func meanScores(labels []string, logits []float32, content int) []signal.LabelScore {
-	p := softmax(logits)
+// aggregate, weighted by the window's tokens.
+func meanScores(labels []string, p []float64, content int) []signal.LabelScore {
 	wt := float64(content)
 	if wt == 0 {
 		wt = 1
@@ -273,10 +311,10 @@ func meanScores(labels []string, logits []float32, content int) []signal.LabelSc
 
 // maxScores is inference's sequence scores under the max aggregate: each
 // label's highest probability over the windows.
-func maxScores(labels []string, rows [][][]float32, k int) []signal.LabelScore {
+func maxScores(labels []string, windows [][]float64) []signal.LabelScore {
 	acc := make([]float64, len(labels))
-	for w, row := range rows {
-		for i, p := range softmax(row[k]) {
+	for w, ps := range windows {
+		for i, p := range ps {
 			if w == 0 || p > acc[i] {
 				acc[i] = p
 			}

@@ -71,23 +71,27 @@ func embedderConfig() ([]byte, error) {
 	}, "", "  ")
 }
 
-// jointConfig is a joint model's config.json: task heads, and each
-// classifier head's labels in output order (under "heads", which only this
-// package reads).
+// jointConfig is a joint model's config.json: task heads; each classifier
+// head's labels in output order (under "heads") and the output each of its
+// classes adds to (under "classes": the graph outputs class logits); and
+// the graph's format (JointVersion). Only this package reads the last three.
 func (b *Bundle) jointConfig(heads []string) ([]byte, error) {
 	labels := map[string][]string{}
+	classes := map[string][]int{}
 	for _, h := range heads {
 		switch h {
 		case HeadDomain:
-			labels[h] = b.Domain.Outputs
+			labels[h], classes[h] = b.Domain.Outputs, b.Domain.Map
 		case HeadJailbreak:
-			labels[h] = b.Jailbreak.Outputs
+			labels[h], classes[h] = b.Jailbreak.Outputs, b.Jailbreak.Map
 		}
 	}
 	return json.MarshalIndent(map[string]any{
 		"architectures": []string{"GloveJointHeads"},
 		"model_type":    "glove-joint",
+		"joint_version": JointVersion,
 		"heads":         labels,
+		"classes":       classes,
 		"junction":      map[string]any{"task": "heads", "max_tokens": MaxTokens},
 	}, "", "  ")
 }
