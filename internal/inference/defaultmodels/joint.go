@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/junction-router/junction/engine/signal"
@@ -28,7 +27,8 @@ import (
 // window), the same activation and aggregation arithmetic.
 type joint struct {
 	m       *inference.Model
-	idx     map[string]int      // head → output index
+	cols    map[string][2]int   // head → its columns of the output: offset, width
+	width   int                 // the output's width
 	labels  map[string][]string // classifier head → labels
 	classes map[string][]int    // classifier head → the label each class adds to
 	windows bool                // a jailbreak head: plan windows
@@ -72,6 +72,7 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 		Version int                 `json:"joint_version"`
 		Heads   map[string][]string `json:"heads"`
 		Classes map[string][]int    `json:"classes"`
+		Columns map[string][2]int   `json:"columns"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("defaultmodels: loading %s: config.json: %w", name, err)
@@ -104,16 +105,20 @@ func openJoint(ctx context.Context, rt *inference.Runtime, dir, name string, thr
 	if err != nil {
 		return nil, fmt.Errorf("defaultmodels: loading %s: %w", name, err)
 	}
-	j := &joint{m: md, idx: map[string]int{}, labels: cfg.Heads, classes: cfg.Classes, seed: maphash.MakeSeed(), facts: map[string]signal.ModelFacts{}}
-	for k, out := range strings.Split(md.Info().Output, ",") {
-		j.idx[out] = k
+	if out := md.Info().Output; out != JointOutput {
+		_ = md.Close()
+		return nil, fmt.Errorf("defaultmodels: %s has outputs %q, not the one output %q", name, out, JointOutput)
 	}
+	j := &joint{m: md, cols: map[string][2]int{}, labels: cfg.Heads, classes: cfg.Classes, seed: maphash.MakeSeed(), facts: map[string]signal.ModelFacts{}}
 	m := &Model{md: md}
 	for _, h := range heads {
-		if _, ok := j.idx[h]; !ok {
+		c, ok := cfg.Columns[h]
+		if !ok || c[0] < 0 || c[1] <= 0 || (h != HeadEmbedding && c[1] != len(cfg.Classes[h])) {
 			_ = md.Close()
-			return nil, fmt.Errorf("defaultmodels: %s has no output %q", name, h)
+			return nil, fmt.Errorf("defaultmodels: loading %s: config.json: head %s has columns %v", name, h, c)
 		}
+		j.cols[h] = c
+		j.width = max(j.width, c[0]+c[1])
 		// Each head reports the identity of the model it stands for: the
 		// same weights give the same answers (the embedder's names its
 		// vector space, which stored embeddings are checked against).
@@ -224,6 +229,9 @@ func (j *joint) run(ctx context.Context, texts []string, entries []*jointEntry) 
 		o.Overflow = inference.OverflowWindow
 	}
 	resp, err := j.m.Heads(ctx, texts, o)
+	if err == nil {
+		err = j.check(resp)
+	}
 	if err != nil {
 		fail(err)
 		return
@@ -247,6 +255,9 @@ func (j *joint) run(ctx context.Context, texts []string, entries []*jointEntry) 
 			sub[k] = texts[i]
 		}
 		resp, err := j.m.Heads(ctx, sub, inference.InputOptions{})
+		if err == nil {
+			err = j.check(resp)
+		}
 		if err != nil {
 			fail(err)
 			return
@@ -262,21 +273,38 @@ func (j *joint) run(ctx context.Context, texts []string, entries []*jointEntry) 
 	}
 }
 
+// check fails a response whose rows are not as wide as the heads' columns
+// say (a graph and a config.json that do not belong together).
+func (j *joint) check(resp inference.HeadsResponse) error {
+	for _, r := range resp.Results {
+		for _, row := range r.Rows {
+			if len(row) != 1 || len(row[0]) != j.width {
+				return fmt.Errorf("defaultmodels: a joint model's row is not one output of %d values", j.width)
+			}
+		}
+	}
+	return nil
+}
+
 // fill sets a's answers from one text's rows (windowed: every window,
 // jailbreak head included; else the first 512 tokens only).
 func (j *joint) fill(a *jointAnswer, r inference.HeadsResult, windowed bool) {
-	if k, ok := j.idx[HeadDomain]; ok {
-		a.domain = meanScores(j.labels[HeadDomain], j.probs(HeadDomain, r.Rows[0][k]), r.Content[0])
+	head := func(w int, h string) []float32 {
+		c := j.cols[h]
+		return r.Rows[w][0][c[0] : c[0]+c[1]]
 	}
-	if k, ok := j.idx[HeadJailbreak]; ok && windowed {
+	if _, ok := j.cols[HeadDomain]; ok {
+		a.domain = meanScores(j.labels[HeadDomain], j.probs(HeadDomain, head(0, HeadDomain)), r.Content[0])
+	}
+	if _, ok := j.cols[HeadJailbreak]; ok && windowed {
 		ps := make([][]float64, len(r.Rows))
-		for w, row := range r.Rows {
-			ps[w] = j.probs(HeadJailbreak, row[k])
+		for w := range r.Rows {
+			ps[w] = j.probs(HeadJailbreak, head(w, HeadJailbreak))
 		}
 		a.jailbreak = maxScores(j.labels[HeadJailbreak], ps)
 	}
-	if k, ok := j.idx[HeadEmbedding]; ok {
-		a.embedding = unit(r.Rows[0][k])
+	if _, ok := j.cols[HeadEmbedding]; ok {
+		a.embedding = unit(head(0, HeadEmbedding))
 	}
 }
 

@@ -18,11 +18,12 @@ const (
 
 // JointGraph builds one graph that answers for several default models at
 // once: heads names which (HeadDomain, HeadJailbreak, HeadEmbedding, in that
-// order), and each is an output of that name. A request whose signals read
+// order), each answered in its columns of the one output JointOutput
+// (jointColumns, written in config.json). A request whose signals read
 // two or three of the models then pays for one ONNX Runtime run, and on a
 // one-line prompt a run is mostly per-node overhead (docs/benchmarks.md,
 // "Issue 16, session 13" and "session 17"), so the graph is built for few
-// nodes (about 32 for the three heads; the separate graphs' operators
+// nodes (31 for the three heads; the separate graphs' operators
 // computed it in 78): everything that does not depend on the text is
 // computed here, in Go, and what does is a few gathers and sums over the
 // tokens followed by one vector's arithmetic.
@@ -36,6 +37,10 @@ const (
 //	                                     c times weighs 1/c at each occurrence), count by one Unique
 //	Z   = S1·Wd                          Wd: each classifier's Dense, the embedding's I − uuᵀ
 //	y   = Z/(den + prior) + bow/sqrt(ss) + bias, per column, den, ss and bow selected from [SA SB] by one MatMul
+//
+// (The selection is exact: each column of its matrix holds one 1. A Gather
+// of those columns instead measured dearer: ONNX Runtime's Gather on an
+// inner axis copies element by element.)
 //
 // The classifier heads output their classes' logits (the Go side takes the
 // softmax in float64 and adds each output's classes: jointConfig's
@@ -219,18 +224,33 @@ func JointGraph(name string, b *Bundle, heads []string) *onnxgraph.Graph {
 	y := g.Op("Div", []string{z, g.Op("Add", []string{den, g.Float32("prior", []int64{nn}, prior)})})
 	y = g.Op("Add", []string{y, g.Op("Div", []string{bow, g.Op("Sqrt", []string{ss})})})
 	y = g.Op("Add", []string{y, g.Float32("bias", []int64{nn}, bias)})
-	y = g.Op("Reshape", []string{y, g.Int64("", []int64{2}, []int64{0, -1})}) // [B,N]
-	var outs []string
-	var split []int64
-	for _, x := range hs {
-		outs = append(outs, x.name)
-		split = append(split, int64(x.n))
-	}
-	g.Node("Split", []string{y, g.Int64("", []int64{int64(len(split))}, split)}, outs, onnxgraph.Int("axis", 1))
-	for _, x := range hs {
-		g.Output(x.name, onnxgraph.Float, onnxgraph.Sym("batch"), onnxgraph.Fixed(int64(x.n)))
-	}
+	g.Node("Reshape", []string{y, g.Int64("", []int64{2}, []int64{0, -1})}, []string{JointOutput}) // [B,N]
+	g.Output(JointOutput, onnxgraph.Float, onnxgraph.Sym("batch"), onnxgraph.Fixed(nn))
 	return g
+}
+
+// JointOutput is a joint graph's one output: every head's columns side by
+// side (one output tensor instead of one per head, and no Split node).
+const JointOutput = "heads"
+
+// jointColumns are the columns of JointOutput each head answers in:
+// offset and width, the heads side by side in their order (a classifier
+// head's classes, the embedding's Dim values).
+func jointColumns(b *Bundle, heads []string) map[string][2]int {
+	cols := map[string][2]int{}
+	off := 0
+	for _, h := range heads {
+		n := Dim
+		switch h {
+		case HeadDomain:
+			n = len(b.Domain.Classes)
+		case HeadJailbreak:
+			n = len(b.Jailbreak.Classes)
+		}
+		cols[h] = [2]int{off, n}
+		off += n
+	}
+	return cols
 }
 
 // JointVersion is the joint graphs' format, written in their config.json

@@ -73,8 +73,10 @@ func embedderConfig() ([]byte, error) {
 
 // jointConfig is a joint model's config.json: task heads; each classifier
 // head's labels in output order (under "heads") and the output each of its
-// classes adds to (under "classes": the graph outputs class logits); and
-// the graph's format (JointVersion). Only this package reads the last three.
+// classes adds to (under "classes": the graph outputs class logits); each
+// head's columns of the graph's output (under "columns": offset, width);
+// and the graph's format (JointVersion). Only this package reads the last
+// four.
 func (b *Bundle) jointConfig(heads []string) ([]byte, error) {
 	labels := map[string][]string{}
 	classes := map[string][]int{}
@@ -92,6 +94,7 @@ func (b *Bundle) jointConfig(heads []string) ([]byte, error) {
 		"joint_version": JointVersion,
 		"heads":         labels,
 		"classes":       classes,
+		"columns":       jointColumns(b, heads),
 		"junction":      map[string]any{"task": "heads", "max_tokens": MaxTokens},
 	}, "", "  ")
 }
