@@ -64,6 +64,9 @@ type exchange struct {
 	// observe: Envoy runs the filter in observability mode and ignores
 	// answers, so none are sent.
 	observe bool
+	// wire: the stream is one of NewGRPCServer's (its tap made the
+	// context), whose codec sends a reply's bytes as they are (sendReply).
+	wire bool
 
 	id        string
 	endpoint  string
@@ -156,6 +159,7 @@ func (x *exchange) serve() error {
 		return x.serveWatched()
 	}
 	x.cancel = sc.end
+	x.wire = true
 	x.mu.Lock()
 	x.arm()
 	x.mu.Unlock()

@@ -90,6 +90,9 @@ func NewGRPCServer(srv *Server, opts GRPCOptions) (*grpc.Server, *health.Server,
 		// Each ext_proc stream's context made cancellable, so that its time
 		// bounds need no goroutine of their own (exchange.serve).
 		grpc.InTapHandle(streamTap),
+		// protobuf, with the replies Junction writes as bytes sent as they
+		// are (codec.go); a stream the tap marked relies on it (exchange.wire).
+		grpc.ForceServerCodecV2(serverCodec),
 	}
 	if opts.StreamWorkers > 0 {
 		so = append(so, grpc.NumStreamWorkers(uint32(opts.StreamWorkers)))

@@ -12,6 +12,8 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc/encoding"
+	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -402,6 +404,14 @@ func TestReplyEncode(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("round %d: encoded\n%x\nprotobuf-go\n%x", round, got, want)
 		}
+		// As sent: NewGRPCServer's codec sends the bytes as they are; any
+		// other protobuf codec marshals the wireReply to the same bytes.
+		if got := codecBytes(t, serverCodec, &r.w); string(got) != string(want) {
+			t.Fatalf("round %d: through the server's codec\n%x\nprotobuf-go\n%x", round, got, want)
+		}
+		if got := codecBytes(t, encoding.GetCodecV2(protocodec.Name), &r.w); string(got) != string(want) {
+			t.Fatalf("round %d: the wire reply through gRPC's codec\n%x\nprotobuf-go\n%x", round, got, want)
+		}
 		if strings.Contains(string(got), "x-later") {
 			t.Fatalf("round %d: a change put after the reply took its headers was sent", round)
 		}
@@ -409,7 +419,11 @@ func TestReplyEncode(t *testing.T) {
 	var m mutation
 	m.put("x-\xff", "1", false)
 	x := &exchange{}
-	if _, err := proto.Marshal(x.bodyResponse(false).headers(&m).replace([]byte("b")).msg()); err == nil {
+	r := x.bodyResponse(false).headers(&m).replace([]byte("b"))
+	if _, err := proto.Marshal(r.msg()); err == nil {
 		t.Error("a header name that is not UTF-8 was marshalled")
+	}
+	if r.w.ProcessingResponse != nil {
+		t.Error("a reply built as messages is to be sent as bytes")
 	}
 }

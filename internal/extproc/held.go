@@ -58,7 +58,7 @@ func (x *exchange) heldStreamBody(b *extprocv3.HttpBody) error {
 			x.respHeld = true
 			return nil
 		}
-		return x.send(x.bodyResponse(true).clearBody().msg())
+		return x.sendReply(x.bodyResponse(true).clearBody())
 	}
 	return x.releaseHeld()
 }
@@ -137,7 +137,7 @@ func (x *exchange) releaseHeld() error {
 		m.put("content-length", strconv.Itoa(len(out)), false)
 		resp.headers(&m)
 	}
-	return x.send(resp.msg())
+	return x.sendReply(resp)
 }
 
 // gateMutation adds the response checks' verdict headers (and other header

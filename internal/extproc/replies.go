@@ -17,7 +17,8 @@ import (
 // cache clear, a mode override) and written once, when it is sent (msg), as
 // the bytes proto.Marshal writes for the ProcessingResponse it stands for:
 // the message carries them as its unknown fields, which marshalling copies
-// out as they are. Building the five to eight nested messages of a reply
+// out as they are; on a stream of NewGRPCServer's the server's codec sends
+// the bytes themselves (codec.go, sendReply). Building the five to eight nested messages of a reply
 // (two oneofs for a body) for protobuf-go's marshalling to walk cost about
 // 2,000 instructions per reply more; TestReplyEncode holds the bytes to
 // protobuf-go's for the same messages (messages builds them). A reply is
@@ -52,6 +53,9 @@ type reply struct {
 	eos        bool   // streamed: the body ends with this piece
 	clearRoute bool
 	mode       *filterv3.ProcessingMode // mode_override; nil: none
+	// w is what msg wrote, as sent through Junction's codec (codec.go);
+	// its ProcessingResponse is nil when msg built the messages instead.
+	w wireReply
 }
 
 // bodyOp is what a body reply does with the piece.
@@ -248,6 +252,7 @@ func (r *reply) msg() *extprocv3.ProcessingResponse {
 		}
 	}
 	r.pr.ProtoReflect().SetUnknown(b)
+	r.w.ProcessingResponse, r.w.buf = &r.pr, b
 	return &r.pr
 }
 
@@ -324,20 +329,37 @@ func (x *exchange) bodyReply(response bool, body []byte, changed, eos bool) *rep
 }
 
 // continueBody lets a body piece Junction has no business with go on.
-func (x *exchange) continueBody(b *extprocv3.HttpBody, response bool) *extprocv3.ProcessingResponse {
-	return x.bodyReply(response, b.GetBody(), false, b.GetEndOfStream()).msg()
+func (x *exchange) continueBody(b *extprocv3.HttpBody, response bool) *reply {
+	return x.bodyReply(response, b.GetBody(), false, b.GetEndOfStream())
 }
 
 func (x *exchange) send(r *extprocv3.ProcessingResponse) error {
 	if x.observe {
 		return nil
 	}
-	if err := x.stream.Send(r); err != nil {
-		// Envoy is gone; finish counts an unfinished request as cancelled.
-		if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || x.ctx.Err() != nil {
-			return nil
-		}
-		return err
+	return x.sent(x.stream.Send(r))
+}
+
+// sendReply sends r: on a stream of NewGRPCServer's (x.wire), as the bytes
+// msg wrote, which Junction's codec sends as they are; elsewhere as the
+// message carrying them, which any protobuf codec marshals to the same
+// bytes.
+func (x *exchange) sendReply(r *reply) error {
+	if x.observe {
+		return nil
 	}
-	return nil
+	m := r.msg()
+	if x.wire && r.w.ProcessingResponse != nil {
+		return x.sent(x.stream.SendMsg(&r.w))
+	}
+	return x.sent(x.stream.Send(m))
+}
+
+// sent is a send's outcome: nil when Envoy is gone (finish counts an
+// unfinished request as cancelled).
+func (x *exchange) sent(err error) error {
+	if err != nil && (errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || x.ctx.Err() != nil) {
+		return nil
+	}
+	return err
 }

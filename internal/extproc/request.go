@@ -164,7 +164,7 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 	if x.deferHeaders {
 		return nil
 	}
-	err := x.send(x.headersResponse(false, &x.early, false).msg())
+	err := x.sendReply(x.headersResponse(false, &x.early, false))
 	x.early.reset()
 	return err
 }
@@ -173,10 +173,10 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 	switch x.phase {
 	case phaseRequestBody:
 	case phasePassthrough:
-		return x.send(x.continueBody(b, false))
+		return x.sendReply(x.continueBody(b, false))
 	case phaseDone:
 		x.stray("request_body")
-		return x.send(x.continueBody(b, false))
+		return x.sendReply(x.continueBody(b, false))
 	default:
 		return x.protocolError("request_body", "a request body arrived while the request was "+phaseNames[x.phase])
 	}
@@ -207,7 +207,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) error {
 		// STREAMED after the headers were answered: each piece is answered in
 		// order, emptied; the whole rewritten body goes with the last one.
 		x.replied++
-		return x.send(x.bodyResponse(false).clearBody().msg())
+		return x.sendReply(x.bodyResponse(false).clearBody())
 	}
 	return nil
 }
@@ -288,18 +288,18 @@ func (x *exchange) decide(trailers bool) error {
 	case x.deferHeaders && mode == modeFullDuplex:
 		// The headers waited for the body; the rewritten body follows as one
 		// streamed piece.
-		if err := x.send(x.headersResponse(false, m, true).msg()); err != nil {
+		if err := x.sendReply(x.headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		x.replied = x.chunks
-		err := x.send(x.bodyResponse(false).stream(out.Body, !trailers).msg())
+		err := x.sendReply(x.bodyResponse(false).stream(out.Body, !trailers))
 		if err != nil || !trailers {
 			return err
 		}
 	case x.deferHeaders:
 		// STREAMED, sent without waiting for the headers' answer: answer the
 		// headers, then every piece in order, the last carrying the body.
-		if err := x.send(x.headersResponse(false, m, true).msg()); err != nil {
+		if err := x.sendReply(x.headersResponse(false, m, true)); err != nil {
 			return err
 		}
 		if err := x.answerPieces(pending, out.Body); err != nil || !trailers {
@@ -310,7 +310,7 @@ func (x *exchange) decide(trailers bool) error {
 		// with the body and the route is picked again on them.
 		r := x.bodyResponse(false).headers(m).replace(out.Body)
 		r.clearRoute = true
-		err := x.send(r.msg())
+		err := x.sendReply(r)
 		x.replied = x.chunks
 		if err != nil || !trailers {
 			return err
@@ -336,7 +336,7 @@ func (x *exchange) answerPieces(n int, body []byte) error {
 		} else {
 			r.clearBody()
 		}
-		if err := x.send(r.msg()); err != nil {
+		if err := x.sendReply(r); err != nil {
 			return err
 		}
 		x.replied++

@@ -22,7 +22,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	switch x.phase {
 	case phaseForwarded:
 	case phasePassthrough:
-		return x.send(x.headersResponse(true, nil, false).msg())
+		return x.sendReply(x.headersResponse(true, nil, false))
 	case phaseRequestBody:
 		// Envoy answered before Junction had the whole request (its own
 		// buffer limit, a timeout, an upstream that answered early): count it
@@ -33,12 +33,12 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.markComplete()
 		var m mutation
 		m.put("x-request-id", x.id, false)
-		return x.send(x.headersResponse(true, &m, false).msg())
+		return x.sendReply(x.headersResponse(true, &m, false))
 	case phaseDone:
 		if !x.quiet {
 			x.stray("response_headers")
 		}
-		return x.send(x.headersResponse(true, nil, false).msg())
+		return x.sendReply(x.headersResponse(true, nil, false))
 	default:
 		return x.protocolError("response_headers", "response headers arrived while the request was "+phaseNames[x.phase])
 	}
@@ -97,7 +97,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.holdJSON = translating
 		resp.mode = x.responseMode(modeBuffered)
 	}
-	return x.send(resp.msg())
+	return x.sendReply(resp)
 }
 
 // responseMode is the mode override that makes Envoy send the answer's body
@@ -138,12 +138,12 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) error {
 		}
 		x.phase = phaseResponseBody
 	case phasePassthrough:
-		return x.send(x.continueBody(b, true))
+		return x.sendReply(x.continueBody(b, true))
 	case phaseDone:
 		if !x.quiet {
 			x.stray("response_body")
 		}
-		return x.send(x.continueBody(b, true))
+		return x.sendReply(x.continueBody(b, true))
 	default:
 		return x.protocolError("response_body", "a response body arrived while the request was "+phaseNames[x.phase])
 	}
@@ -220,11 +220,11 @@ func (x *exchange) eventsBody(b *extprocv3.HttpBody) error {
 		}
 		x.phase = phaseDone
 		x.markComplete()
-		err := x.send(x.bodyReply(true, out, changed, eos).msg())
+		err := x.sendReply(x.bodyReply(true, out, changed, eos))
 		x.dp.StreamEnded(x.ctx, x.status, err == nil)
 		return err
 	}
-	return x.send(x.bodyReply(true, out, changed, eos).msg())
+	return x.sendReply(x.bodyReply(true, out, changed, eos))
 }
 
 // upstreamEvent handles one event as the backend sent it (see
@@ -266,7 +266,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 			x.gateHeaders(&m)
 			resp.headers(&m)
 		}
-		return x.send(resp.msg())
+		return x.sendReply(resp)
 	}
 	x.respPieces++
 	if !x.respTooBig {
@@ -286,7 +286,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		if !x.respTooBig {
 			out, _ := x.finishJSON(x.respBuf, true)
 			x.respBuf = nil
-			return x.send(x.bodyReply(true, out, true, true).msg())
+			return x.sendReply(x.bodyReply(true, out, true, true))
 		}
 		out := chunk
 		if x.respHeld {
@@ -296,7 +296,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		if eos {
 			x.finishJSON(nil, false)
 		}
-		return x.send(x.bodyReply(true, out, true, eos).msg())
+		return x.sendReply(x.bodyReply(true, out, true, eos))
 	}
 	if eos {
 		if x.respTooBig {
@@ -306,7 +306,7 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		}
 		x.respBuf = nil
 	}
-	return x.send(x.bodyReply(true, chunk, false, eos).msg())
+	return x.sendReply(x.bodyReply(true, chunk, false, eos))
 }
 
 // heldBody collects an answer that is translated whole: each piece but the
@@ -326,7 +326,7 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 		if x.respFullDuplex() {
 			return nil
 		}
-		return x.send(x.bodyResponse(true).clearBody().msg())
+		return x.sendReply(x.bodyResponse(true).clearBody())
 	}
 	out, st := x.translateAnswer(x.respBuf)
 	x.respBuf = nil
@@ -341,7 +341,7 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 		x.gateMutation(&m)
 		resp.headers(&m)
 	}
-	return x.send(resp.msg())
+	return x.sendReply(resp)
 }
 
 // translateAnswer turns a complete answer into what the client asked for:
