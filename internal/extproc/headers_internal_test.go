@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	filterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
@@ -91,6 +92,8 @@ func TestMutationEncode(t *testing.T) {
 			return strings.Repeat("w", 16000+rng.IntN(1000))
 		case 3:
 			return "é-ü"
+		case 4:
+			return "x-routing-\u00e9-confidence-" + strconv.Itoa(rng.IntN(1000)) // non-ASCII past the first eight bytes
 		}
 		return "h-" + strconv.Itoa(rng.IntN(1000))
 	}
@@ -125,6 +128,9 @@ func TestMutationEncode(t *testing.T) {
 	for _, bad := range []func(*mutation){
 		func(m *mutation) { m.put("x-\xff", "1", false) },
 		func(m *mutation) { m.remove = append(m.remove, "te\xfe") },
+		func(m *mutation) { m.put("x-selected-model\xff", "1", false) },
+		func(m *mutation) { m.put("x-selected\xc3-model", "1", true) },
+		func(m *mutation) { m.remove = append(m.remove, "\xe2\x82x-junction-plugins") },
 	} {
 		var m mutation
 		m.put("x-a", "1", false)
@@ -132,6 +138,40 @@ func TestMutationEncode(t *testing.T) {
 		var hm extprocv3.HeaderMutation
 		if _, err := proto.Marshal(m.fill(&hm)); err == nil {
 			t.Error("a header name that is not UTF-8 was marshalled")
+		}
+	}
+}
+
+// TestValidUTF8: validUTF8 is utf8.ValidString for every length around its
+// eight-byte words, with a byte that is not ASCII (valid runes, stray
+// continuation bytes, truncated sequences) at every position, and for
+// random bytes.
+func TestValidUTF8(t *testing.T) {
+	for n := 0; n <= 40; n++ {
+		base := strings.Repeat("a", n)
+		if !validUTF8(base) {
+			t.Fatalf("%q: not valid", base)
+		}
+		for i := 0; i < n; i++ {
+			for _, ins := range []string{"\xff", "\x80", "\xc3", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xe2\x82", "\xed\xa0\x80"} {
+				s := base[:i] + ins + base[i:]
+				if got, want := validUTF8(s), utf8.ValidString(s); got != want {
+					t.Fatalf("%q: %v, utf8.ValidString %v", s, got, want)
+				}
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(17, 1))
+	for range 20000 {
+		b := make([]byte, rng.IntN(40))
+		for i := range b {
+			b[i] = byte(rng.IntN(128))
+			if rng.IntN(12) == 0 {
+				b[i] = byte(rng.IntN(256))
+			}
+		}
+		if got, want := validUTF8(string(b)), utf8.ValidString(string(b)); got != want {
+			t.Fatalf("%q: %v, utf8.ValidString %v", b, got, want)
 		}
 	}
 }
