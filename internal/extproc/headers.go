@@ -418,34 +418,46 @@ func snapshot(dst []headerPair, h http.Header) []headerPair {
 	return dst
 }
 
-// valuesOf is key's values in a snapshot; nil when it has none.
-func valuesOf(before []headerPair, key string) []string {
+// indexOf is key's index in a snapshot; -1 when it is not there.
+func indexOf(before []headerPair, key string) int {
 	for i := range before {
 		if before[i].key == key {
-			return before[i].vals
+			return i
 		}
 	}
-	return nil
+	return -1
 }
 
 // diff adds the changes that turn before (a snapshot) into after, in a
 // stable order: changed or new headers (sorted by name), then removed ones
-// (sorted).
+// (sorted). One pass over after finds both: the changed headers with their
+// values, and which of before's names are still there (a bit each, for the
+// first 64; a lookup in after for any further), so that neither needs a
+// lookup in the map afterwards.
 func (m *mutation) diff(before []headerPair, after http.Header) {
-	var buf [16]string // most requests change fewer headers: no allocation
-	keys := buf[:0]
+	var buf [16]headerPair // most requests change fewer headers: no allocation
+	changed := buf[:0]
+	var kept uint64 // bit i: before[i]'s name is in after
 	for k, vs := range after {
-		if !slices.Equal(valuesOf(before, k), vs) {
-			keys = append(keys, k)
+		i := indexOf(before, k)
+		if i >= 0 && i < 64 {
+			kept |= 1 << i
+		}
+		if i < 0 || !slices.Equal(before[i].vals, vs) {
+			changed = append(changed, headerPair{k, vs})
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		m.setValues(lowerKey(k), after[k])
+	slices.SortFunc(changed, func(a, b headerPair) int { return strings.Compare(a.key, b.key) })
+	for _, p := range changed {
+		m.setValues(lowerKey(p.key), p.vals)
 	}
 	var gone []string
 	for i := range before {
-		if _, ok := after[before[i].key]; !ok {
+		in := kept&(1<<i) != 0
+		if i >= 64 {
+			_, in = after[before[i].key]
+		}
+		if !in {
 			gone = append(gone, before[i].key)
 		}
 	}
