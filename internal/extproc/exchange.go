@@ -130,6 +130,11 @@ type exchange struct {
 	recorded  bool
 
 	replies replySlots // the first reply of each kind (replies.go)
+	// answerMuts are the header changes of the answer's headers reply and
+	// of the reply to its whole body (the first of each: answerMutation):
+	// a reply keeps its mutation, so a function's own would be allocated.
+	answerMuts [2]mutation
+	answerUsed uint8 // bit i: answerMuts[i] was handed out
 
 	// Tracing (trace.go): nil spans when it is off.
 	span, modelSpan trace.Span

@@ -477,3 +477,26 @@ func TestReplyEncode(t *testing.T) {
 		t.Error("a reply built as messages is to be sent as bytes")
 	}
 }
+
+// TestAnswerMutation: the first mutation of each kind of answer reply is
+// the exchange's, empty; a later one is new, so a reply already given one
+// is never changed by the next.
+func TestAnswerMutation(t *testing.T) {
+	x := &exchange{}
+	h := x.answerMutation(answerHeadersMut)
+	b := x.answerMutation(answerBodyMut)
+	if h != &x.answerMuts[answerHeadersMut] || b != &x.answerMuts[answerBodyMut] || !h.empty() || !b.empty() {
+		t.Fatalf("first: %p %p, want the exchange's %p %p", h, b, &x.answerMuts[0], &x.answerMuts[1])
+	}
+	h.put("x-selected-model", "small", false)
+	r := x.headersResponse(true, h, false)
+	before := string(r.msg().ProtoReflect().GetUnknown())
+	h2 := x.answerMutation(answerHeadersMut)
+	if h2 == h || !h2.empty() {
+		t.Fatalf("second: %p (first %p), empty %v", h2, h, h2.empty())
+	}
+	h2.put("x-other", "1", false)
+	if after := string(r.msg().ProtoReflect().GetUnknown()); after != before {
+		t.Errorf("the first reply changed: %q, was %q", after, before)
+	}
+}

@@ -101,6 +101,22 @@ func (x *exchange) newReply(answer protowire.Number) *reply {
 	return r
 }
 
+// Indexes of exchange.answerMuts.
+const (
+	answerHeadersMut = iota // the answer's headers reply (responseHeaders)
+	answerBodyMut           // the reply to the answer's whole body (jsonBody, heldBody)
+)
+
+// answerMutation is an empty mutation for the answer's headers or body
+// reply: the exchange's own the first time, else a new one.
+func (x *exchange) answerMutation(i int) *mutation {
+	if x.answerUsed&(1<<i) == 0 {
+		x.answerUsed |= 1 << i
+		return &x.answerMuts[i]
+	}
+	return &mutation{}
+}
+
 // headersResponse is the answer to the request's or the response's
 // headers, with m's changes (none when m is nil or empty).
 func (x *exchange) headersResponse(response bool, m *mutation, clearRoute bool) *reply {

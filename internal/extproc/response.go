@@ -31,9 +31,9 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		x.phase = phaseDone
 		x.quiet = true
 		x.markComplete()
-		var m mutation
+		m := x.answerMutation(answerHeadersMut)
 		m.put("x-request-id", x.id, false)
-		return x.sendReply(x.headersResponse(true, &m, false))
+		return x.sendReply(x.headersResponse(true, m, false))
 	case phaseDone:
 		if !x.quiet {
 			x.stray("response_headers")
@@ -45,7 +45,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 	st, ct := responseStatus(h.GetHeaders())
 	x.status = st
 	x.dp.UpstreamStatus(st)
-	var m mutation
+	m := x.answerMutation(answerHeadersMut)
 	x.dp.Out.Routing.EachClientHeader(func(k, v string) { m.put(lowerKey(k), v, false) })
 	m.put("x-request-id", x.id, false) // the client's id, not the backend's
 	x.sse = x.dp.Out.Stream && st < 400 && dataplane.IsEventStream(ct)
@@ -63,7 +63,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) error {
 		// again): decided before the reply takes the mutation.
 		m.remove = append(m.remove, "content-length")
 	}
-	resp := x.headersResponse(true, &m, false)
+	resp := x.headersResponse(true, m, false)
 	switch {
 	case h.GetEndOfStream():
 		x.phase = phaseDone
@@ -259,12 +259,12 @@ func (x *exchange) jsonBody(b *extprocv3.HttpBody) error {
 		if !x.respFullDuplex() {
 			// Read whole: Envoy still holds the headers, so the response
 			// checks' verdict headers (and a block's status) go with them.
-			var m mutation
+			m := x.answerMutation(answerBodyMut)
 			if changed {
 				m.put("content-length", strconv.Itoa(len(out)), false)
 			}
-			x.gateHeaders(&m)
-			resp.headers(&m)
+			x.gateHeaders(m)
+			resp.headers(m)
 		}
 		return x.sendReply(resp)
 	}
@@ -333,13 +333,13 @@ func (x *exchange) heldBody(b *extprocv3.HttpBody) error {
 	resp := x.bodyReply(true, out, true, true)
 	if x.respPieces == 1 && !x.respFullDuplex() {
 		// Read whole (BUFFERED): Envoy still holds the answer's headers.
-		var m mutation
+		m := x.answerMutation(answerBodyMut)
 		m.put("content-length", strconv.Itoa(len(out)), false)
 		if st != 0 {
 			m.put(":status", strconv.Itoa(st), false)
 		}
-		x.gateMutation(&m)
-		resp.headers(&m)
+		x.gateMutation(m)
+		resp.headers(m)
 	}
 	return x.sendReply(resp)
 }
