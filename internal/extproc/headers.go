@@ -26,6 +26,11 @@ var requestHopHeaders = []string{
 	"connection", "keep-alive", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade",
 }
 
+// hopCanonical is the canonical name of each hopIndex (TestHopIndex).
+var hopCanonical = [...]string{
+	"Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Upgrade", "Accept-Encoding",
+}
+
 // hopIndex is the index in requestHopHeaders of the canonical header name
 // k, len(requestHopHeaders) for Accept-Encoding, -1 for any other
 // (TestHopIndex).
@@ -98,6 +103,8 @@ type requestInfo struct {
 	// header holds the regular headers by canonical key; pseudo-headers
 	// (":path" …) are kept out.
 	header http.Header
+	// hop: bit i, a header of hopIndex i is in header.
+	hop uint8
 }
 
 // parseHeaders reads the request headers; the values are kept in vals'
@@ -126,6 +133,9 @@ func parseHeaders(m *corev3.HeaderMap, vals []string) requestInfo {
 			continue
 		}
 		ck := canonicalKey(k)
+		if i := hopIndex(ck); i >= 0 {
+			ri.hop |= 1 << i
+		}
 		if vs, ok := ri.header[ck]; ok {
 			ri.header[ck] = append(vs, headerValue(h))
 			continue

@@ -252,6 +252,14 @@ func TestHopIndex(t *testing.T) {
 	if got := hopIndex("Accept-Encoding"); got != len(requestHopHeaders) {
 		t.Errorf("hopIndex(Accept-Encoding) = %d", got)
 	}
+	if len(hopCanonical) != len(requestHopHeaders)+1 {
+		t.Errorf("%d canonical names for %d hop headers and Accept-Encoding", len(hopCanonical), len(requestHopHeaders))
+	}
+	for i, k := range hopCanonical {
+		if got := hopIndex(k); got != i || k != http.CanonicalHeaderKey(k) {
+			t.Errorf("hopIndex(%q) = %d, want %d (canonical %q)", k, got, i, http.CanonicalHeaderKey(k))
+		}
+	}
 	for _, k := range []string{"Content-Type", "X-Request-Id", "connection", "Tes"} {
 		if got := hopIndex(k); got != -1 {
 			t.Errorf("hopIndex(%q) = %d, want -1", k, got)
@@ -498,5 +506,38 @@ func TestAnswerMutation(t *testing.T) {
 	h2.put("x-other", "1", false)
 	if after := string(r.msg().ProtoReflect().GetUnknown()); after != before {
 		t.Errorf("the first reply changed: %q, was %q", after, before)
+	}
+}
+
+// TestParseHeadersHop: the hop-by-hop headers parseHeaders notes are those a
+// pass over the parsed map finds (hopIndex of each name), whatever the case
+// the names arrive in and however often.
+func TestParseHeadersHop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 3))
+	names := append(append([]string{}, requestHopHeaders...), "accept-encoding", "content-type", "x-request-id", "tes", "connections", "authorization")
+	spell := func(k string) string {
+		switch rng.IntN(3) {
+		case 0:
+			return strings.ToUpper(k)
+		case 1:
+			return http.CanonicalHeaderKey(k)
+		}
+		return k
+	}
+	for range 2000 {
+		hm := &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: ":path", RawValue: []byte("/v1/chat/completions")}}}
+		for range rng.IntN(12) {
+			hm.Headers = append(hm.Headers, &corev3.HeaderValue{Key: spell(names[rng.IntN(len(names))]), RawValue: []byte("v")})
+		}
+		ri := parseHeaders(hm, nil)
+		var want uint8
+		for k := range ri.header {
+			if i := hopIndex(k); i >= 0 {
+				want |= 1 << i
+			}
+		}
+		if ri.hop != want {
+			t.Fatalf("%v: hop %08b, the map's %08b", hm.Headers, ri.hop, want)
+		}
 	}
 }

@@ -135,21 +135,16 @@ func (x *exchange) chatHeaders(h *extprocv3.HttpHeaders, ri requestInfo) error {
 
 	// The answer is read by Junction, so it must not be compressed; hop-by-hop
 	// headers never reach a backend; the request id is the one Junction uses.
-	// One pass over the request's few headers finds them (a lookup per name
-	// costs more); they are removed in requestHopHeaders' order, then
-	// accept-encoding.
-	var hop uint8 // bit i: requestHopHeaders[i]; bit len(requestHopHeaders): Accept-Encoding
-	for k := range x.reqHeader {
-		if i := hopIndex(k); i >= 0 {
-			hop |= 1 << i
-			delete(x.reqHeader, k) // allowed while ranging
-		}
-	}
+	// parseHeaders noted which are there as it read the names (a lookup per
+	// name, or a pass over the map, costs more); they are removed in
+	// requestHopHeaders' order, then accept-encoding.
+	hop := ri.hop // bit i: requestHopHeaders[i]; bit len(requestHopHeaders): Accept-Encoding
 	for i := 0; hop != 0; i++ {
 		if hop&(1<<i) == 0 {
 			continue
 		}
 		hop &^= 1 << i
+		delete(x.reqHeader, hopCanonical[i])
 		if i < len(requestHopHeaders) {
 			x.early.remove = append(x.early.remove, requestHopHeaders[i])
 		} else {
