@@ -21,7 +21,8 @@
 // accounting; request.go maps Envoy's request messages (body modes,
 // trailers, mutations, clear_route_cache, immediate responses) onto the
 // exchange; response.go does the same for the answer; replies.go builds the
-// messages sent back; headers.go reads and mutates header maps.
+// messages sent back (as their wire bytes, which the gRPC server's codec,
+// codec.go, sends as they are); headers.go reads and mutates header maps.
 //
 // What must not happen here: deciding a route (engine does), shaping a body
 // or an answer, translating a protocol or recording a metric differently
