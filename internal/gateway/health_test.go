@@ -103,6 +103,7 @@ func TestMetricsExposition(t *testing.T) {
 	e.post("/v1/chat/completions", `{"model":"MoM","messages":[{"role":"user","content":"prove it"}]}`)
 	e.post("/v1/chat/completions", `{"model":"MoM","messages":[{"role":"user","content":"mail a@b.example"}]}`)
 	e.post("/v1/chat/completions", `{"model":"MoM","messages":[`)
+	e.busy.Wait() // an answer reaches the client before its handler records it
 	srv := httptest.NewServer(metrics.Handler(e.reg))
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
