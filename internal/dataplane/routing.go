@@ -215,6 +215,7 @@ func formatConfidence(c float64) string {
 	return strconv.FormatFloat(c, 'f', -1, 64)
 }
 
+// millis formats d as decimal milliseconds ("12.345").
 // processingMillis is the one number x-processing-time and routing_metadata.processing_time_ms both give:
 // whole milliseconds (the spec types the field as an integer), rounded to the nearest, so that a request that
 // took 0.8 ms says 1 in both rather than 0.814 in one and 0 in the other.
@@ -222,25 +223,8 @@ func processingMillis(d time.Duration) int64 {
 	return d.Round(time.Millisecond).Milliseconds()
 }
 
-// millis formats d as decimal milliseconds ("12.345"):
-// strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64), the form the header
-// has always had, written from integers where that gives the same digits
-// (TestMillisMatchesFormatFloat): d rounded to whole microseconds. Away from a
-// tie (d%1000 == 500) the float's rounding error (under 2^-53 of a value
-// below 2^50 ns / 1e6) is far smaller than the 1e-6 ms between the exact
-// value and the nearest rounding boundary, so both round the same way; ties
-// and negative or huge durations take FormatFloat (about 630 instructions
-// a call; this path about 270).
 func millis(d time.Duration) string {
-	if d < 0 || d >= 1<<50 || d%1000 == 500 {
-		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
-	}
-	us := (int64(d) + 500) / 1000
-	var buf [24]byte
-	b := strconv.AppendInt(buf[:0], us/1000, 10)
-	frac := us % 1000
-	b = append(b, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
-	return string(b)
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
 
 func securityChecks(res *engine.Result) string {
