@@ -215,7 +215,6 @@ func formatConfidence(c float64) string {
 	return strconv.FormatFloat(c, 'f', -1, 64)
 }
 
-// millis formats d as decimal milliseconds ("12.345").
 // processingMillis is the one number x-processing-time and routing_metadata.processing_time_ms both give:
 // whole milliseconds (the spec types the field as an integer), rounded to the nearest, so that a request that
 // took 0.8 ms says 1 in both rather than 0.814 in one and 0 in the other.
@@ -223,6 +222,7 @@ func processingMillis(d time.Duration) int64 {
 	return d.Round(time.Millisecond).Milliseconds()
 }
 
+// millis formats d as decimal milliseconds ("12.345").
 func millis(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 3, 64)
 }
