@@ -25,10 +25,12 @@ type Deferrable interface {
 
 // Deferred holds a Deferrable back so that the request's first read from
 // Redis carries it in the same pipeline: one write and one wait for both,
-// instead of a round trip each. A request keeps it on its context
-// (WithDeferred); a store that reads on the request path sends its reads
-// with it (Deferred.Pipelined); whatever must not happen before the verdict
-// (an effect, the end of the request phase) sends it alone first (Send).
+// instead of a round trip each. A request's reads are given it as their
+// context (it is the request's context carrying itself); a store that
+// reads on the request path finds it there (DeferredFrom) and sends its
+// reads with it (Deferred.Pipelined); whatever must not happen before the
+// verdict (an effect, the end of the request phase) sends it alone first
+// (Send).
 // It is sent once, always under the request's context (the one Defer was
 // given), wherever it goes, so its deadline is what it would be alone. Safe
 // for concurrent use.
@@ -71,12 +73,6 @@ func (d *Deferred) Value(key any) any {
 }
 
 type deferredKey struct{}
-
-// WithDeferred is ctx carrying d, for the stores the request reads from
-// (d itself carries d on the context Defer was given).
-func WithDeferred(ctx context.Context, d *Deferred) context.Context {
-	return context.WithValue(ctx, deferredKey{}, d)
-}
 
 // DeferredFrom is the Deferred ctx carries, nil if none.
 func DeferredFrom(ctx context.Context) *Deferred {

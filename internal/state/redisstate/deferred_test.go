@@ -47,8 +47,8 @@ func TestDeferredGoesOnce(t *testing.T) {
 
 	cmd := &incr{c: c, key: c.Prefix + "n", limit: 1}
 	d := c.Defer(ctx, cmd)
-	if redisstate.DeferredFrom(redisstate.WithDeferred(ctx, d)) != d || redisstate.DeferredFrom(ctx) != nil {
-		t.Fatal("DeferredFrom does not find what WithDeferred put")
+	if redisstate.DeferredFrom(d) != d || redisstate.DeferredFrom(ctx) != nil {
+		t.Fatal("DeferredFrom does not find the Deferred in itself, or finds one in the request's context")
 	}
 	var g *redis.StringCmd
 	pass, err := d.Pipelined(ctx, c, time.Second, get(&g))
