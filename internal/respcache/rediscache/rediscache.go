@@ -491,12 +491,23 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	m := member(ns, key)
 	if ok { // else evicted at once (larger than the byte bound)
 		// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
-		st = b.newStored(ns, key, encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
+		st = b.newStored(ctx, ns, key, encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
 		m = st.member
+	}
+	if ok && len(evicted) == 0 && !b.c.Cluster() {
+		// The common store: both commands queued at once, so the pipeline's
+		// list of commands is one allocation of two, not one of one grown.
+		_, err = b.c.Pipelined(ctx, func(p redis.Pipeliner) error { return p.BatchProcess(ctx, st.cmds[:]...) })
+		if err != nil {
+			b.failed("store", err)
+			return nil
+		}
+		b.ok()
+		return nil
 	}
 	err = b.write(ctx, func(p redis.Pipeliner) {
 		if ok {
-			_ = p.Process(ctx, redis.NewStatusCmd(ctx, st.set[:]...))
+			_ = p.Process(ctx, &st.setCmd)
 		}
 		for _, e := range evicted {
 			if e != m {
@@ -505,7 +516,7 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 		}
 	}, func(p redis.Pipeliner) {
 		if ok {
-			_ = p.Process(ctx, redis.NewStringCmd(ctx, st.xadd[:]...))
+			_ = p.Process(ctx, &st.xaddCmd)
 		}
 		for _, e := range evicted {
 			if e != m {
@@ -534,6 +545,11 @@ type stored struct {
 	ttl         int64
 	set         [5]any
 	xadd        [12]any
+	// The commands themselves, in the same allocation (go-redis's
+	// NewStatusCmd and NewStringCmd allocate one each).
+	setCmd  redis.StatusCmd
+	xaddCmd redis.StringCmd
+	cmds    [2]redis.Cmder // both, queued at once: no variadic slice of their own
 }
 
 // rowBytes is an entry's row as a command's argument: a pointer to it is
@@ -548,7 +564,7 @@ var argStreamLen = any(int64(streamLen))
 // newStored is the commands that store row as the entry of ns and key for
 // ttl (at least a millisecond): PX in milliseconds, or EX in seconds for a
 // whole number of them, as go-redis's Set chooses.
-func (b *Backend) newStored(ns, key string, row []byte, ttl time.Duration) *stored {
+func (b *Backend) newStored(ctx context.Context, ns, key string, row []byte, ttl time.Duration) *stored {
 	st := &stored{key: b.keys.entry + ns + "\x00" + key, row: row}
 	st.member = st.key[len(b.keys.entry):]
 	unit := any("px")
@@ -557,6 +573,8 @@ func (b *Backend) newStored(ns, key string, row []byte, ttl time.Duration) *stor
 	}
 	st.set = [5]any{"set", &st.key, &st.row, unit, &st.ttl}
 	st.xadd = [12]any{"xadd", b.streamArg, "maxlen", "~", argStreamLen, "*", "o", b.idArg, "t", "s", "m", &st.member}
+	st.setCmd, st.xaddCmd = *redis.NewStatusCmd(ctx, st.set[:]...), *redis.NewStringCmd(ctx, st.xadd[:]...)
+	st.cmds = [2]redis.Cmder{&st.setCmd, &st.xaddCmd}
 	return st
 }
 
