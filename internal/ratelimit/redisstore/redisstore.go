@@ -202,19 +202,31 @@ func appendFloat(b []byte, v int64) []byte {
 // script's hash, or with eval EVAL of its source (Redis lost the script: a
 // restart, SCRIPT FLUSH; EVAL loads it again).
 func (c *call) command(ctx context.Context, eval bool) *redis.StringCmd {
+	cmd := new(redis.StringCmd)
+	c.commandIn(cmd, ctx, eval)
+	return cmd
+}
+
+// commandIn is command into cmd, a command the caller holds (a deferred
+// take's, in the same allocation as its call).
+func (c *call) commandIn(cmd *redis.StringCmd, ctx context.Context, eval bool) {
 	c.args[0], c.args[1] = argEvalSha, argSHA
 	if eval {
 		c.args[0], c.args[1] = argEval, argSource
 	}
-	cmd := redis.NewStringCmd(ctx, c.args...)
+	*cmd = *redis.NewStringCmd(ctx, c.args...)
 	cmd.SetFirstKeyPos(3)
-	return cmd
 }
 
 // run sends the call alone (EVAL if Redis lost the script) and returns the
 // script's answer.
 func (s *Store) run(ctx context.Context, c *call) (string, error) {
-	cmd := c.command(ctx, false)
+	return s.runIn(ctx, c, new(redis.StringCmd))
+}
+
+// runIn is run with cmd as the command (a deferred take's own).
+func (s *Store) runIn(ctx context.Context, c *call, cmd *redis.StringCmd) (string, error) {
+	c.commandIn(cmd, ctx, false)
 	_ = s.c.Process(ctx, cmd)
 	res, err := cmd.Result()
 	if noScript(err) {
@@ -303,12 +315,12 @@ type deferred struct {
 	levels []ratelimit.Level
 	d      redisstate.Deferred
 	call   call
-	cmd    *redis.StringCmd
+	cmd    redis.StringCmd // the command, carried (Queue) or alone (Send)
 }
 
 func (d *deferred) Queue(ctx context.Context, p redis.Pipeliner) {
-	d.cmd = d.call.command(ctx, false)
-	_ = p.Process(ctx, d.cmd)
+	d.call.commandIn(&d.cmd, ctx, false)
+	_ = p.Process(ctx, &d.cmd)
 }
 
 func (d *deferred) Carried(ctx context.Context) bool {
@@ -322,7 +334,7 @@ func (d *deferred) Carried(ctx context.Context) bool {
 }
 
 func (d *deferred) Send(ctx context.Context) bool {
-	res, err := d.s.run(ctx, &d.call)
+	res, err := d.s.runIn(ctx, &d.call, &d.cmd)
 	return d.s.settle(d.now, d.takes, d.levels, res, err)
 }
 

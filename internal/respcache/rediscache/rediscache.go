@@ -445,20 +445,23 @@ func (b *Backend) Lookup(ctx context.Context, ns, key string, embedding []float3
 // deadline, not opTimeout), and returns d's verdict. Its key is built once:
 // the member is the key's tail.
 func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, ns, key string) bool {
-	k := b.keys.entry + ns + "\x00" + key
-	m := k[len(b.keys.entry):]
+	g := &get{key: b.keys.entry + ns + "\x00" + key}
+	m := g.key[len(b.keys.entry):]
+	g.args = [2]any{"get", &g.key}
 	var v string
 	var err error
 	if d == nil {
 		ctx, cancel := context.WithTimeout(ctx, opTimeout)
-		v, err = b.c.Get(ctx, k).Result()
+		g.cmd = *redis.NewStringCmd(ctx, g.args[:]...)
+		_ = b.c.Process(ctx, &g.cmd)
+		v, err = g.cmd.Result()
 		cancel()
 	} else {
-		var get *redis.StringCmd
-		if pass, _ := d.Pipelined(ctx, b.c, opTimeout, func(p redis.Pipeliner) { get = p.Get(ctx, k) }); !pass {
+		g.cmd = *redis.NewStringCmd(ctx, g.args[:]...)
+		if pass, _ := d.Pipelined(ctx, b.c, opTimeout, func(p redis.Pipeliner) { _ = p.Process(ctx, &g.cmd) }); !pass {
 			return false
 		}
-		v, err = get.Result()
+		v, err = g.cmd.Result()
 	}
 	if err != nil && !errors.Is(err, redis.Nil) {
 		b.failed("lookup", err)
@@ -469,6 +472,15 @@ func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, ns, key str
 		b.restore(r)
 	}
 	return true
+}
+
+// get is a lookup's GET as go-redis's Get writes it, in one allocation:
+// the key is a pointer into it (go-redis writes a *string as its value),
+// where Get boxed the key and built the arguments and the command apart.
+type get struct {
+	key  string
+	args [2]any
+	cmd  redis.StringCmd
 }
 
 // Store implements hostapi.Cache: the entry is in the local index, and in
