@@ -500,11 +500,13 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var st *stored
-	m := member(ns, key)
-	if ok { // else evicted at once (larger than the byte bound)
+	var m string // the entry's member, which its evictions skip
+	if ok {
 		// At least a millisecond: Redis takes no shorter TTL, and 0 would be none.
 		st = b.newStored(ctx, ns, key, encodeRow(value, embedding, created.UnixNano(), expires.UnixNano(), b.now().UnixNano()), max(expires.Sub(created), time.Millisecond))
 		m = st.member
+	} else { // evicted at once (larger than the byte bound)
+		m = member(ns, key)
 	}
 	if ok && len(evicted) == 0 && !b.c.Cluster() {
 		// The common store: both commands queued at once, so the pipeline's
