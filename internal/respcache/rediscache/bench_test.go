@@ -202,3 +202,39 @@ func BenchmarkCarriedLookup(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMissPath is a request's miss as the gateway runs it, on the
+// shared test Redis (redistest.New: no redis-server of its own, so no child
+// process, whose exit signal aborts callgrind): the rate limiter's take
+// carried with the GET of a key no replica holds, then the store of the
+// answer, with this replica's follower reading the changes back. Its
+// allocations per request (-benchmem) and instructions (callgrind, a fixed
+// -test.benchtime Nx, GODEBUG=asyncpreemptoff=1) are the figures.
+func BenchmarkMissPath(b *testing.B) {
+	c := redistest.New(b)
+	ctx := context.Background()
+	cache := rediscache.Open(ctx, c, respcache.Options{})
+	b.Cleanup(func() { cache.Close() })
+	limits := redisstore.New(c, true)
+	takes := []ratelimit.Take{{Bucket: ratelimit.Bucket{ID: "model=m", Capacity: 1 << 40, Window: time.Minute}, N: 1}}
+	const ns = "response_cache/v2/model=small/decision=general/recipe=default/epoch=0123456789abcdef"
+	value := make([]byte, 1024)
+	keys := make([]string, b.N)
+	for i := range keys {
+		keys[i] = "absent-" + strconv.Itoa(i)
+	}
+	lv := make([]ratelimit.Level, 1)
+	b.ResetTimer()
+	for i := range b.N {
+		rctx, send := limits.Defer(ctx, time.Now(), takes, lv)
+		if _, ok, err := cache.Lookup(rctx, ns, keys[i], nil, 0.95); err != nil || ok {
+			b.Fatalf("lookup of %s: %v %v", keys[i], ok, err)
+		}
+		if pass, err := send(); !pass || err != nil {
+			b.Fatal(pass, err)
+		}
+		if err := cache.Store(context.WithoutCancel(rctx), ns, keys[i], value, time.Hour, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
