@@ -103,10 +103,18 @@ func (l *Limiter) Admit(ctx context.Context, doc *recipes.Document, req *Request
 type DeferringStore interface {
 	Store
 	// Defer holds the take back: ctx carried to the request's reads lets
-	// them carry it; take sends it unless a read did (once: later calls
-	// return the same) and returns what Take would, levels filled, or the
-	// error of ctx when it ended before the take was sent (nothing taken).
-	Defer(ctx context.Context, now time.Time, takes []Take, levels []Level) (carry context.Context, take func() (bool, error))
+	// them carry it; take's Send sends it unless a read did (once: later
+	// calls return the same) and returns what Take would, levels filled, or
+	// the error of ctx when it ended before the take was sent (nothing
+	// taken).
+	Defer(ctx context.Context, now time.Time, takes []Take, levels []Level) (carry context.Context, take Sender)
+}
+
+// Sender sends a held-back take (DeferringStore.Defer). An interface, not
+// a func: the held-back take is one, where a method value was an
+// allocation a request of its own.
+type Sender interface {
+	Send() (bool, error)
 }
 
 // Pending is a request's take held back (Limiter.Defer) until its verdict
@@ -114,7 +122,7 @@ type DeferringStore interface {
 type Pending struct {
 	t    takes
 	info []takeMeta
-	take func() (bool, error)
+	take Sender
 	once sync.Once
 	a    Admission
 	err  error
@@ -144,7 +152,7 @@ func (l *Limiter) Defer(ctx context.Context, doc *recipes.Document, req *Request
 // the take is sent now unless a read carried it.
 func (p *Pending) Resolve() (Admission, error) {
 	p.once.Do(func() {
-		ok, err := p.take()
+		ok, err := p.take.Send()
 		p.a, p.err = conclude(p.t, p.info, ok, err)
 	})
 	return p.a, p.err

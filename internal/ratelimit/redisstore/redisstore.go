@@ -295,15 +295,15 @@ var _ ratelimit.DeferringStore = (*Store)(nil)
 // redisstate.Deferred on the returned context, which the request's first
 // read from Redis (the response cache's lookup: rediscache) sends in its
 // own pipeline, one round trip for both on one server (on a cluster the
-// bucket's node and the entry's answer in parallel). take sends it alone
-// if nothing did; Redis not answering fails open or closed as Take does.
-// A take not yet sent when the request's context ends is not sent: take
-// then returns the context's error.
-func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, func() (bool, error)) {
+// bucket's node and the entry's answer in parallel). take (the Deferred
+// itself) sends it alone if nothing did; Redis not answering fails open or
+// closed as Take does. A take not yet sent when the request's context ends
+// is not sent: take then returns the context's error.
+func (s *Store) Defer(ctx context.Context, now time.Time, takes []ratelimit.Take, levels []ratelimit.Level) (context.Context, ratelimit.Sender) {
 	dt := &deferred{s: s, now: now, takes: takes, levels: levels}
 	s.fill(&dt.call, now, takes, false)
 	s.c.DeferIn(&dt.d, ctx, dt)
-	return &dt.d, dt.d.Send // the Deferred is ctx carrying itself
+	return &dt.d, &dt.d // the Deferred is ctx carrying itself, and sends itself
 }
 
 // deferred is a held-back take, as a redisstate.Deferrable, with its

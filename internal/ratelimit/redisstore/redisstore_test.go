@@ -247,7 +247,7 @@ func TestScriptLostRunsAgain(t *testing.T) {
 	if !pass || err == nil { // err: the GET's redis.Nil
 		t.Fatalf("carried take after a flush: pass %v, err %v", pass, err)
 	}
-	if ok, err := send(); !ok || err != nil {
+	if ok, err := send.Send(); !ok || err != nil {
 		t.Fatalf("the carried take's verdict: %v, %v", ok, err)
 	}
 	if got := []int64{lv[0].Remaining, lv[1].Remaining, lv[2].Remaining}; !slices.Equal(got, []int64{8, 4, 8}) {

@@ -182,7 +182,7 @@ func BenchmarkCarriedLookup(b *testing.B) {
 		if _, ok, err := cache.Lookup(rctx, ns, key, nil, 0.95); err != nil || ok != hit {
 			b.Fatalf("lookup of %s: %v %v", key, ok, err)
 		}
-		if pass, err := send(); !pass || err != nil {
+		if pass, err := send.Send(); !pass || err != nil {
 			b.Fatal(pass, err)
 		}
 	}
@@ -230,7 +230,7 @@ func BenchmarkMissPath(b *testing.B) {
 		if _, ok, err := cache.Lookup(rctx, ns, keys[i], nil, 0.95); err != nil || ok {
 			b.Fatalf("lookup of %s: %v %v", keys[i], ok, err)
 		}
-		if pass, err := send(); !pass || err != nil {
+		if pass, err := send.Send(); !pass || err != nil {
 			b.Fatal(pass, err)
 		}
 		if err := cache.Store(context.WithoutCancel(rctx), ns, keys[i], value, time.Hour, nil); err != nil {
