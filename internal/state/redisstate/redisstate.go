@@ -123,11 +123,19 @@ func (c *Client) pipeline() redis.Pipeliner {
 }
 
 // release empties p (Exec did, unless it was not called) and keeps it for
-// reuse.
+// reuse, with room for two commands: Exec hands its list of commands to
+// the caller and starts the next from nothing, which queueing two commands
+// one at a time (a carried take and its read) then grew twice.
 func (c *Client) release(p redis.Pipeliner) {
+	p.Discard()
+	_ = p.BatchProcess(context.Background(), noCommands[:]...)
 	p.Discard()
 	c.pipes.Put(p)
 }
+
+// noCommands is what release queues and discards to give a pipeline room;
+// never written.
+var noCommands [2]redis.Cmder
 
 // New builds a client from c (it does not connect: Ping does). log may be nil.
 func New(c Config, log *slog.Logger) (*Client, error) {
