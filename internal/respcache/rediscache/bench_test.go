@@ -207,7 +207,9 @@ func BenchmarkCarriedLookup(b *testing.B) {
 // shared test Redis (redistest.New: no redis-server of its own, so no child
 // process, whose exit signal aborts callgrind): the rate limiter's take
 // carried with the GET of a key no replica holds, then the store of the
-// answer, with this replica's follower reading the changes back. Its
+// answer, each under a deadline of its own as the plugin host's calls are
+// (hostapi.DefaultCallTimeout), with this replica's follower reading the
+// changes back. Its
 // allocations per request (-benchmem) and instructions (callgrind, a fixed
 // -test.benchtime Nx, GODEBUG=asyncpreemptoff=1) are the figures.
 func BenchmarkMissPath(b *testing.B) {
@@ -227,14 +229,22 @@ func BenchmarkMissPath(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		rctx, send := limits.Defer(ctx, time.Now(), takes, lv)
-		if _, ok, err := cache.Lookup(rctx, ns, keys[i], nil, 0.95); err != nil || ok {
+		call, cancel := context.WithTimeout(rctx, callTimeout)
+		if _, ok, err := cache.Lookup(call, ns, keys[i], nil, 0.95); err != nil || ok {
 			b.Fatalf("lookup of %s: %v %v", keys[i], ok, err)
 		}
+		cancel()
 		if pass, err := send.Send(); !pass || err != nil {
 			b.Fatal(pass, err)
 		}
-		if err := cache.Store(context.WithoutCancel(rctx), ns, keys[i], value, time.Hour, nil); err != nil {
+		call, cancel = context.WithTimeout(context.WithoutCancel(rctx), callTimeout)
+		if err := cache.Store(call, ns, keys[i], value, time.Hour, nil); err != nil {
 			b.Fatal(err)
 		}
+		cancel()
 	}
 }
+
+// callTimeout is the plugin host's per-call deadline
+// (hostapi.DefaultCallTimeout), which a plugin's cache calls run under.
+const callTimeout = 250 * time.Millisecond

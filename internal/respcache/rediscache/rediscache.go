@@ -451,7 +451,7 @@ func (b *Backend) fetch(ctx context.Context, d *redisstate.Deferred, ns, key str
 	var v string
 	var err error
 	if d == nil {
-		ctx, cancel := context.WithTimeout(ctx, opTimeout)
+		ctx, cancel := redisstate.Bound(ctx, opTimeout)
 		g.cmd = *redis.NewStringCmd(ctx, g.args[:]...)
 		_ = b.c.Process(ctx, &g.cmd)
 		v, err = g.cmd.Result()
@@ -497,7 +497,7 @@ func (b *Backend) Store(ctx context.Context, ns, key string, value []byte, ttl t
 	if !b.up() || (!ok && len(evicted) == 0) {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	ctx, cancel := redisstate.Bound(ctx, opTimeout)
 	defer cancel()
 	var st *stored
 	var m string // the entry's member, which its evictions skip

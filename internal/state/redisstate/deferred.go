@@ -137,7 +137,7 @@ func (d *Deferred) Pipelined(ctx context.Context, c *Client, timeout time.Durati
 			return false, nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := Bound(ctx, timeout)
 	defer cancel()
 	_, err = c.Pipelined(ctx, func(p redis.Pipeliner) error { queue(p); return nil })
 	return true, err

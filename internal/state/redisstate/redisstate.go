@@ -114,6 +114,20 @@ func (c *Client) Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) 
 	return p.Exec(ctx)
 }
 
+// Bound is context.WithTimeout(ctx, timeout), except that a ctx whose own
+// deadline comes first is returned as it is, with a cancel that does
+// nothing: WithTimeout would make a context that only cancels on return
+// (four allocations), identical to ctx while the caller uses it. A
+// plugin's host calls (the response cache's lookups and stores) run under
+// the plugin host's per-call deadline, 250 ms, which is the stores' own
+// bound too.
+func Bound(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= timeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
 // pipeline is an empty pipeline, one that release put back or a new one.
 func (c *Client) pipeline() redis.Pipeliner {
 	if p, ok := c.pipes.Get().(redis.Pipeliner); ok {

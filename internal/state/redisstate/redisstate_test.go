@@ -356,3 +356,41 @@ func TestClosedWhileWaitingIsDialledAgain(t *testing.T) {
 		t.Fatalf("a command on the pool whose connection the server closed 300 ms before: %v", err)
 	}
 }
+
+// TestBound: a context whose deadline comes first is kept as it is (no
+// context of Bound's own, no allocation); otherwise the timeout bounds it,
+// and cancel ends it, as context.WithTimeout's do.
+func TestBound(t *testing.T) {
+	parent, cancelParent := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelParent()
+	ctx, cancel := redisstate.Bound(parent, time.Second)
+	if ctx != parent {
+		t.Fatal("a context with a sooner deadline was not kept")
+	}
+	cancel()
+	if parent.Err() != nil {
+		t.Fatal("Bound's cancel ended the caller's context")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, c := redisstate.Bound(parent, time.Second); c() }); n != 0 {
+		t.Errorf("Bound of a context with a sooner deadline: %v allocations, want 0", n)
+	}
+
+	for _, p := range []context.Context{context.Background(), parent} {
+		before := time.Now()
+		ctx, cancel := redisstate.Bound(p, 10*time.Millisecond)
+		d, ok := ctx.Deadline()
+		if !ok || d.Before(before.Add(10*time.Millisecond)) || d.After(time.Now().Add(10*time.Millisecond)) {
+			t.Errorf("deadline %v (%v), want 10ms after %v", d, ok, before)
+		}
+		<-ctx.Done()
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Errorf("err %v, want the deadline's", ctx.Err())
+		}
+		cancel()
+	}
+	ctx, cancel = redisstate.Bound(context.Background(), time.Hour)
+	cancel()
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("err %v after cancel, want Canceled", ctx.Err())
+	}
+}
