@@ -5,6 +5,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 )
 
 // codec is the gRPC codec NewGRPCServer installs (grpc.ForceServerCodecV2):
@@ -32,7 +33,22 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.proto.Marshal(v)
 }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+// Unmarshal decodes Envoy's ProcessingRequest itself (decodeRequest) from
+// one copy of the message, which the message's strings and bytes then
+// share; whatever decodeRequest leaves, and every other message, is
+// protobuf-go's, as gRPC's codec does it.
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(*extprocv3.ProcessingRequest)
+	if !ok {
+		return c.proto.Unmarshal(data, v)
+	}
+	b := data.Materialize() // gRPC reuses its buffers once this returns
+	m.Reset()
+	if decodeRequest(b, m) {
+		return nil
+	}
+	return proto.Unmarshal(b, m)
+}
 
 // Name is the protobuf codec's: the content subtype is the same.
 func (codec) Name() string { return protocodec.Name }

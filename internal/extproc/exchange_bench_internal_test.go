@@ -12,6 +12,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
@@ -40,8 +41,8 @@ providers:
 `
 
 // memStream is an ext_proc stream without a transport: it hands the
-// handler messages decoded from their wire bytes (as gRPC would) and
-// marshals what it sends with the codec NewGRPCServer installs.
+// handler messages decoded from their wire bytes and marshals what it
+// sends, both with the codec NewGRPCServer installs, as gRPC would.
 type memStream struct {
 	grpc.ServerStream
 	ctx  context.Context
@@ -56,7 +57,7 @@ func (s *memStream) Recv() (*extprocv3.ProcessingRequest, error) {
 		return nil, io.EOF
 	}
 	m := &extprocv3.ProcessingRequest{}
-	if err := proto.Unmarshal(s.in[s.next], m); err != nil {
+	if err := serverCodec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(s.in[s.next])}, m); err != nil {
 		return nil, err
 	}
 	s.next++
