@@ -176,6 +176,19 @@ func decodeHeaderMap(b []byte, hm *corev3.HeaderMap, list []*corev3.HeaderValue)
 }
 
 func decodeHeaderValue(b []byte, h *corev3.HeaderValue) bool {
+	// The shape Envoy sends: the key, then raw_value, each shorter than 128
+	// bytes (a tag and a one-byte length each), read without nextField.
+	if len(b) >= 4 && b[0] == 1<<3|byte(protowire.BytesType) && b[1] < 0x80 {
+		k := 2 + int(b[1])
+		if k+2 <= len(b) && b[k] == 3<<3|byte(protowire.BytesType) && b[k+1] < 0x80 && k+2+int(b[k+1]) == len(b) {
+			key := unsafeString(b[2:k])
+			if !validUTF8(key) {
+				return false
+			}
+			h.Key, h.RawValue = key, ownBytes(b[k+2:])
+			return true
+		}
+	}
 	var seen uint8
 	for len(b) > 0 {
 		num, typ, _, v, n := nextField(b)
