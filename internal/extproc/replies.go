@@ -56,6 +56,9 @@ type reply struct {
 	// w is what msg wrote, as sent through Junction's codec (codec.go);
 	// its ProcessingResponse is nil when msg built the messages instead.
 	w wireReply
+	// small holds msg's bytes when they fit (a headers reply that changes
+	// nothing is two bytes): no allocation for them.
+	small [8]byte
 }
 
 // bodyOp is what a body reply does with the piece.
@@ -219,7 +222,12 @@ func (r *reply) msg() *extprocv3.ProcessingResponse {
 		size += protowire.SizeTag(fieldModeOverride) + protowire.SizeBytes(mode)
 	}
 
-	b := make([]byte, 0, size)
+	var b []byte
+	if size <= len(r.small) {
+		b = r.small[:0:size]
+	} else {
+		b = make([]byte, 0, size)
+	}
 	if r.mode != nil {
 		// protobuf-go writes a oneof (the answer) after the other fields.
 		b = appendTag(b, fieldModeOverride, protowire.BytesType)
