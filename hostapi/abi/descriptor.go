@@ -1,6 +1,9 @@
 package abi
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // Descriptor is what a module says about itself, returned as JSON by
 // junction_descriptor:
@@ -116,6 +119,9 @@ const hexDigits = "0123456789abcdef"
 // AppendJSONString appends s as a JSON string literal. Invalid UTF-8 is
 // copied as it is (the host's JSON checks will refuse it).
 func AppendJSONString(b []byte, s string) []byte {
+	// Room for the quotes and a few escapes up front: appending piece by
+	// piece to a short buffer would regrow it several times a call.
+	b = slices.Grow(b, len(s)+len(s)/8+8)
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
