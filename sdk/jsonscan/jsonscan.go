@@ -172,6 +172,11 @@ func Members(obj []byte) ([]Member, error) {
 		if obj[i] == '}' {
 			return out, nil
 		}
+		if out == nil {
+			// Most objects scanned are messages and content parts, of a
+			// few members: one allocation instead of regrowing from one.
+			out = make([]Member, 0, 4)
+		}
 		if obj[i] != '"' {
 			return nil, ErrSyntax
 		}
@@ -179,7 +184,7 @@ func Members(obj []byte) ([]Member, error) {
 		if end < 0 {
 			return nil, ErrSyntax
 		}
-		name, err := Unquote(obj[i:end])
+		name, err := memberName(obj[i:end])
 		if err != nil {
 			return nil, err
 		}
@@ -198,6 +203,36 @@ func Members(obj []byte) ([]Member, error) {
 			i++
 		}
 	}
+}
+
+// memberName decodes a member's name, as Unquote does. The names of chat
+// messages and their parts come back as constants, without an allocation.
+func memberName(raw []byte) (string, error) {
+	if len(raw) >= 2 {
+		switch string(raw[1 : len(raw)-1]) {
+		case "role":
+			return "role", nil
+		case "content":
+			return "content", nil
+		case "name":
+			return "name", nil
+		case "type":
+			return "type", nil
+		case "text":
+			return "text", nil
+		case "id":
+			return "id", nil
+		case "tool_calls":
+			return "tool_calls", nil
+		case "tool_call_id":
+			return "tool_call_id", nil
+		case "function":
+			return "function", nil
+		case "arguments":
+			return "arguments", nil
+		}
+	}
+	return Unquote(raw)
 }
 
 // Lookup returns the raw value of the member called name, or nil.

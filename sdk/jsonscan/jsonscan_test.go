@@ -125,3 +125,29 @@ func FuzzScanner(f *testing.F) {
 		}
 	})
 }
+
+func TestMemberNames(t *testing.T) {
+	obj := []byte(`{"role":1,"content":2,"rol\u0065":3,"type":4,"text":5,"id":6,"name":7,"tool_calls":8,"tool_call_id":9,` +
+		`"function":10,"arguments":11,"other":12,"":13,"r\"ole":14,"\u00fcber":15,"a":16}`)
+	ms, err := Members(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 16 {
+		t.Fatalf("%d members", len(ms))
+	}
+	var want map[string]json.RawMessage
+	if err := json.Unmarshal(obj, &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		raw := obj[m.start:]
+		name, err := Unquote(raw[:stringEnd(raw, 0)])
+		if err != nil || m.Name != name {
+			t.Errorf("member at %d: name %q, Unquote gives %q %v", m.start, m.Name, name, err)
+		}
+		if _, ok := want[m.Name]; !ok {
+			t.Errorf("%q is not a member encoding/json sees", m.Name)
+		}
+	}
+}
