@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/junction-router/junction/hostapi/abi"
 	"github.com/junction-router/junction/plugins/internal/chatmsg"
 	"github.com/junction-router/junction/plugins/internal/pconfig"
 	"github.com/junction-router/junction/sdk/jsonscan"
@@ -94,14 +95,14 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 		return nil, fmt.Errorf("messages[0]: %v", err)
 	}
 	content := bytes.TrimSpace(jsonscan.Lookup(ms, "content"))
-	next := chatmsg.String(c.SystemPrompt)
+	var next json.RawMessage
 	detail := "replaced the system message's content"
 	if c.Mode == "insert" {
 		detail = "prepended to the system message"
 		switch {
 		case len(content) == 0 || string(content) == "null" || string(content) == `""`:
 		case content[0] == '"':
-			next = chatmsg.String(c.SystemPrompt + "\n\n" + msgs[0].Text)
+			next = joinedString(c.SystemPrompt, msgs[0].Text)
 		case content[0] == '[':
 			var err error
 			if next, err = c.prependPart(content); err != nil {
@@ -111,11 +112,28 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 			return nil, fmt.Errorf("messages[0].content must be a string or an array of content parts")
 		}
 	}
+	if next == nil {
+		next = chatmsg.String(c.SystemPrompt)
+	}
 	raw, err := chatmsg.SetMember(msgs[0].Raw, "content", next)
 	if err != nil {
 		return nil, fmt.Errorf("messages[0]: %v", err)
 	}
 	return &Result{Detail: detail, Edits: []chatmsg.Edit{{Kind: chatmsg.Replace, Index: 0, Raw: raw}}}, nil
+}
+
+// joinedString is chatmsg.String(a + "\n\n" + b) without building the
+// joined string first: the escaping works byte by byte, so the literal of
+// the joined text is a's literal and b's joined by an escaped blank line.
+func joinedString(a, b string) json.RawMessage {
+	out := make([]byte, 0, len(a)+len(b)+(len(a)+len(b))/8+16)
+	out = abi.AppendJSONString(out, a)
+	out = append(out[:len(out)-1], `\n\n`...)
+	at := len(out)
+	out = abi.AppendJSONString(out, b)
+	// b's opening quote goes.
+	copy(out[at:], out[at+1:])
+	return out[:len(out)-1]
 }
 
 func (c *Config) prependPart(content []byte) (json.RawMessage, error) {

@@ -63,3 +63,15 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinedString(t *testing.T) {
+	tricky := []string{"", "a", "You are helpful.", `"q" \ /`, "<b>&amp;</b>", "\x00\x01\x1f\x7f\b\f\n\r\t",
+		"ü 中文 🙂", "\u2028\u2029", "\xff\xfe", "\xe2\x80", strings.Repeat("\"", 40), strings.Repeat("y", 300)}
+	for _, a := range tricky {
+		for _, b := range tricky {
+			if got, want := string(joinedString(a, b)), string(chatmsg.String(a+"\n\n"+b)); got != want {
+				t.Errorf("%q, %q: %s, want %s", a, b, got, want)
+			}
+		}
+	}
+}
