@@ -111,15 +111,26 @@ func (m *moduleInstance) runContext(ctx context.Context, req *Request, rec *reco
 	} else {
 		in = rec.get(req, mode)
 	}
-	res, err := m.module(ctx, in)
-	if err != nil {
-		return nil, &res, err
+	c := new(moduleCall)
+	var err error
+	if c.res, err = m.module(ctx, in); err != nil {
+		return nil, &c.res, err
 	}
-	if res.Failed {
-		return nil, &res, fmt.Errorf("the plugin failed: %s", res.Error)
+	if c.res.Failed {
+		return nil, &c.res, fmt.Errorf("the plugin failed: %s", c.res.Error)
 	}
-	mu, err := fromResult(req, &res.Result)
-	return mu, &res, err
+	if err := fromResult(&c.mu, req, &c.res.Result); err != nil {
+		return nil, &c.res, err
+	}
+	return &c.mu, &c.res, nil
+}
+
+// moduleCall is what one module call leaves for the stage: the module's
+// result and the mutations made of it, which live as long as each other, in
+// one allocation.
+type moduleCall struct {
+	res ModuleResult
+	mu  mutations
 }
 
 // abiRequest is the request record a module reads. Its slices come from a
@@ -309,25 +320,25 @@ func plainJSONKey(k string) bool {
 	return true
 }
 
-// fromResult checks a module's mutations and turns them into the stage's.
+// fromResult checks a module's mutations and turns them into the stage's, in m.
 // Anything malformed fails the step with the op's index.
-func fromResult(req *Request, r *abi.Result) (*mutations, error) {
-	m := &mutations{skipped: r.Skipped, detail: r.Detail}
+func fromResult(m *mutations, req *Request, r *abi.Result) error {
+	*m = mutations{skipped: r.Skipped, detail: r.Detail}
 	if r.Immediate != nil {
 		st := int(r.Immediate.Status)
 		if st == 0 {
 			st = http.StatusOK
 		}
 		if st < 200 || st > 599 {
-			return nil, fmt.Errorf("the plugin answered with HTTP status %d", st)
+			return fmt.Errorf("the plugin answered with HTTP status %d", st)
 		}
 		m.immediate = &Immediate{Status: st, Content: r.Immediate.Content}
 		if tc := r.Immediate.ToolCalls; len(tc) > 0 {
 			if st > 299 {
-				return nil, fmt.Errorf("the plugin answered with tool calls and HTTP status %d; tool calls need a 2xx answer", st)
+				return fmt.Errorf("the plugin answered with tool calls and HTTP status %d; tool calls need a 2xx answer", st)
 			}
 			if !validToolCalls(tc) {
-				return nil, fmt.Errorf("the plugin answered with tool calls that are not a JSON array of objects")
+				return fmt.Errorf("the plugin answered with tool calls that are not a JSON array of objects")
 			}
 			m.immediate.ToolCalls = append(json.RawMessage(nil), tc...)
 		}
@@ -342,7 +353,10 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 		case abi.OpMessageInsert, abi.OpMessageReplace:
 			msg, err := checkMessage(op.Value)
 			if err != nil {
-				return nil, bad("%v", err)
+				return bad("%v", err)
+			}
+			if m.messages == nil {
+				m.messages = m.messageBuf[:0]
 			}
 			m.messages = append(m.messages, messageEdit{index: int(op.Index), insert: op.Op == abi.OpMessageInsert,
 				raw: json.RawMessage(bytes.Clone(op.Value)), msg: msg})
@@ -350,26 +364,26 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			m.messages = append(m.messages, messageEdit{index: int(op.Index), remove: true})
 		case abi.OpFieldSet:
 			if op.Name == "" {
-				return nil, bad("no field name")
+				return bad("no field name")
 			}
 			if op.Name == "tools" {
-				return nil, bad("tools change only through tool_add and tool_remove")
+				return bad("tools change only through tool_add and tool_remove")
 			}
 			if !chat.Valid(op.Value) {
-				return nil, bad("the value of %s is not valid JSON", op.Name)
+				return bad("the value of %s is not valid JSON", op.Name)
 			}
 			m.set = append(m.set, field{name: op.Name, raw: json.RawMessage(bytes.Clone(op.Value))})
 		case abi.OpFieldRemove:
 			if op.Name == "" {
-				return nil, bad("no field name")
+				return bad("no field name")
 			}
 			m.del = append(m.del, op.Name)
 		case abi.OpHeaderAdd, abi.OpHeaderSet, abi.OpHeaderRemove:
 			if !abi.ValidHeaderName(op.Name) {
-				return nil, bad("%q is not a valid header name", op.Name)
+				return bad("%q is not a valid header name", op.Name)
 			}
 			if !abi.ValidHeaderValue(string(op.Value)) {
-				return nil, bad("the value of header %s holds a control character", op.Name)
+				return bad("the value of header %s holds a control character", op.Name)
 			}
 			kind := headerAdd
 			switch op.Op {
@@ -378,12 +392,15 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 			case abi.OpHeaderRemove:
 				kind = headerDel
 			}
+			if m.headers == nil {
+				m.headers = m.headerBuf[:0]
+			}
 			m.headers = append(m.headers, headerOp{kind: kind, name: http.CanonicalHeaderKey(op.Name), value: string(op.Value)})
 		case abi.OpToolAdd, abi.OpToolRemove:
 			if !toolsChanged {
 				var err error
 				if tools, err = currentTools(req); err != nil {
-					return nil, bad("%v", err)
+					return bad("%v", err)
 				}
 				toolsChanged = true
 			}
@@ -392,17 +409,17 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 					Type string `json:"type"`
 				}
 				if json.Unmarshal(op.Value, &t) != nil || t.Type == "" {
-					return nil, bad("the tool is not a JSON object with a type")
+					return bad("the tool is not a JSON object with a type")
 				}
 				tools = append(tools, json.RawMessage(bytes.Clone(op.Value)))
 				continue
 			}
 			if op.Name == "" {
-				return nil, bad("no tool name")
+				return bad("no tool name")
 			}
 			tools = slices.DeleteFunc(tools, func(t json.RawMessage) bool { return toolName(t) == op.Name })
 		default:
-			return nil, bad("unknown op %d", op.Op)
+			return bad("unknown op %d", op.Op)
 		}
 	}
 	if toolsChanged {
@@ -415,7 +432,7 @@ func fromResult(req *Request, r *abi.Result) (*mutations, error) {
 	}
 	m.values = r.Values
 	m.cacheStatus = r.CacheStatus
-	return m, nil
+	return nil
 }
 
 func checkMessage(raw []byte) (chat.Message, error) {

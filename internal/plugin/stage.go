@@ -38,6 +38,10 @@ type mutations struct {
 	// values and cacheStatus come from module plugins' reports.
 	values      []abi.KV
 	cacheStatus string
+	// messageBuf and headerBuf are where a module's first message edit and
+	// header op go: most plugins make one, and then allocate no list.
+	messageBuf [1]messageEdit
+	headerBuf  [1]headerOp
 }
 
 type field struct {
