@@ -13,6 +13,9 @@ type Result struct {
 	r abi.Result
 	// arena holds the JSON the builders make, reused from call to call.
 	arena []byte
+	// firstMutation is the mutation list's first storage: most handlers
+	// make one mutation, and a native call's result is new each time.
+	firstMutation [1]abi.Mutation
 }
 
 //lint:ignore U1000 reached from the wasm exports (exports.go), which host builds do not call
@@ -30,6 +33,9 @@ func (o *Result) reset() {
 }
 
 func (o *Result) add(op abi.Op, index int, name string, value []byte) {
+	if o.r.Mutations == nil {
+		o.r.Mutations = o.firstMutation[:0]
+	}
 	o.r.Mutations = append(o.r.Mutations, abi.Mutation{Op: op, Index: uint32(index), Name: name, Value: value})
 }
 
