@@ -77,6 +77,8 @@ type Result struct {
 	Skipped bool
 	Edits   []chatmsg.Edit
 	Detail  string
+	// edit holds Edits' one edit (oneEdit).
+	edit [1]chatmsg.Edit
 }
 
 // Run plans the change for a request's messages.
@@ -85,10 +87,8 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 		return &Result{Skipped: true, Detail: "disabled by its configuration (enabled: false)"}, nil
 	}
 	if len(msgs) == 0 || msgs[0].Role != "system" {
-		return &Result{
-			Detail: "added a system message before the first message",
-			Edits:  []chatmsg.Edit{{Kind: chatmsg.Insert, Index: 0, Raw: chatmsg.New("system", c.SystemPrompt)}},
-		}, nil
+		return oneEdit("added a system message before the first message",
+			chatmsg.Edit{Kind: chatmsg.Insert, Index: 0, Raw: chatmsg.New("system", c.SystemPrompt)}), nil
 	}
 	ms, err := jsonscan.Members(msgs[0].Raw)
 	if err != nil {
@@ -115,11 +115,17 @@ func (c *Config) Run(msgs []chatmsg.Message) (*Result, error) {
 	if next == nil {
 		next = chatmsg.String(c.SystemPrompt)
 	}
-	raw, err := chatmsg.SetMember(msgs[0].Raw, "content", next)
-	if err != nil {
-		return nil, fmt.Errorf("messages[0]: %v", err)
-	}
-	return &Result{Detail: detail, Edits: []chatmsg.Edit{{Kind: chatmsg.Replace, Index: 0, Raw: raw}}}, nil
+	// ms are the message's members already: splice without scanning again.
+	raw := jsonscan.SpliceMembers(msgs[0].Raw, ms, "content", next)
+	return oneEdit(detail, chatmsg.Edit{Kind: chatmsg.Replace, Index: 0, Raw: raw}), nil
+}
+
+// oneEdit is the result of a run that makes edit, in one allocation.
+func oneEdit(detail string, edit chatmsg.Edit) *Result {
+	r := &Result{Detail: detail}
+	r.edit[0] = edit
+	r.Edits = r.edit[:]
+	return r
 }
 
 // joinedString is chatmsg.String(a + "\n\n" + b) without building the

@@ -382,6 +382,12 @@ func Splice(obj []byte, name string, value []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return SpliceMembers(obj, ms, name, value), nil
+}
+
+// SpliceMembers is Splice for a caller that has listed obj's members already:
+// ms must be Members(obj), which is not scanned again.
+func SpliceMembers(obj []byte, ms []Member, name string, value []byte) []byte {
 	for k, m := range ms {
 		if m.Name != name {
 			continue
@@ -391,7 +397,7 @@ func Splice(obj []byte, name string, value []byte) ([]byte, error) {
 			vs := m.end - len(m.Value)
 			out = append(out, obj[:vs]...)
 			out = append(out, value...)
-			return append(out, obj[m.end:]...), nil
+			return append(out, obj[m.end:]...)
 		}
 		// Remove the member and one comma next to it.
 		start, end := m.start, m.end
@@ -402,10 +408,10 @@ func Splice(obj []byte, name string, value []byte) ([]byte, error) {
 			start = ms[k-1].end
 		}
 		out = append(out, obj[:start]...)
-		return append(out, obj[end:]...), nil
+		return append(out, obj[end:]...)
 	}
 	if value == nil {
-		return obj, nil
+		return obj
 	}
 	closing := len(obj) - 1
 	for closing > 0 && obj[closing] != '}' {
@@ -416,8 +422,8 @@ func Splice(obj []byte, name string, value []byte) ([]byte, error) {
 	if len(ms) > 0 {
 		out = append(out, ',')
 	}
-	out = append(out, Quote(name)...)
+	out = abi.AppendJSONString(out, name)
 	out = append(out, ':')
 	out = append(out, value...)
-	return append(out, obj[closing:]...), nil
+	return append(out, obj[closing:]...)
 }
