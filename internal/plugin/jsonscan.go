@@ -27,16 +27,23 @@ func valueEnd(b []byte, i int) (int, error) { return chat.ValueEnd(b, i) }
 // max < 0). rest is the array's remaining bytes after the last element taken
 // (", …]" or "]"), so "[" + join(elems, ",") + rest is the array again.
 func arrayPrefix(arr []byte, max int) (elems []json.RawMessage, rest []byte, err error) {
+	return appendArrayPrefix(nil, arr, max)
+}
+
+// appendArrayPrefix is arrayPrefix appending the elements to elems, which
+// lets a caller keep a short list on its stack.
+func appendArrayPrefix(elems []json.RawMessage, arr []byte, max int) (_ []json.RawMessage, rest []byte, err error) {
 	i := skipWS(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return nil, nil, fmt.Errorf("not a JSON array")
 	}
 	i = skipWS(arr, i+1)
 	if i < len(arr) && arr[i] == ']' {
-		return nil, arr[i:], nil
+		return elems, arr[i:], nil
 	}
+	taken := len(elems)
 	after := i // where rest begins when no element is taken (never used for a non-empty array with max != 0)
-	for max < 0 || len(elems) < max {
+	for max < 0 || len(elems)-taken < max {
 		e, err := valueEnd(arr, i)
 		if err != nil {
 			return nil, nil, err

@@ -67,6 +67,16 @@ func TestArrayPrefix(t *testing.T) {
 		if j := joinArray(elems, rest); !json.Valid(j) {
 			t.Errorf("%s: rejoined %s is not valid", tt.in, j)
 		}
+		// Appending after elements already there takes as many, the same.
+		more, moreRest, err := appendArrayPrefix([]json.RawMessage{json.RawMessage(`0`)}, []byte(tt.in), tt.max)
+		if err != nil || len(more) != 1+len(elems) || string(more[0]) != `0` || string(moreRest) != string(rest) {
+			t.Errorf("%s: appended %q rest %q %v", tt.in, more, moreRest, err)
+		}
+		for i, e := range elems {
+			if string(more[1+i]) != string(e) {
+				t.Errorf("%s: appended element %d %s, want %s", tt.in, i, more[1+i], e)
+			}
+		}
 	}
 	for _, bad := range []string{``, `{}`, `[1`, `[1 2]`, `["abc]`, `[{]`, `[,]`} {
 		if _, _, err := arrayPrefix([]byte(bad), -1); err == nil {

@@ -185,7 +185,9 @@ func editMessages(c *chat.Request, edits []messageEdit) (json.RawMessage, []chat
 	if isNull(raw) {
 		raw = json.RawMessage("[]")
 	}
-	elems, rest, err := arrayPrefix(raw, need)
+	// Plugins edit the first few messages: their list stays on the stack.
+	var buf [4]json.RawMessage
+	elems, rest, err := appendArrayPrefix(buf[:0], raw, need)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the request's messages cannot be edited: %v", err)
 	}
