@@ -278,12 +278,28 @@ func known(b []byte) (string, bool) {
 		return "tool", true
 	case "developer":
 		return "developer", true
+	case "function":
+		return "function", true
 	case "MoM":
 		return "MoM", true
 	case "auto":
 		return "auto", true
 	}
 	return "", false
+}
+
+// Unquote decodes the JSON string literal raw as jsonscan.Unquote does; the
+// strings nearly every request repeats (its keys and roles: known) come back
+// without an allocation.
+func Unquote(raw []byte) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		// known's strings have no escapes: a literal that is one of them
+		// decodes to it.
+		if k, ok := known(raw[1 : len(raw)-1]); ok {
+			return k, nil
+		}
+	}
+	return jsonscan.Unquote(raw)
 }
 
 // unquote is jsonscan.Unquote's answer for a JSON string literal, faster on

@@ -89,14 +89,3 @@ func TestCheckMessageMatchesTwoWalks(t *testing.T) {
 		t.Fatalf("only %d of the mutated messages pass: the comparison says little", valid)
 	}
 }
-
-func TestMessageRoleMatchesUnquote(t *testing.T) {
-	for _, lit := range []string{`"system"`, `"user"`, `"assistant"`, `"tool"`, `"developer"`, `"function"`,
-		`"sys\u0074em"`, `"User"`, `""`, `"critic"`, `"a\"b"`, `"\ud800"`, `"s`} {
-		got, gerr := messageRole([]byte(lit))
-		want, werr := unquote([]byte(lit))
-		if got != want || (gerr == nil) != (werr == nil) {
-			t.Errorf("%s: %q %v, unquote gives %q %v", lit, got, gerr, want, werr)
-		}
-	}
-}

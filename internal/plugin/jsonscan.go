@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/junction-router/junction/internal/chat"
-	"github.com/junction-router/junction/sdk/jsonscan"
 )
 
 // This file holds the small byte-level JSON helpers the stage uses to edit a
@@ -170,5 +169,7 @@ func isNull(raw []byte) bool {
 	return len(t) == 0 || string(t) == "null"
 }
 
-// unquote decodes a JSON string literal, without reflection when it has no escapes.
-func unquote(lit []byte) (string, error) { return jsonscan.Unquote(lit) }
+// unquote decodes a JSON string literal, without reflection when it has no
+// escapes, and without an allocation for the keys and roles chat bodies
+// repeat (chat.Unquote).
+func unquote(lit []byte) (string, error) { return chat.Unquote(lit) }

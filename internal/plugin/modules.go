@@ -452,7 +452,7 @@ func checkMessage(raw []byte) (chat.Message, error) {
 	if len(roleRaw) == 0 || roleRaw[0] != '"' {
 		return chat.Message{}, errors.New("the message has no role")
 	}
-	role, err := messageRole(roleRaw)
+	role, err := unquote(roleRaw)
 	if err != nil || role == "" {
 		return chat.Message{}, errors.New("the message has no role")
 	}
@@ -463,26 +463,6 @@ func checkMessage(raw []byte) (chat.Message, error) {
 		}
 	}
 	return chat.Message{Role: role, Content: text}, nil
-}
-
-// messageRole decodes a role literal as unquote does; the roles chat
-// messages have come back as constants, without an allocation.
-func messageRole(raw []byte) (string, error) {
-	switch string(raw) {
-	case `"system"`:
-		return "system", nil
-	case `"user"`:
-		return "user", nil
-	case `"assistant"`:
-		return "assistant", nil
-	case `"tool"`:
-		return "tool", nil
-	case `"developer"`:
-		return "developer", nil
-	case `"function"`:
-		return "function", nil
-	}
-	return unquote(raw)
 }
 
 // memberValue is the value of the first member named key (its escapes
