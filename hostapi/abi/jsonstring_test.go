@@ -2,41 +2,13 @@ package abi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/junction-router/junction/hostapi/abi"
 )
-
-// oldAppendJSONString is AppendJSONString as it was before it presized its
-// buffer: the output must not change.
-func oldAppendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-			continue
-		}
-		b = append(b, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
 
 // jsonStringInputs are strings whose escaping is easy to get wrong.
 var jsonStringInputs = []string{
@@ -47,25 +19,71 @@ var jsonStringInputs = []string{
 	"You are helpful.\n\nYou are a refund assistant.",
 }
 
-func TestAppendJSONStringMatchesOld(t *testing.T) {
-	for _, s := range jsonStringInputs {
-		for _, prefix := range [][]byte{nil, []byte("x"), make([]byte, 3, 4), make([]byte, 0, 64)} {
-			want := oldAppendJSONString(bytes.Clone(prefix), s)
-			got := abi.AppendJSONString(bytes.Clone(prefix), s)
-			if !bytes.Equal(got, want) {
-				t.Errorf("%q after %q: %q, want %q", s, prefix, got, want)
-			}
+// TestAppendJSONString holds the literals to exactly what the host's JSON
+// checks and the guests have always read: the short escapes for quote,
+// backslash, \n, \r and \t, \u00XX for other control bytes and for <, >
+// and &, everything else (U+2028, invalid UTF-8) copied as it is.
+func TestAppendJSONString(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", `""`},
+		{`a"b\c`, `"a\"b\\c"`},
+		{"\n\r\t", `"\n\r\t"`},
+		{"\x00\x01\x1f\x7f", `"\u0000\u0001\u001f` + "\x7f" + `"`},
+		{"\b\f", `"\u0008\u000c"`},
+		{"<a>&", `"\u003ca\u003e\u0026"`},
+		{"ü 🙂 \u2028", "\"ü 🙂 \u2028\""},
+		{"\xff\xfe", "\"\xff\xfe\""},
+	} {
+		if got := abi.AppendJSONString(nil, c.in); string(got) != c.want {
+			t.Errorf("%q: %s, want %s", c.in, got, c.want)
 		}
 	}
+	for _, s := range jsonStringInputs {
+		checkJSONString(t, s)
+	}
+}
+
+// checkJSONString checks what holds for any s: the prefix is kept; valid
+// UTF-8 comes back as a JSON string encoding/json decodes to s, with no
+// control byte, <, > or & left as it is; the bytes at or above 0x80 are
+// copied in order (escapes are ASCII), so invalid UTF-8 passes as it is.
+func checkJSONString(t *testing.T, s string) {
+	t.Helper()
+	for _, prefix := range [][]byte{nil, []byte("x"), make([]byte, 3, 4), make([]byte, 0, 64)} {
+		out := abi.AppendJSONString(bytes.Clone(prefix), s)
+		if !bytes.Equal(out[:len(prefix)], prefix) {
+			t.Fatalf("%q after %q: the prefix became %q", s, prefix, out[:len(prefix)])
+		}
+		lit := out[len(prefix):]
+		if utf8.ValidString(s) {
+			var back string
+			if err := json.Unmarshal(lit, &back); err != nil || back != s {
+				t.Fatalf("%q: %s decodes to %q, %v", s, lit, back, err)
+			}
+			if bytes.ContainsAny(lit, "<>&") || bytes.ContainsFunc(lit, func(r rune) bool { return r < 0x20 }) {
+				t.Fatalf("%q: %s leaves a byte unescaped", s, lit)
+			}
+		}
+		if got, want := highBytes(lit), highBytes([]byte(s)); !bytes.Equal(got, want) {
+			t.Fatalf("%q: the bytes from 0x80 became %q, want %q", s, got, want)
+		}
+	}
+}
+
+// highBytes is b's bytes at or above 0x80, in order.
+func highBytes(b []byte) []byte {
+	var out []byte
+	for _, c := range b {
+		if c >= 0x80 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func FuzzAppendJSONString(f *testing.F) {
 	for _, s := range jsonStringInputs {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := abi.AppendJSONString([]byte("p"), s), oldAppendJSONString([]byte("p"), s); !bytes.Equal(got, want) {
-			t.Fatalf("%q: %q, want %q", s, got, want)
-		}
-	})
+	f.Fuzz(checkJSONString)
 }
