@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/junction-router/junction/hostapi"
 	"github.com/junction-router/junction/internal/ratelimit"
 	"github.com/junction-router/junction/internal/ratelimit/redisstore"
 	"github.com/junction-router/junction/internal/respcache"
@@ -229,7 +230,7 @@ func BenchmarkMissPath(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		rctx, send := limits.Defer(ctx, time.Now(), takes, lv)
-		call, cancel := context.WithTimeout(rctx, callTimeout)
+		call, cancel := context.WithTimeout(rctx, hostapi.DefaultCallTimeout)
 		if _, ok, err := cache.Lookup(call, ns, keys[i], nil, 0.95); err != nil || ok {
 			b.Fatalf("lookup of %s: %v %v", keys[i], ok, err)
 		}
@@ -237,14 +238,10 @@ func BenchmarkMissPath(b *testing.B) {
 		if pass, err := send.Send(); !pass || err != nil {
 			b.Fatal(pass, err)
 		}
-		call, cancel = context.WithTimeout(context.WithoutCancel(rctx), callTimeout)
+		call, cancel = context.WithTimeout(context.WithoutCancel(rctx), hostapi.DefaultCallTimeout)
 		if err := cache.Store(call, ns, keys[i], value, time.Hour, nil); err != nil {
 			b.Fatal(err)
 		}
 		cancel()
 	}
 }
-
-// callTimeout is the plugin host's per-call deadline
-// (hostapi.DefaultCallTimeout), which a plugin's cache calls run under.
-const callTimeout = 250 * time.Millisecond
